@@ -1,0 +1,88 @@
+# otelcol-nvml: the nvml receiver and its collector distribution.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+# go-nvml is cgo; its header's deprecation notes are noise.
+export CGO_ENABLED := 1
+export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
+
+GO        ?= go
+# Pinned tool versions. mdatagen is built from internal/tools/go.mod, which
+# must name the same version (checked below).
+OCB_VERSION      := v0.165.0
+MDATAGEN_VERSION := v0.161.0
+
+BIN       := $(CURDIR)/.bin
+OCB       := $(BIN)/builder-$(OCB_VERSION)
+MDATAGEN  := $(BIN)/mdatagen-$(MDATAGEN_VERSION)
+DIST_DIR  := $(CURDIR)/_build
+OTELCOL   := $(DIST_DIR)/otelcol-nvml
+CONFIG    ?= deploy/config.yaml
+RECEIVER  := receiver/nvmlreceiver
+
+.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean
+
+all: build
+
+## test: everything CI runs (vet, generated-code drift, unit tests with -race, the ocb build, a smoke run)
+test: vet check-generated unit build smoke
+
+vet:
+	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
+	$(GO) vet ./...
+
+$(OCB):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
+	mv $(BIN)/builder $@
+
+$(MDATAGEN): internal/tools/go.mod internal/tools/go.sum
+	@grep -q "go.opentelemetry.io/collector/cmd/mdatagen $(MDATAGEN_VERSION)" internal/tools/go.mod || \
+		{ echo "internal/tools/go.mod does not pin mdatagen $(MDATAGEN_VERSION)"; exit 1; }
+	@mkdir -p $(BIN)
+	cd internal/tools && $(GO) build -o $@ go.opentelemetry.io/collector/cmd/mdatagen
+
+tools: $(OCB) $(MDATAGEN)
+
+## generate: regenerate code and documentation.md from metadata.yaml
+generate: $(MDATAGEN)
+	$(MDATAGEN) $(RECEIVER)/metadata.yaml
+
+GENERATED = find $(RECEIVER) \( -name 'generated_*.go' -o -name documentation.md -o -path '*/internal/metadata/testdata/*' \) -type f | sort | xargs sha256sum
+
+## check-generated: fail when the generated files differ from what metadata.yaml gives
+check-generated: $(MDATAGEN)
+	@before=$$($(GENERATED)); \
+	$(MDATAGEN) $(RECEIVER)/metadata.yaml; \
+	after=$$($(GENERATED)); \
+	if [ "$$before" != "$$after" ]; then \
+		diff <(echo "$$before") <(echo "$$after") || true; \
+		echo "generated files were out of date with metadata.yaml: run 'make generate' and commit"; exit 1; \
+	fi; echo "generated files match metadata.yaml"
+
+unit:
+	$(GO) test -race -count=1 ./...
+
+## build: build the otelcol-nvml distribution with ocb
+build: $(OTELCOL)
+
+$(OTELCOL): $(OCB) builder-config.yaml go.mod go.sum $(shell git ls-files '*.go')
+	GOFLAGS=-e=true $(OCB) --config builder-config.yaml
+
+## run: build otelcol-nvml and run it with the default config
+run: build
+	$(OTELCOL) --config $(CONFIG)
+
+## smoke: start the built collector with the default config and check it serves
+smoke: build
+	$(GO) test -tags smoke -count=1 -v ./internal/smoketest -otelcol=$(OTELCOL) -config=$(CURDIR)/$(CONFIG)
+
+## bench: the scrape benchmark over the 8-GPU dgxh200 mock
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./$(RECEIVER)/ ./internal/nvmlclient/
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf $(BIN) $(DIST_DIR)

@@ -1,0 +1,114 @@
+package nvmlclient
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"go.uber.org/zap"
+)
+
+// Client owns one NVML session: Open initializes NVML and takes the inventory,
+// Close shuts NVML down. It is safe for concurrent use.
+type Client struct {
+	lib    nvml.Interface
+	logger *zap.Logger
+
+	mu      sync.Mutex
+	open    bool
+	inv     Inventory
+	devices []*Device
+}
+
+// New returns a Client on lib, which is not touched until Open.
+func New(lib nvml.Interface, logger *zap.Logger) *Client {
+	return &Client{lib: lib, logger: logger}
+}
+
+// UnavailableError says why NVML could not be used and how to fix it.
+type UnavailableError struct {
+	Cause string
+	Fix   string
+	Err   error
+}
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("NVML unavailable: %s (%s)", e.Cause, e.Fix)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// ErrNotOpen is returned when the client is used before a successful Open.
+var ErrNotOpen = errors.New("NVML is not initialized")
+
+// Open initializes NVML and takes the inventory of the devices that match
+// selectors (UUIDs or indices; all devices when empty). On error NVML is left
+// uninitialized and Open may be called again later.
+func (c *Client) Open(selectors []string) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.open {
+		return nil
+	}
+	if ret := c.lib.Init(); ret != nvml.SUCCESS {
+		// After a failed Init no other NVML function may be called: with the
+		// library missing, the process would die on an unresolved symbol.
+		return initError(ret)
+	}
+	inv, devices, err := takeInventory(c.lib, c.logger, selectors)
+	if err != nil {
+		c.lib.Shutdown()
+		return err
+	}
+	c.inv, c.devices, c.open = inv, devices, true
+	return nil
+}
+
+// Close shuts NVML down. It is a no-op when NVML is not open.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.open {
+		return nil
+	}
+	c.open, c.devices, c.inv = false, nil, Inventory{}
+	if ret := c.lib.Shutdown(); ret != nvml.SUCCESS {
+		return fmt.Errorf("nvmlShutdown: %w", ret)
+	}
+	return nil
+}
+
+// Inventory returns what was found at the last Open.
+func (c *Client) Inventory() Inventory {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.inv
+}
+
+// Devices returns the devices taken at the last Open, in index order.
+func (c *Client) Devices() []*Device {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.devices
+}
+
+func initError(ret nvml.Return) error {
+	e := &UnavailableError{Err: ret}
+	switch ret {
+	case nvml.ERROR_LIBRARY_NOT_FOUND:
+		e.Cause = "libnvidia-ml.so.1 could not be loaded"
+		e.Fix = "is the NVIDIA driver installed, and mounted into the container (NVIDIA container toolkit)? " +
+			"Set library_path to the library's full path if it is outside the loader's search path"
+	case nvml.ERROR_DRIVER_NOT_LOADED:
+		e.Cause = "the NVIDIA kernel driver is not loaded"
+		e.Fix = "load the driver (nvidia-smi should work on the host); the receiver retries on its own"
+	case nvml.ERROR_NO_PERMISSION:
+		e.Cause = "no permission to open the GPU device nodes"
+		e.Fix = "give the collector read access to /dev/nvidiactl and /dev/nvidia*"
+	default:
+		e.Cause = "nvmlInit failed: " + ret.Error()
+		e.Fix = "check that nvidia-smi works where the collector runs; the receiver retries on its own"
+	}
+	return e
+}

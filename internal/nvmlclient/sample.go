@@ -1,0 +1,58 @@
+package nvmlclient
+
+import "time"
+
+// Opt is a reading that may be absent: not supported on this device, or not
+// taken this time.
+type Opt[T any] struct {
+	Value T
+	OK    bool
+}
+
+func some[T any](v T) Opt[T] { return Opt[T]{Value: v, OK: true} }
+
+// Engine names a utilization engine: the hw.gpu.task of semconv.
+type Engine int
+
+const (
+	EngineGeneral Engine = iota
+	EngineEncoder
+	EngineDecoder
+	engineCount
+)
+
+// Clock names a clock domain.
+type Clock int
+
+const (
+	ClockSM Clock = iota
+	ClockMemory
+	ClockGraphics
+	ClockVideo
+	clockCount
+)
+
+// Sample is one reading of one GPU, in SI units. Every field is optional:
+// what the device does not support stays absent.
+type Sample struct {
+	Time time.Time
+
+	// Utilization of each engine, 0..1, averaged over the window since the
+	// previous sample.
+	Utilization [engineCount]Opt[float64]
+	// MemoryUtilization is the fraction of time memory was read or written,
+	// 0..1, over the same window.
+	MemoryUtilization Opt[float64]
+
+	MemoryUsedBytes     Opt[uint64]
+	MemoryTotalBytes    Opt[uint64]
+	MemoryReservedBytes Opt[uint64]
+
+	TemperatureCelsius Opt[int64]
+	PowerWatts         Opt[float64]
+	PowerLimitWatts    Opt[float64]
+	EnergyJoules       Opt[float64]
+	ClockHz            [clockCount]Opt[int64]
+	PerformanceState   Opt[int64]
+	FanSpeed           Opt[float64] // 0..1
+}

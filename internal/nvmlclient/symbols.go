@@ -1,0 +1,25 @@
+package nvmlclient
+
+import "github.com/NVIDIA/go-nvml/pkg/nvml"
+
+// symbols records which newer NVML entry points the loaded library has.
+// Calling a symbol the driver lacks kills the process, so each newer API is
+// looked up once per Open before it is used.
+type symbols struct {
+	memoryInfoV2 bool
+}
+
+func lookupSymbols(lib nvml.Interface) (s symbols) {
+	defer func() {
+		// A library without the extension interface has none of them.
+		if recover() != nil {
+			s = symbols{}
+		}
+	}()
+	ext := lib.Extensions()
+	if ext == nil {
+		return s
+	}
+	s.memoryInfoV2 = ext.LookupSymbol("nvmlDeviceGetMemoryInfo_v2") == nil
+	return s
+}

@@ -1,0 +1,72 @@
+package nvmlreceiver
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/collector/scraper/scraperhelper"
+
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+)
+
+// Config is the nvml receiver's configuration.
+type Config struct {
+	scraperhelper.ControllerConfig `mapstructure:",squash"`
+	metadata.MetricsBuilderConfig  `mapstructure:",squash"`
+
+	// LibraryPath is the path to libnvidia-ml.so.1. Empty means the dynamic
+	// loader's own search.
+	LibraryPath string `mapstructure:"library_path"`
+
+	// Devices lists the GPUs to watch, each a UUID (GPU-...) or an NVML
+	// index. Empty means every GPU.
+	Devices []string `mapstructure:"devices"`
+
+}
+
+var uuidPattern = regexp.MustCompile(`^GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
+
+// Validate checks the configuration; every message names its field.
+func (cfg *Config) Validate() error {
+	var errs []error
+	if cfg.CollectionInterval <= 0 {
+		errs = append(errs, errors.New("collection_interval: must be greater than 0"))
+	}
+	if cfg.LibraryPath != "" {
+		if strings.ContainsRune(cfg.LibraryPath, 0) {
+			errs = append(errs, errors.New("library_path: must not contain a NUL byte"))
+		} else if !strings.Contains(cfg.LibraryPath, "/") {
+			errs = append(errs, fmt.Errorf("library_path: %q is a bare name; give a path, or leave it empty for the loader's search", cfg.LibraryPath))
+		} else if fi, err := os.Stat(cfg.LibraryPath); err == nil && fi.IsDir() {
+			errs = append(errs, fmt.Errorf("library_path: %q is a directory; give the path of libnvidia-ml.so.1", cfg.LibraryPath))
+		}
+		// A path that does not exist yet is allowed: the driver may be mounted
+		// after the collector starts, and the receiver retries.
+	}
+	seen := map[string]bool{}
+	for i, d := range cfg.Devices {
+		field := fmt.Sprintf("devices[%d]", i)
+		switch {
+		case d == "":
+			errs = append(errs, fmt.Errorf("%s: must not be empty", field))
+		case isIndex(d):
+		case uuidPattern.MatchString(d):
+		default:
+			errs = append(errs, fmt.Errorf("%s: %q is neither a GPU UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx) nor an index", field, d))
+		}
+		if seen[strings.ToLower(d)] {
+			errs = append(errs, fmt.Errorf("%s: %q is listed twice", field, d))
+		}
+		seen[strings.ToLower(d)] = true
+	}
+	return errors.Join(errs...)
+}
+
+func isIndex(s string) bool {
+	n, err := strconv.Atoi(s)
+	return err == nil && n >= 0 && strconv.Itoa(n) == s
+}

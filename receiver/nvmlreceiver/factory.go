@@ -1,0 +1,56 @@
+package nvmlreceiver
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/scraper"
+	"go.opentelemetry.io/collector/scraper/scraperhelper"
+
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+)
+
+// NewFactory creates the factory of the nvml receiver.
+func NewFactory() receiver.Factory {
+	return receiver.NewFactory(
+		metadata.Type,
+		createDefaultConfig,
+		receiver.WithMetrics(createMetrics, metadata.MetricsStability),
+	)
+}
+
+func createDefaultConfig() component.Config {
+	cc := scraperhelper.NewDefaultControllerConfig()
+	cc.CollectionInterval = 10 * time.Second
+	return &Config{
+		ControllerConfig:     cc,
+		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
+	}
+}
+
+// newLibrary is where production gets its NVML; tests replace the library
+// through newScraper directly.
+func newLibrary(cfg *Config) nvml.Interface {
+	if cfg.LibraryPath == "" {
+		return nvml.New()
+	}
+	return nvml.New(nvml.WithLibraryPath(cfg.LibraryPath))
+}
+
+func createMetrics(_ context.Context, set receiver.Settings, baseCfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
+	cfg, ok := baseCfg.(*Config)
+	if !ok {
+		return nil, errors.New("nvml: unexpected config type")
+	}
+	s := newScraper(cfg, set, newLibrary(cfg))
+	sc, err := scraper.NewMetrics(s.scrape, scraper.WithStart(s.start), scraper.WithShutdown(s.shutdown))
+	if err != nil {
+		return nil, err
+	}
+	return scraperhelper.NewMetricsController(&cfg.ControllerConfig, set, next, scraperhelper.AddMetricsScraper(metadata.Type, sc))
+}

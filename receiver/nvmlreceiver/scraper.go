@@ -1,0 +1,239 @@
+package nvmlreceiver
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+)
+
+// nvmlScraper drives one NVML client: it opens NVML (retrying while it is
+// unavailable), reads every GPU concurrently each scrape and records the
+// samples through the generated metrics builder.
+type nvmlScraper struct {
+	cfg    *Config
+	set    receiver.Settings
+	logger *zap.Logger
+	client *nvmlclient.Client
+	mb     *metadata.MetricsBuilder
+	host   component.Host
+	now    func() time.Time
+
+	ready     bool
+	fatal     error // a configuration error found once NVML came up
+	backoff   retryBackoff
+	lastCause string
+
+	// inflight counts device reads still running, possibly past a scrape's
+	// deadline; shutdown waits for them before closing NVML.
+	inflight sync.WaitGroup
+	// logged holds the "device/cause" keys already logged; scrapes never
+	// overlap, so it needs no lock.
+	logged map[string]struct{}
+}
+
+func newScraper(cfg *Config, set receiver.Settings, lib nvml.Interface) *nvmlScraper {
+	return &nvmlScraper{
+		cfg:    cfg,
+		set:    set,
+		logger: set.Logger,
+		client: nvmlclient.New(lib, set.Logger),
+		now:    time.Now,
+		logged: map[string]struct{}{},
+	}
+}
+
+func (s *nvmlScraper) start(_ context.Context, host component.Host) error {
+	s.host = host
+	s.mb = metadata.NewMetricsBuilder(s.cfg.MetricsBuilderConfig, s.set)
+	err := s.client.Open(s.cfg.Devices)
+	var selErr *nvmlclient.SelectorError
+	if errors.As(err, &selErr) {
+		return err // a devices entry that matches no GPU is a configuration error
+	}
+	if err != nil {
+		s.unavailable(err)
+		return nil
+	}
+	s.available()
+	return nil
+}
+
+func (s *nvmlScraper) shutdown(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { s.inflight.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		// A read is stuck inside NVML; shutting NVML down under it could
+		// crash the process, so leave the library to the process's exit.
+		s.logger.Warn("An NVML call is still running at shutdown; not shutting NVML down")
+		return nil
+	}
+	return s.client.Close()
+}
+
+// unavailable records a failed Open: one warning per distinct cause, a
+// recoverable error status, and the time of the next attempt.
+func (s *nvmlScraper) unavailable(err error) {
+	delay := s.backoff.failed(s.now())
+	if cause := err.Error(); cause != s.lastCause {
+		s.lastCause = cause
+		s.logger.Warn("NVML is unavailable; the receiver keeps running, emits no GPU metrics and retries with backoff",
+			zap.Error(err), zap.Duration("next_retry_in", delay), zap.Duration("max_retry_interval", maxRetryDelay))
+	}
+	s.reportStatus(componentstatus.NewRecoverableErrorEvent(err))
+}
+
+func (s *nvmlScraper) available() {
+	inv := s.client.Inventory()
+	s.ready, s.lastCause = true, ""
+	s.backoff.succeeded()
+	fields := []zap.Field{
+		zap.String("driver_version", inv.DriverVersion),
+		zap.String("nvml_version", inv.NVMLVersion),
+		zap.String("cuda_version", inv.CUDAVersion),
+		zap.Int("gpus", len(inv.Devices)),
+	}
+	s.logger.Info("NVML initialized", fields...)
+	for _, d := range inv.Devices {
+		s.logger.Debug("GPU found", zap.Int("index", d.Index), zap.String("uuid", d.UUID), zap.String("name", d.Name),
+			zap.String("pci_bus_id", d.PCIBusID), zap.Int("minor_number", d.MinorNumber),
+			zap.String("architecture", d.Architecture), zap.String("compute_capability", d.ComputeCapability))
+	}
+	s.reportStatus(componentstatus.NewEvent(componentstatus.StatusOK))
+}
+
+func (s *nvmlScraper) reportStatus(ev *componentstatus.Event) {
+	if s.host != nil {
+		componentstatus.ReportStatus(s.host, ev)
+	}
+}
+
+// ensureOpen opens NVML when it is not open and a retry is due.
+func (s *nvmlScraper) ensureOpen() bool {
+	if s.ready {
+		return true
+	}
+	if s.fatal != nil || !s.backoff.due(s.now()) {
+		return false
+	}
+	err := s.client.Open(s.cfg.Devices)
+	var selErr *nvmlclient.SelectorError
+	if errors.As(err, &selErr) {
+		// Found only now that NVML came up: it will not heal by retrying.
+		s.fatal = err
+		s.logger.Error("Invalid receiver configuration; no GPU metrics until it is fixed", zap.Error(err))
+		s.reportStatus(componentstatus.NewPermanentErrorEvent(err))
+		_ = s.client.Close()
+		return false
+	}
+	if err != nil {
+		s.unavailable(err)
+		return false
+	}
+	s.available()
+	return true
+}
+
+func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
+	if !s.ensureOpen() {
+		return pmetric.NewMetrics(), nil
+	}
+	devices := s.client.Devices()
+	samples := s.readAll(ctx, devices)
+	lost := 0
+	for i, d := range devices {
+		if d.Lost() {
+			lost++
+		}
+		if samples[i] != nil {
+			recordSample(s.mb, d.Info, samples[i])
+		}
+	}
+	if lost == len(devices) {
+		// Every GPU is gone (driver reload, reset): start over with a new
+		// Init and inventory once NVML answers again.
+		s.ready = false
+		_ = s.client.Close()
+		s.unavailable(errors.New("every GPU is lost"))
+	}
+	return s.mb.Emit(), nil
+}
+
+// readAll reads every device concurrently and returns the samples that
+// arrived before the scrape's deadline (nil for the others). A slow or
+// failing GPU never holds back the others.
+func (s *nvmlScraper) readAll(ctx context.Context, devices []*nvmlclient.Device) []*nvmlclient.Sample {
+	type result struct {
+		i      int
+		sample nvmlclient.Sample
+		err    error
+	}
+	results := make(chan result, len(devices))
+	for i, d := range devices {
+		s.inflight.Add(1)
+		go func() {
+			defer s.inflight.Done()
+			smp, err := d.Read()
+			results <- result{i: i, sample: smp, err: err}
+		}()
+	}
+
+	deadline := s.cfg.CollectionInterval
+	if dl, ok := ctx.Deadline(); ok {
+		deadline = time.Until(dl)
+	}
+	timer := time.NewTimer(deadline)
+	defer timer.Stop()
+
+	samples := make([]*nvmlclient.Sample, len(devices))
+	for pending := len(devices); pending > 0; pending-- {
+		select {
+		case r := <-results:
+			if r.err == nil {
+				samples[r.i] = &r.sample
+				delete(s.logged, devices[r.i].Info.UUID+"/slow")
+				continue
+			}
+			if errors.Is(r.err, nvmlclient.ErrBusy) {
+				s.logOnce(devices[r.i], "slow", "A read of this GPU is still running from an earlier scrape; skipping it until that read returns")
+			}
+			// Lost GPUs and call errors are logged once by the client.
+		case <-timer.C:
+			s.logPending(devices, samples)
+			return samples
+		case <-ctx.Done():
+			s.logPending(devices, samples)
+			return samples
+		}
+	}
+	return samples
+}
+
+func (s *nvmlScraper) logPending(devices []*nvmlclient.Device, samples []*nvmlclient.Sample) {
+	for i, d := range devices {
+		if samples[i] == nil && !d.Lost() {
+			s.logOnce(d, "slow", "Reading this GPU did not finish before the scrape timeout; the other GPUs are reported without it")
+		}
+	}
+}
+
+func (s *nvmlScraper) logOnce(d *nvmlclient.Device, cause, msg string) {
+	key := d.Info.UUID + "/" + cause
+	if _, seen := s.logged[key]; seen {
+		return
+	}
+	s.logged[key] = struct{}{}
+	s.logger.Warn(msg, zap.String("hw.id", d.Info.UUID), zap.Int("nvidia.gpu.index", d.Info.Index))
+}
