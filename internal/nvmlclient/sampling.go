@@ -59,10 +59,11 @@ func (w *window) average(vt nvml.ValueType, samples []nvml.Sample) (mean float64
 		newest = max(newest, smp.TimeStamp)
 	}
 	w.lastSeen = newest
-	if n == 0 {
+	mean = sum / float64(n)
+	if n == 0 || math.IsInf(mean, 0) {
 		return 0, false
 	}
-	return sum / float64(n), true
+	return mean, true
 }
 
 // decodeSampleValue reads NVML's value union, which go-nvml hands over as raw

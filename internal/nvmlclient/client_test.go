@@ -1,0 +1,273 @@
+package nvmlclient
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
+)
+
+func openH200(t *testing.T, selectors ...string) (*nvmltest.Machine, *Client, *observer.ObservedLogs) {
+	t.Helper()
+	m := nvmltest.NewH200()
+	core, logs := observer.New(zapcore.DebugLevel)
+	c := New(m, zap.New(core))
+	require.NoError(t, c.Open(selectors))
+	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	return m, c, logs
+}
+
+func TestOpenTakesInventory(t *testing.T) {
+	_, c, _ := openH200(t)
+	inv := c.Inventory()
+	assert.Equal(t, "550.54.15", inv.DriverVersion)
+	assert.Equal(t, "12.550.54.15", inv.NVMLVersion)
+	assert.Equal(t, "12.4", inv.CUDAVersion)
+	require.Len(t, inv.Devices, 8)
+	d := inv.Devices[3]
+	assert.Equal(t, DeviceInfo{
+		Index: 3, UUID: nvmltest.UUID(3), Name: "NVIDIA H200 141GB HBM3e", Serial: "1654321000003",
+		PCIBusID: "00000000:1C:00.0", MinorNumber: 3, Architecture: "hopper", ComputeCapability: "9.0",
+		DriverVersion: "550.54.15",
+	}, d)
+}
+
+func TestOpenSelectsDevices(t *testing.T) {
+	_, c, _ := openH200(t, "2", nvmltest.UUID(5))
+	var uuids []string
+	for _, d := range c.Devices() {
+		uuids = append(uuids, d.Info.UUID)
+	}
+	assert.Equal(t, []string{nvmltest.UUID(2), nvmltest.UUID(5)}, uuids)
+}
+
+func TestOpenUnmatchedSelectorNamesTheEntry(t *testing.T) {
+	m := nvmltest.NewH200()
+	shutdowns := 0
+	m.ShutdownFunc = func() nvml.Return { shutdowns++; return nvml.SUCCESS }
+	c := New(m, zap.NewNop())
+	err := c.Open([]string{"1", "GPU-deadbeef-0000-0000-0000-000000000000"})
+	var selErr *SelectorError
+	require.ErrorAs(t, err, &selErr)
+	assert.Equal(t, "GPU-deadbeef-0000-0000-0000-000000000000", selErr.Selector)
+	assert.Contains(t, err.Error(), `"GPU-deadbeef-0000-0000-0000-000000000000"`)
+	assert.Equal(t, 1, shutdowns, "a failed Open after a good Init shuts NVML down")
+}
+
+func TestOpenFailedInitCallsNothingElse(t *testing.T) {
+	m := nvmltest.NewH200()
+	m.InitFunc = func() nvml.Return { return nvml.ERROR_LIBRARY_NOT_FOUND }
+	// After a failed Init any NVML call kills a real process; the mock fails the test.
+	m.DeviceGetCountFunc = func() (int, nvml.Return) { t.Fatal("DeviceGetCount after a failed Init"); return 0, 0 }
+	m.SystemGetDriverVersionFunc = func() (string, nvml.Return) { t.Fatal("SystemGetDriverVersion after a failed Init"); return "", 0 }
+	m.ShutdownFunc = func() nvml.Return { t.Fatal("Shutdown after a failed Init"); return 0 }
+	c := New(m, zap.NewNop())
+	err := c.Open(nil)
+	var unavailable *UnavailableError
+	require.ErrorAs(t, err, &unavailable)
+	assert.Contains(t, err.Error(), "libnvidia-ml.so.1")
+	assert.Contains(t, err.Error(), "library_path")
+	assert.True(t, errors.Is(err, nvml.ERROR_LIBRARY_NOT_FOUND))
+	require.NoError(t, c.Close())
+}
+
+func TestOpenNoGPU(t *testing.T) {
+	m := nvmltest.NewH200()
+	m.DeviceGetCountFunc = func() (int, nvml.Return) { return 0, nvml.SUCCESS }
+	c := New(m, zap.NewNop())
+	var unavailable *UnavailableError
+	require.ErrorAs(t, c.Open(nil), &unavailable)
+	assert.Contains(t, unavailable.Error(), "no GPU")
+}
+
+func TestReadAllMetrics(t *testing.T) {
+	m, c, _ := openH200(t)
+	g := m.GPUs[1]
+	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{100, 200}, []uint32{30, 50})
+	g.AddSamples(nvml.MEMORY_UTILIZATION_SAMPLES, []uint64{100, 200}, []uint32{10, 20})
+
+	s, err := c.Devices()[1].Read()
+	require.NoError(t, err)
+	assert.InDelta(t, 0.40, s.Utilization[EngineGeneral].Value, 1e-9, "mean of the window")
+	assert.InDelta(t, 0.15, s.MemoryUtilization.Value, 1e-9)
+	assert.Equal(t, some(0.0), s.Utilization[EngineEncoder], "instant fallback: no encoder samples")
+	assert.Equal(t, some(0.01), s.Utilization[EngineDecoder])
+	assert.Equal(t, some(uint64(2<<30)), s.MemoryUsedBytes)
+	assert.Equal(t, some(uint64(150_754_820_096)), s.MemoryTotalBytes)
+	assert.Equal(t, some(uint64(617_086_976)), s.MemoryReservedBytes)
+	assert.Equal(t, some(int64(31)), s.TemperatureCelsius)
+	assert.Equal(t, some(76.0), s.PowerWatts)
+	assert.Equal(t, some(700.0), s.PowerLimitWatts)
+	assert.Equal(t, some(2000.0), s.EnergyJoules)
+	assert.Equal(t, some(int64(1_980_000_000)), s.ClockHz[ClockSM])
+	assert.Equal(t, some(int64(3_201_000_000)), s.ClockHz[ClockMemory])
+	assert.Equal(t, some(int64(0)), s.PerformanceState)
+	assert.False(t, s.FanSpeed.OK, "H200 SXM has no fan")
+}
+
+func TestWindowStartsAtOpen(t *testing.T) {
+	m := nvmltest.NewH200()
+	g := m.GPUs[0]
+	// What the ring buffer held before the receiver started is not counted.
+	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{10, 20}, []uint32{100, 100})
+	c := New(m, zap.NewNop())
+	require.NoError(t, c.Open(nil))
+	defer c.Close()
+	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{30, 40}, []uint32{0, 20})
+	s, err := c.Devices()[0].Read()
+	require.NoError(t, err)
+	assert.InDelta(t, 0.10, s.Utilization[EngineGeneral].Value, 1e-9)
+
+	// The next window holds only what came after.
+	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{50}, []uint32{80})
+	s, err = c.Devices()[0].Read()
+	require.NoError(t, err)
+	assert.InDelta(t, 0.80, s.Utilization[EngineGeneral].Value, 1e-9)
+}
+
+func TestEmptyWindowFallsBackToInstantReading(t *testing.T) {
+	m, c, _ := openH200(t)
+	m.GPUs[4].Utilization = nvml.Utilization{Gpu: 64, Memory: 12}
+	s, err := c.Devices()[4].Read()
+	require.NoError(t, err)
+	assert.Equal(t, some(0.64), s.Utilization[EngineGeneral])
+	assert.Equal(t, some(0.12), s.MemoryUtilization)
+}
+
+func TestUnsupportedSamplingTypeFallsBackAndIsNotAskedAgain(t *testing.T) {
+	m := nvmltest.NewH200()
+	g := m.GPUs[2]
+	g.SamplesBroken[nvml.GPU_UTILIZATION_SAMPLES] = nvml.ERROR_NOT_SUPPORTED
+	calls := 0
+	getSamples := g.GetSamplesFunc
+	g.GetSamplesFunc = func(st nvml.SamplingType, last uint64) (nvml.ValueType, []nvml.Sample, nvml.Return) {
+		if st == nvml.GPU_UTILIZATION_SAMPLES {
+			calls++
+		}
+		return getSamples(st, last)
+	}
+	core, logs := observer.New(zapcore.InfoLevel)
+	c := New(m, zap.New(core))
+	require.NoError(t, c.Open(nil))
+	defer c.Close()
+	g.Utilization.Gpu = 70
+	for range 5 {
+		s, err := c.Devices()[2].Read()
+		require.NoError(t, err)
+		assert.Equal(t, some(0.70), s.Utilization[EngineGeneral])
+	}
+	assert.Equal(t, 1, calls, "NOT_SUPPORTED is cached per device")
+	assert.Equal(t, 1, logs.FilterMessageSnippet("not supported").
+		FilterField(zap.String("call", "nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)")).Len())
+}
+
+func TestNotSupportedIsLoggedOnce(t *testing.T) {
+	m, c, logs := openH200(t)
+	m.GPUs[6].GetPowerUsageFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
+	for range 20 {
+		for i, d := range c.Devices() {
+			s, err := d.Read()
+			require.NoError(t, err)
+			assert.Equal(t, i != 6, s.PowerWatts.OK)
+		}
+	}
+	msgs := logs.FilterMessageSnippet("not supported").FilterField(zap.String("call", "nvmlDeviceGetPowerUsage"))
+	assert.Equal(t, 1, msgs.Len())
+	assert.Equal(t, 8, logs.FilterMessageSnippet("not supported").FilterField(zap.String("call", "nvmlDeviceGetFanSpeed")).Len(),
+		"once per device without fans")
+}
+
+func TestGPULost(t *testing.T) {
+	m, c, logs := openH200(t)
+	m.GPUs[5].GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return 0, nvml.ERROR_GPU_IS_LOST }
+	for range 3 {
+		for i, d := range c.Devices() {
+			_, err := d.Read()
+			if i == 5 {
+				assert.ErrorIs(t, err, ErrGPULost)
+				assert.True(t, d.Lost())
+			} else {
+				assert.NoError(t, err)
+			}
+		}
+	}
+	assert.Equal(t, 1, logs.FilterMessageSnippet("GPU is lost").Len())
+}
+
+func TestLostInEnergyGoroutine(t *testing.T) {
+	m, c, _ := openH200(t)
+	m.GPUs[0].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { return 0, nvml.ERROR_GPU_IS_LOST }
+	_, err := c.Devices()[0].Read()
+	assert.ErrorIs(t, err, ErrGPULost)
+}
+
+func TestOtherErrorDropsTheSampleAndLogsOncePerCause(t *testing.T) {
+	m, c, logs := openH200(t)
+	m.GPUs[3].GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
+	for range 4 {
+		_, err := c.Devices()[3].Read()
+		var callErr *CallError
+		require.ErrorAs(t, err, &callErr)
+		assert.Equal(t, nvml.ERROR_UNKNOWN, callErr.Ret)
+		assert.False(t, c.Devices()[3].Lost())
+	}
+	assert.Equal(t, 1, logs.FilterMessageSnippet("NVML call failed").Len())
+	// The error is transient: once the call succeeds the GPU reports again.
+	m.GPUs[3].GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 1000, nvml.SUCCESS }
+	_, err := c.Devices()[3].Read()
+	assert.NoError(t, err)
+}
+
+func TestPanicInMockIsAnError(t *testing.T) {
+	m, c, _ := openH200(t)
+	m.GPUs[7].GetPerformanceStateFunc = nil // a moq mock panics on a nil Func
+	_, err := c.Devices()[7].Read()
+	assert.ErrorContains(t, err, "panic")
+}
+
+func TestMemoryInfoV1WithoutV2Symbol(t *testing.T) {
+	m := nvmltest.NewH200()
+	m.LookupSymbolFunc = func(name string) error {
+		if name == "nvmlDeviceGetMemoryInfo_v2" {
+			return errors.New("undefined symbol")
+		}
+		return nil
+	}
+	m.GPUs[0].GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) {
+		t.Fatal("GetMemoryInfo_v2 called although the library lacks it")
+		return nvml.Memory_v2{}, 0
+	}
+	c := New(m, zap.NewNop())
+	require.NoError(t, c.Open(nil))
+	defer c.Close()
+	s, err := c.Devices()[0].Read()
+	require.NoError(t, err)
+	assert.True(t, s.MemoryUsedBytes.OK)
+	assert.False(t, s.MemoryReservedBytes.OK)
+}
+
+func TestBusyDeviceIsNotReadTwice(t *testing.T) {
+	m, c, _ := openH200(t)
+	release := make(chan struct{})
+	entered := make(chan struct{})
+	m.GPUs[0].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) {
+		close(entered)
+		<-release
+		return 1, nvml.SUCCESS
+	}
+	d := c.Devices()[0]
+	done := make(chan error)
+	go func() { _, err := d.Read(); done <- err }()
+	<-entered
+	_, err := d.Read()
+	assert.ErrorIs(t, err, ErrBusy)
+	close(release)
+	assert.NoError(t, <-done)
+}

@@ -1,0 +1,167 @@
+// Package nvmltest builds deterministic NVML machines on go-nvml's mocks
+// (mock/dgxh200 and friends) for tests: every getter the receiver calls is
+// set, with values derived from the GPU index, and utilization samples come
+// from a buffer the test appends to, as NVML's own ring buffer would.
+//
+// Only tests import this package.
+package nvmltest
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+)
+
+// Machine is a mock NVML with its GPUs.
+type Machine struct {
+	*server.Server
+	GPUs []*GPU
+}
+
+// GPU is one mock device and the values its getters return. Tests change
+// the fields, or replace a ...Func on the embedded mock for special cases.
+type GPU struct {
+	*server.Device
+
+	mu      sync.Mutex
+	samples map[nvml.SamplingType][]nvml.Sample
+
+	Serial        string
+	Utilization   nvml.Utilization
+	EncoderUtil   uint32
+	DecoderUtil   uint32
+	Memory        nvml.Memory_v2
+	TemperatureC  uint32
+	PowerMilliW   uint32
+	LimitMilliW   uint32
+	EnergyMilliJ  uint64
+	ClockMHz      map[nvml.ClockType]uint32
+	PState        nvml.Pstates
+	FanPercent    uint32
+	FanSupported  bool
+	SamplesBroken map[nvml.SamplingType]nvml.Return // forced GetSamples return per type
+}
+
+// UUID is the deterministic UUID of GPU i.
+func UUID(i int) string { return fmt.Sprintf("GPU-00000000-0000-4000-8000-%012d", i) }
+
+// NewH200 returns an 8-GPU DGX H200 (dgxh200.New) with every getter set.
+func NewH200() *Machine { return wrap(dgxh200.New()) }
+
+func wrap(s *server.Server) *Machine {
+	m := &Machine{Server: s}
+	for i, d := range s.Devices {
+		dev := d.(*server.Device)
+		g := &GPU{
+			Device:       dev,
+			samples:      map[nvml.SamplingType][]nvml.Sample{},
+			Serial:       fmt.Sprintf("165432100%04d", i),
+			Utilization:  nvml.Utilization{Gpu: uint32(10 * i), Memory: uint32(5 * i)},
+			EncoderUtil:  0,
+			DecoderUtil:  uint32(i),
+			Memory:       nvml.Memory_v2{Total: 150_754_820_096, Reserved: 617_086_976, Used: uint64(i+1) * 1 << 30},
+			TemperatureC: uint32(30 + i),
+			PowerMilliW:  uint32(75_000 + 1_000*i),
+			LimitMilliW:  700_000,
+			EnergyMilliJ: uint64(1_000_000 * (i + 1)),
+			ClockMHz: map[nvml.ClockType]uint32{
+				nvml.CLOCK_SM: 1980, nvml.CLOCK_MEM: 3201, nvml.CLOCK_GRAPHICS: 1980, nvml.CLOCK_VIDEO: 1545,
+			},
+			PState:        nvml.PSTATE_0,
+			SamplesBroken: map[nvml.SamplingType]nvml.Return{},
+		}
+		dev.UUID = UUID(i)
+		g.setFuncs(i)
+		m.GPUs = append(m.GPUs, g)
+	}
+	return m
+}
+
+func (g *GPU) setFuncs(i int) {
+	d := g.Device
+	d.GetSerialFunc = func() (string, nvml.Return) { return g.Serial, nvml.SUCCESS }
+	d.GetPciInfoFunc = func() (nvml.PciInfo, nvml.Return) {
+		p := nvml.PciInfo{Bus: uint32(0x19 + i), PciDeviceId: d.Config.PciDeviceId}
+		for j, c := range fmt.Sprintf("00000000:%02X:00.0", 0x19+i) {
+			p.BusId[j] = int8(c)
+		}
+		return p, nvml.SUCCESS
+	}
+	d.GetSamplesFunc = g.getSamples
+	d.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.Utilization, nvml.SUCCESS
+	}
+	d.GetEncoderUtilizationFunc = func() (uint32, uint32, nvml.Return) { return g.EncoderUtil, 167_000, nvml.SUCCESS }
+	d.GetDecoderUtilizationFunc = func() (uint32, uint32, nvml.Return) { return g.DecoderUtil, 167_000, nvml.SUCCESS }
+	d.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) { return g.Memory, nvml.SUCCESS }
+	d.GetMemoryInfoFunc = func() (nvml.Memory, nvml.Return) {
+		return nvml.Memory{Total: g.Memory.Total, Used: g.Memory.Used + g.Memory.Reserved, Free: g.Memory.Free}, nvml.SUCCESS
+	}
+	d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return g.TemperatureC, nvml.SUCCESS }
+	d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return g.PowerMilliW, nvml.SUCCESS }
+	d.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return g.LimitMilliW, nvml.SUCCESS }
+	d.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.EnergyMilliJ, nvml.SUCCESS
+	}
+	d.GetClockInfoFunc = func(c nvml.ClockType) (uint32, nvml.Return) {
+		v, ok := g.ClockMHz[c]
+		if !ok {
+			return 0, nvml.ERROR_NOT_SUPPORTED
+		}
+		return v, nvml.SUCCESS
+	}
+	d.GetPerformanceStateFunc = func() (nvml.Pstates, nvml.Return) { return g.PState, nvml.SUCCESS }
+	d.GetFanSpeedFunc = func() (uint32, nvml.Return) {
+		if !g.FanSupported {
+			return 0, nvml.ERROR_NOT_SUPPORTED // SXM boards have no fans
+		}
+		return g.FanPercent, nvml.SUCCESS
+	}
+}
+
+// AddSamples appends utilization samples of type t, as NVML's sampler would,
+// with values in percent at the given timestamps (microseconds).
+func (g *GPU) AddSamples(t nvml.SamplingType, ts []uint64, values []uint32) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for k := range ts {
+		var raw [8]byte
+		v := values[k]
+		raw[0], raw[1], raw[2], raw[3] = byte(v), byte(v>>8), byte(v>>16), byte(v>>24)
+		g.samples[t] = append(g.samples[t], nvml.Sample{TimeStamp: ts[k], SampleValue: raw})
+	}
+}
+
+// getSamples answers like nvmlDeviceGetSamples: the buffered samples newer
+// than last, in buffer order, or ERROR_NOT_FOUND when there is none.
+func (g *GPU) getSamples(t nvml.SamplingType, last uint64) (nvml.ValueType, []nvml.Sample, nvml.Return) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if ret, ok := g.SamplesBroken[t]; ok {
+		return 0, nil, ret
+	}
+	var out []nvml.Sample
+	for _, s := range g.samples[t] {
+		if s.TimeStamp > last {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return 0, nil, nvml.ERROR_NOT_FOUND
+	}
+	return nvml.VALUE_TYPE_UNSIGNED_INT, out, nvml.SUCCESS
+}
+
+// SetEnergy sets the energy counter under the GPU's lock.
+func (g *GPU) SetEnergy(mj uint64) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.EnergyMilliJ = mj
+}
