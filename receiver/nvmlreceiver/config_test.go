@@ -1,0 +1,79 @@
+package nvmlreceiver
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/confmap/confmaptest"
+	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+)
+
+func loadConfig(t *testing.T, name string) (*Config, error) {
+	t.Helper()
+	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
+	require.NoError(t, err)
+	cfg := NewFactory().CreateDefaultConfig().(*Config)
+	sub, err := cm.Sub(component.NewIDWithName(metadata.Type, name).String())
+	require.NoError(t, err)
+	require.NoError(t, sub.Unmarshal(cfg))
+	return cfg, confmap.Validate(cfg)
+}
+
+func TestDefaultConfig(t *testing.T) {
+	cfg, err := loadConfig(t, "")
+	require.NoError(t, err)
+	assert.Equal(t, 10*time.Second, cfg.CollectionInterval)
+	assert.Empty(t, cfg.LibraryPath)
+	assert.Empty(t, cfg.Devices)
+	assert.True(t, cfg.Metrics.HwGpuUtilization.Enabled)
+}
+
+func TestCustomConfig(t *testing.T) {
+	cfg, err := loadConfig(t, "custom")
+	require.NoError(t, err)
+	assert.Equal(t, 30*time.Second, cfg.CollectionInterval)
+	assert.Equal(t, 2*time.Second, cfg.InitialDelay)
+	assert.Equal(t, 5*time.Second, cfg.Timeout)
+	assert.Equal(t, "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1", cfg.LibraryPath)
+	assert.Equal(t, []string{"0", "GPU-5b1a1a9e-0c1f-4d3e-9a43-6c1b2b7f9d10"}, cfg.Devices)
+	assert.False(t, cfg.Metrics.NvidiaGpuClockFrequency.Enabled)
+	assert.False(t, cfg.ResourceAttributes.HwSerialNumber.Enabled)
+}
+
+func TestInvalidConfigNamesTheField(t *testing.T) {
+	tests := []struct {
+		name string
+		want []string
+	}{
+		{"bad_interval", []string{"collection_interval"}},
+		{"bad_devices", []string{
+			"devices[0]: must not be empty",
+			`devices[1]: "gpu-1" is neither a GPU UUID`,
+			`devices[3]: "3" is listed twice`,
+		}},
+		{"bad_library", []string{`library_path: "libnvidia-ml.so.1" is a bare name`}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := loadConfig(t, tt.name)
+			require.Error(t, err)
+			for _, w := range tt.want {
+				assert.ErrorContains(t, err, w)
+			}
+		})
+	}
+}
+
+func TestLibraryPathDirectoryIsRejected(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.LibraryPath = t.TempDir()
+	assert.ErrorContains(t, cfg.Validate(), "library_path")
+	cfg.LibraryPath = filepath.Join(t.TempDir(), "not-yet-mounted", "libnvidia-ml.so.1")
+	assert.NoError(t, cfg.Validate(), "a library that appears later is allowed")
+}

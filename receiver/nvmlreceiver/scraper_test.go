@@ -1,0 +1,308 @@
+package nvmlreceiver
+
+import (
+	"context"
+	"flag"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
+	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+type testScraper struct {
+	*nvmlScraper
+	machine *nvmltest.Machine
+	logs    *observer.ObservedLogs
+	clock   *fakeClock
+}
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// newTestScraper builds a scraper on the 8-GPU dgxh200 mock, with every
+// metric and resource attribute enabled.
+func newTestScraper(t testing.TB, m *nvmltest.Machine) *testScraper {
+	t.Helper()
+	cfg := createDefaultConfig().(*Config)
+	cfg.MetricsBuilderConfig = metadata.NewDefaultMetricsBuilderConfig()
+	core, logs := observer.New(zapcore.DebugLevel)
+	set := receivertest.NewNopSettings(metadata.Type)
+	set.Logger = zap.New(core)
+	s := newScraper(cfg, set, m)
+	clock := &fakeClock{now: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}
+	s.now = clock.Now
+	return &testScraper{nvmlScraper: s, machine: m, logs: logs, clock: clock}
+}
+
+func (ts *testScraper) start(t testing.TB) {
+	t.Helper()
+	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, ts.shutdown(context.Background())) })
+}
+
+func (ts *testScraper) scrapeOK(t testing.TB) pmetric.Metrics {
+	t.Helper()
+	md, err := ts.scrape(context.Background())
+	require.NoError(t, err)
+	return md
+}
+
+func resourceIDs(md pmetric.Metrics) []string {
+	var ids []string
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		v, _ := md.ResourceMetrics().At(i).Resource().Attributes().Get("hw.id")
+		ids = append(ids, v.Str())
+	}
+	return ids
+}
+
+func TestScrapeGolden(t *testing.T) {
+	m := nvmltest.NewH200()
+	for i, g := range m.GPUs {
+		g.FanSupported, g.FanPercent = i%2 == 0, uint32(30+i) // fans on half the boards
+	}
+	ts := newTestScraper(t, m)
+	ts.start(t)
+	// Samples taken after start: the window averages all of them.
+	for i, g := range m.GPUs {
+		g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{300, 100, 200}, []uint32{uint32(10 * i), uint32(10*i + 20), 0})
+		g.AddSamples(nvml.MEMORY_UTILIZATION_SAMPLES, []uint64{100, 200}, []uint32{uint32(i), uint32(3 * i)})
+		g.AddSamples(nvml.ENC_UTILIZATION_SAMPLES, []uint64{100}, []uint32{uint32(i)})
+		g.AddSamples(nvml.DEC_UTILIZATION_SAMPLES, []uint64{100, 200, 300, 400}, []uint32{4, 0, 4, 0})
+	}
+	actual := ts.scrapeOK(t)
+
+	expectedFile := filepath.Join("testdata", "scraper", "h200_expected.yaml")
+	if *update {
+		require.NoError(t, golden.WriteMetrics(t, expectedFile, actual))
+	}
+	expected, err := golden.ReadMetrics(expectedFile)
+	require.NoError(t, err)
+	require.NoError(t, pmetrictest.CompareMetrics(expected, actual,
+		pmetrictest.IgnoreTimestamp(), pmetrictest.IgnoreStartTimestamp(),
+		pmetrictest.IgnoreMetricDataPointsOrder(), pmetrictest.IgnoreResourceMetricsOrder()))
+}
+
+func TestScrapeEveryGPUIsItsOwnResource(t *testing.T) {
+	ts := newTestScraper(t, nvmltest.NewH200())
+	ts.start(t)
+	md := ts.scrapeOK(t)
+	want := make([]string, 8)
+	for i := range want {
+		want[i] = nvmltest.UUID(i)
+	}
+	assert.Equal(t, want, resourceIDs(md))
+}
+
+func TestLibraryAppearsLater(t *testing.T) {
+	m := nvmltest.NewH200()
+	present := false
+	inits := 0
+	m.InitFunc = func() nvml.Return {
+		inits++
+		if !present {
+			return nvml.ERROR_LIBRARY_NOT_FOUND
+		}
+		return nvml.SUCCESS
+	}
+	ts := newTestScraper(t, m)
+	ts.start(t) // starts although NVML is missing
+
+	for range 3 {
+		md := ts.scrapeOK(t)
+		assert.Equal(t, 0, md.ResourceMetrics().Len())
+		ts.clock.Advance(time.Second)
+	}
+	assert.Equal(t, 1, inits, "retries wait for the backoff")
+	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("NVML is unavailable").Len(), "one warning per cause")
+	assert.Contains(t, ts.logs.FilterMessageSnippet("NVML is unavailable").All()[0].ContextMap()["error"], "library_path")
+
+	ts.clock.Advance(10 * time.Second)
+	ts.scrapeOK(t)
+	assert.Equal(t, 2, inits)
+
+	present = true
+	ts.clock.Advance(time.Minute)
+	md := ts.scrapeOK(t)
+	assert.Equal(t, 8, md.ResourceMetrics().Len(), "metrics flow without a restart")
+	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("NVML is unavailable").Len())
+	assert.Equal(t, 1, ts.logs.FilterMessage("NVML initialized").Len())
+}
+
+func TestBackoffIsCappedAtAMinute(t *testing.T) {
+	var b retryBackoff
+	now := time.Unix(0, 0)
+	var delays []time.Duration
+	for range 8 {
+		delays = append(delays, b.failed(now))
+	}
+	assert.Equal(t, []time.Duration{5 * time.Second, 10 * time.Second, 20 * time.Second, 40 * time.Second,
+		time.Minute, time.Minute, time.Minute, time.Minute}, delays)
+	assert.False(t, b.due(now.Add(59*time.Second)))
+	assert.True(t, b.due(now.Add(time.Minute)))
+	b.succeeded()
+	assert.True(t, b.due(now))
+}
+
+func TestOneGPULostOthersReported(t *testing.T) {
+	m := nvmltest.NewH200()
+	ts := newTestScraper(t, m)
+	ts.start(t)
+	m.GPUs[3].GetPowerUsageFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_GPU_IS_LOST }
+	for range 3 {
+		md := ts.scrapeOK(t)
+		ids := resourceIDs(md)
+		assert.Len(t, ids, 7)
+		assert.NotContains(t, ids, nvmltest.UUID(3))
+	}
+	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("GPU is lost").Len())
+}
+
+func TestEveryGPULostReinitializes(t *testing.T) {
+	m := nvmltest.NewH200()
+	ts := newTestScraper(t, m)
+	ts.start(t)
+	lost := true
+	for _, g := range m.GPUs {
+		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+			if lost {
+				return 0, nvml.ERROR_GPU_IS_LOST
+			}
+			return 40, nvml.SUCCESS
+		}
+	}
+	assert.Equal(t, 0, ts.scrapeOK(t).ResourceMetrics().Len())
+	lost = false // the driver came back
+	ts.clock.Advance(time.Minute)
+	assert.Equal(t, 8, ts.scrapeOK(t).ResourceMetrics().Len())
+}
+
+func TestNotSupportedLoggedOnceAcrossScrapes(t *testing.T) {
+	m := nvmltest.NewH200()
+	ts := newTestScraper(t, m)
+	ts.start(t)
+	m.GPUs[2].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
+	for range 10 {
+		md := ts.scrapeOK(t)
+		require.Equal(t, 8, md.ResourceMetrics().Len())
+		for i := 0; i < md.ResourceMetrics().Len(); i++ {
+			rm := md.ResourceMetrics().At(i)
+			id, _ := rm.Resource().Attributes().Get("hw.id")
+			hasEnergy := false
+			ms := rm.ScopeMetrics().At(0).Metrics()
+			for j := 0; j < ms.Len(); j++ {
+				hasEnergy = hasEnergy || ms.At(j).Name() == "hw.energy"
+			}
+			assert.Equal(t, id.Str() != nvmltest.UUID(2), hasEnergy, id.Str())
+		}
+	}
+	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("not supported").
+		FilterField(zap.String("call", "nvmlDeviceGetTotalEnergyConsumption")).Len())
+}
+
+func TestErrorOnOneGPUDropsOnlyItsPoints(t *testing.T) {
+	m := nvmltest.NewH200()
+	ts := newTestScraper(t, m)
+	ts.start(t)
+	m.GPUs[6].GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 0, nvml.ERROR_TIMEOUT }
+	ids := resourceIDs(ts.scrapeOK(t))
+	assert.Len(t, ids, 7)
+	assert.NotContains(t, ids, nvmltest.UUID(6))
+}
+
+func TestSlowGPUDoesNotHoldBackTheOthers(t *testing.T) {
+	m := nvmltest.NewH200()
+	ts := newTestScraper(t, m)
+	ts.start(t)
+	release := make(chan struct{})
+	m.GPUs[1].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) {
+		<-release
+		return 5, nvml.SUCCESS
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	md, err := ts.scrape(ctx)
+	require.NoError(t, err)
+	assert.Len(t, resourceIDs(md), 7)
+
+	// While the stuck call lasts, the GPU is skipped, not read again.
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel2()
+	md, err = ts.scrape(ctx2)
+	require.NoError(t, err)
+	assert.Len(t, resourceIDs(md), 7)
+	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("did not finish").Len())
+
+	close(release)
+	require.Eventually(t, func() bool {
+		return len(resourceIDs(ts.scrapeOK(t))) == 8
+	}, 5*time.Second, 10*time.Millisecond)
+}
+
+func TestStartFailsOnUnmatchedDevice(t *testing.T) {
+	ts := newTestScraper(t, nvmltest.NewH200())
+	ts.cfg.Devices = []string{"0", "9"}
+	err := ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `"9"`)
+}
+
+func TestDevicesFilter(t *testing.T) {
+	ts := newTestScraper(t, nvmltest.NewH200())
+	ts.cfg.Devices = []string{nvmltest.UUID(7), "0"}
+	ts.start(t)
+	assert.Equal(t, []string{nvmltest.UUID(0), nvmltest.UUID(7)}, resourceIDs(ts.scrapeOK(t)))
+}
+
+func TestShutdownShutsNVMLDown(t *testing.T) {
+	m := nvmltest.NewH200()
+	shutdowns := 0
+	m.ShutdownFunc = func() nvml.Return { shutdowns++; return nvml.SUCCESS }
+	ts := newTestScraper(t, m)
+	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
+	ts.scrapeOK(t)
+	require.NoError(t, ts.shutdown(context.Background()))
+	assert.Equal(t, 1, shutdowns)
+}
+
+// BenchmarkScrape measures one full scrape of the 8-GPU dgxh200 mock: every
+// getter answers at once, so this is the receiver's own cost per scrape.
+func BenchmarkScrape(b *testing.B) {
+	m := nvmltest.NewH200()
+	ts := newTestScraper(b, m)
+	ts.logs = nil
+	ts.start(b)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := ts.scrape(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
