@@ -26,6 +26,15 @@ func New(lib nvml.Interface, logger *zap.Logger) *Client {
 	return &Client{lib: lib, logger: logger}
 }
 
+// NewSystem returns a Client on the system's libnvidia-ml.so.1, or on the
+// library at libraryPath when it is not empty. Nothing is loaded until Open.
+func NewSystem(libraryPath string, logger *zap.Logger) *Client {
+	if libraryPath == "" {
+		return New(nvml.New(), logger)
+	}
+	return New(nvml.New(nvml.WithLibraryPath(libraryPath)), logger)
+}
+
 // UnavailableError says why NVML could not be used and how to fix it.
 type UnavailableError struct {
 	Cause string

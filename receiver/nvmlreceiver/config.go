@@ -25,7 +25,6 @@ type Config struct {
 	// Devices lists the GPUs to watch, each a UUID (GPU-...) or an NVML
 	// index. Empty means every GPU.
 	Devices []string `mapstructure:"devices"`
-
 }
 
 var uuidPattern = regexp.MustCompile(`^GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)

@@ -5,13 +5,13 @@ import (
 	"errors"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/scraper"
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -33,21 +33,12 @@ func createDefaultConfig() component.Config {
 	}
 }
 
-// newLibrary is where production gets its NVML; tests replace the library
-// through newScraper directly.
-func newLibrary(cfg *Config) nvml.Interface {
-	if cfg.LibraryPath == "" {
-		return nvml.New()
-	}
-	return nvml.New(nvml.WithLibraryPath(cfg.LibraryPath))
-}
-
 func createMetrics(_ context.Context, set receiver.Settings, baseCfg component.Config, next consumer.Metrics) (receiver.Metrics, error) {
 	cfg, ok := baseCfg.(*Config)
 	if !ok {
 		return nil, errors.New("nvml: unexpected config type")
 	}
-	s := newScraper(cfg, set, newLibrary(cfg))
+	s := newScraper(cfg, set, nvmlclient.NewSystem(cfg.LibraryPath, set.Logger))
 	sc, err := scraper.NewMetrics(s.scrape, scraper.WithStart(s.start), scraper.WithShutdown(s.shutdown))
 	if err != nil {
 		return nil, err

@@ -6,7 +6,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -42,12 +41,12 @@ type nvmlScraper struct {
 	logged map[string]struct{}
 }
 
-func newScraper(cfg *Config, set receiver.Settings, lib nvml.Interface) *nvmlScraper {
+func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *nvmlScraper {
 	return &nvmlScraper{
 		cfg:    cfg,
 		set:    set,
 		logger: set.Logger,
-		client: nvmlclient.New(lib, set.Logger),
+		client: client,
 		now:    time.Now,
 		logged: map[string]struct{}{},
 	}

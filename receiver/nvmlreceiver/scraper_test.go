@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
@@ -54,7 +55,7 @@ func newTestScraper(t testing.TB, m *nvmltest.Machine) *testScraper {
 	core, logs := observer.New(zapcore.DebugLevel)
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.Logger = zap.New(core)
-	s := newScraper(cfg, set, m)
+	s := newScraper(cfg, set, nvmlclient.New(m, set.Logger))
 	clock := &fakeClock{now: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}
 	s.now = clock.Now
 	return &testScraper{nvmlScraper: s, machine: m, logs: logs, clock: clock}
