@@ -257,7 +257,7 @@ type metricHwGpuMemoryUsage struct {
 // init fills hw.gpu.memory.usage metric with initial data.
 func (m *metricHwGpuMemoryUsage) init() {
 	m.data.SetName("hw.gpu.memory.usage")
-	m.data.SetDescription("GPU memory in use by processes and the driver.")
+	m.data.SetDescription("GPU memory in use.")
 	m.data.SetUnit("By")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(false)

@@ -194,7 +194,7 @@ func TestMetricsBuilder(t *testing.T) {
 					validatedMetrics["hw.gpu.memory.usage"] = true
 					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-					assert.Equal(t, "GPU memory in use by processes and the driver.", mi.Description())
+					assert.Equal(t, "GPU memory in use.", mi.Description())
 					assert.Equal(t, "By", mi.Unit())
 					assert.False(t, mi.Sum().IsMonotonic())
 					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())

@@ -1,0 +1,96 @@
+// Command scrapecost measures what one scrape costs on a real GPU machine:
+// it opens NVML through nvmlclient, exactly as the receiver does, and times
+// rounds that read every GPU concurrently. It prints one JSON object.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+)
+
+type summary struct {
+	Rounds        int                `json:"rounds"`
+	GPUs          int                `json:"gpus"`
+	Driver        string             `json:"driver_version"`
+	NVML          string             `json:"nvml_version"`
+	CUDA          string             `json:"cuda_version"`
+	OpenMillis    float64            `json:"open_ms"`
+	RoundMillis   map[string]float64 `json:"round_ms"`
+	PerGPUMillis  map[string]float64 `json:"per_gpu_read_ms"`
+	Errors        int                `json:"errors"`
+	FirstError    string             `json:"first_error,omitempty"`
+	SampleOfGPU0  nvmlclient.Sample  `json:"sample_of_gpu0"`
+	InventoryGPU0 any                `json:"inventory_gpu0"`
+}
+
+func quantiles(d []time.Duration) map[string]float64 {
+	slices.Sort(d)
+	ms := func(x time.Duration) float64 { return float64(x.Microseconds()) / 1000 }
+	return map[string]float64{
+		"p50": ms(d[len(d)/2]), "p90": ms(d[len(d)*9/10]), "p99": ms(d[len(d)*99/100]), "max": ms(d[len(d)-1]),
+	}
+}
+
+func main() {
+	rounds := flag.Int("rounds", 100, "scrape rounds to time")
+	interval := flag.Duration("interval", 50*time.Millisecond, "pause between rounds")
+	libraryPath := flag.String("library_path", "", "path to libnvidia-ml.so.1")
+	flag.Parse()
+
+	c := nvmlclient.NewSystem(*libraryPath, zap.NewNop())
+	t0 := time.Now()
+	if err := c.Open(nil); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	defer c.Close()
+	out := summary{Rounds: *rounds, OpenMillis: float64(time.Since(t0).Microseconds()) / 1000}
+	inv := c.Inventory()
+	out.Driver, out.NVML, out.CUDA, out.GPUs = inv.DriverVersion, inv.NVMLVersion, inv.CUDAVersion, len(inv.Devices)
+	out.InventoryGPU0 = inv.Devices[0]
+
+	devices := c.Devices()
+	var roundTimes, readTimes []time.Duration
+	var mu sync.Mutex
+	for r := 0; r < *rounds; r++ {
+		start := time.Now()
+		var wg sync.WaitGroup
+		for i, d := range devices {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rs := time.Now()
+				s, err := d.Read()
+				el := time.Since(rs)
+				mu.Lock()
+				defer mu.Unlock()
+				readTimes = append(readTimes, el)
+				if err != nil {
+					out.Errors++
+					if out.FirstError == "" {
+						out.FirstError = err.Error()
+					}
+				} else if i == 0 {
+					out.SampleOfGPU0 = s
+				}
+			}()
+		}
+		wg.Wait()
+		roundTimes = append(roundTimes, time.Since(start))
+		time.Sleep(*interval)
+	}
+	out.RoundMillis = quantiles(roundTimes)
+	out.PerGPUMillis = quantiles(readTimes)
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(out)
+}
