@@ -20,7 +20,7 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean
+.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle
 
 all: build
 
@@ -67,7 +67,9 @@ unit:
 build: $(OTELCOL)
 
 $(OTELCOL): $(OCB) builder-config.yaml go.mod go.sum $(shell git ls-files '*.go')
-	GOFLAGS=-e=true $(OCB) --config builder-config.yaml
+	@# -e: ocb's `go mod tidy` must get past contrib test-only deps the proxy lacks;
+	@# any GOFLAGS from the environment are kept.
+	GOFLAGS="$${GOFLAGS:+$$GOFLAGS }-e=true" $(OCB) --config builder-config.yaml
 
 ## run: build otelcol-nvml and run it with the default config
 run: build
@@ -86,3 +88,11 @@ fmt:
 
 clean:
 	rm -rf $(BIN) $(DIST_DIR)
+
+## h200-bundle: the binaries for internal/devicecheck/h200-run.sh, gzipped into .carry/ (see docs/h200-runs.md)
+h200-bundle: build
+	@mkdir -p .carry
+	$(GO) build -trimpath -ldflags='-s -w' -o .carry/scrapecost ./internal/devicecheck/scrapecost
+	cp $(OTELCOL) .carry/otelcol-nvml
+	gzip -f -6 .carry/otelcol-nvml .carry/scrapecost
+	@ls -l .carry

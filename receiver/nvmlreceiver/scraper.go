@@ -106,7 +106,7 @@ func (s *nvmlScraper) available() {
 	}
 	s.logger.Info("NVML initialized", fields...)
 	for _, d := range inv.Devices {
-		s.logger.Debug("GPU found", zap.Int("index", d.Index), zap.String("uuid", d.UUID), zap.String("name", d.Name),
+		s.logger.Info("GPU found", zap.Int("index", d.Index), zap.String("uuid", d.UUID), zap.String("name", d.Name),
 			zap.String("pci_bus_id", d.PCIBusID), zap.Int("minor_number", d.MinorNumber),
 			zap.String("architecture", d.Architecture), zap.String("compute_capability", d.ComputeCapability))
 	}
