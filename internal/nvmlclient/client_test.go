@@ -3,6 +3,7 @@ package nvmlclient
 import (
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/assert"
@@ -270,4 +271,25 @@ func TestBusyDeviceIsNotReadTwice(t *testing.T) {
 	assert.ErrorIs(t, err, ErrBusy)
 	close(release)
 	assert.NoError(t, <-done)
+}
+
+func TestCallStatsTimeEachCall(t *testing.T) {
+	m, c, _ := openH200(t)
+	m.GPUs[0].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) {
+		time.Sleep(20 * time.Millisecond)
+		return 1, nvml.SUCCESS
+	}
+	for _, d := range c.Devices() {
+		_, err := d.Read()
+		require.NoError(t, err)
+	}
+	stats := map[string]CallStat{}
+	for _, st := range c.CallStats() {
+		stats[st.Call] = st
+	}
+	energy := stats["nvmlDeviceGetTotalEnergyConsumption"]
+	assert.Equal(t, int64(8), energy.Count)
+	assert.GreaterOrEqual(t, energy.Max, 20*time.Millisecond)
+	assert.Less(t, stats["nvmlDeviceGetTemperature"].Max, 20*time.Millisecond)
+	assert.Equal(t, int64(8+8), stats["nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)"].Count, "priming and one read")
 }

@@ -89,6 +89,25 @@ type Device struct {
 
 	logMu  sync.Mutex
 	logged map[string]struct{}
+
+	stats [callCount]callStat
+}
+
+// callStat accumulates how long one NVML call takes on one device.
+type callStat struct {
+	count, totalNanos, maxNanos atomic.Int64
+}
+
+func (cs *callStat) observe(d time.Duration) {
+	n := d.Nanoseconds()
+	cs.count.Add(1)
+	cs.totalNanos.Add(n)
+	for {
+		m := cs.maxNanos.Load()
+		if n <= m || cs.maxNanos.CompareAndSwap(m, n) {
+			return
+		}
+	}
 }
 
 func newDevice(h nvml.Device, info DeviceInfo, sym symbols, logger *zap.Logger) *Device {
@@ -119,7 +138,7 @@ func (d *Device) Read() (Sample, error) {
 	s := Sample{Time: time.Now()}
 	// Energy is the slowest getter (3 ms p50, 15 ms max on an H200): read it
 	// beside the others rather than after them.
-	energy := &reading{d: d}
+	energy := newReading(d)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -127,7 +146,7 @@ func (d *Device) Read() (Sample, error) {
 		energy.readEnergy(&s)
 	}()
 
-	r := &reading{d: d}
+	r := newReading(d)
 	func() {
 		defer r.recoverPanic()
 		r.readUtilization(&s)
@@ -174,10 +193,22 @@ type reading struct {
 	err      error // first unexpected error
 	lost     bool
 	lostCall call
+	mark     time.Time // end of the previous call: calls run back to back
+}
+
+func newReading(d *Device) *reading { return &reading{d: d, mark: time.Now()} }
+
+// timed attributes the time since the previous call to c.
+func (r *reading) timed(c call) {
+	now := time.Now()
+	r.d.stats[c].observe(now.Sub(r.mark))
+	r.mark = now
 }
 
 // ok reports whether ret is a success, and records what a failure means.
+// It must follow the NVML call at once, as it also times the call.
 func (r *reading) ok(c call, ret nvml.Return) bool {
+	r.timed(c)
 	switch classify(ret) {
 	case outcomeOK:
 		return true
@@ -198,7 +229,11 @@ func (r *reading) ok(c call, ret nvml.Return) bool {
 // skip reports whether c is known to be unsupported, or whether an earlier
 // call of this read already failed it.
 func (r *reading) skip(c call) bool {
-	return r.lost || r.err != nil || r.d.unsupported[c].Load()
+	if r.lost || r.err != nil || r.d.unsupported[c].Load() {
+		return true
+	}
+	r.mark = time.Now()
+	return false
 }
 
 func (r *reading) recoverPanic() {

@@ -95,7 +95,7 @@ func decodeSampleValue(vt nvml.ValueType, raw [8]byte) (float64, bool) {
 // the first scrape averages from the receiver's start, not over whatever the
 // ring buffer held before it.
 func (d *Device) primeWindows() {
-	r := &reading{d: d}
+	r := newReading(d)
 	defer r.recoverPanic()
 	for k, sc := range samplingCalls {
 		if r.skip(sc.call) {
@@ -103,6 +103,7 @@ func (d *Device) primeWindows() {
 		}
 		vt, samples, ret := d.handle.GetSamples(sc.typ, 0)
 		if ret == nvml.ERROR_NOT_FOUND {
+			r.timed(sc.call)
 			continue
 		}
 		if r.ok(sc.call, ret) {
@@ -124,6 +125,7 @@ func (r *reading) windowAverage(k samplingKind) (frac float64, ok bool) {
 	w := &r.d.windows[k]
 	vt, samples, ret := r.d.handle.GetSamples(sc.typ, w.lastSeen)
 	if ret == nvml.ERROR_NOT_FOUND {
+		r.timed(sc.call)
 		return 0, false // no sample newer than lastSeen
 	}
 	if !r.ok(sc.call, ret) {

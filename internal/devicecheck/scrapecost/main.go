@@ -29,7 +29,15 @@ type summary struct {
 	Errors        int                `json:"errors"`
 	FirstError    string             `json:"first_error,omitempty"`
 	SampleOfGPU0  nvmlclient.Sample  `json:"sample_of_gpu0"`
+	Calls         []callSummary      `json:"calls"`
 	InventoryGPU0 any                `json:"inventory_gpu0"`
+}
+
+type callSummary struct {
+	Call   string  `json:"call"`
+	Count  int64   `json:"count"`
+	MeanMs float64 `json:"mean_ms"`
+	MaxMs  float64 `json:"max_ms"`
 }
 
 func quantiles(d []time.Duration) map[string]float64 {
@@ -87,6 +95,10 @@ func main() {
 		wg.Wait()
 		roundTimes = append(roundTimes, time.Since(start))
 		time.Sleep(*interval)
+	}
+	for _, st := range c.CallStats() {
+		out.Calls = append(out.Calls, callSummary{Call: st.Call, Count: st.Count,
+			MeanMs: float64(st.Mean.Microseconds()) / 1000, MaxMs: float64(st.Max.Microseconds()) / 1000})
 	}
 	out.RoundMillis = quantiles(roundTimes)
 	out.PerGPUMillis = quantiles(readTimes)
