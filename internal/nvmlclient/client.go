@@ -14,6 +14,7 @@ import (
 type Client struct {
 	lib    nvml.Interface
 	logger *zap.Logger
+	opts   options
 
 	mu      sync.Mutex
 	open    bool
@@ -21,18 +22,33 @@ type Client struct {
 	devices []*Device
 }
 
+type options struct {
+	processes bool
+}
+
+// Option configures a Client.
+type Option func(*options)
+
+// WithProcesses makes every Read also list the GPU's processes, with their
+// memory and windowed utilization.
+func WithProcesses(on bool) Option { return func(o *options) { o.processes = on } }
+
 // New returns a Client on lib, which is not touched until Open.
-func New(lib nvml.Interface, logger *zap.Logger) *Client {
-	return &Client{lib: lib, logger: logger}
+func New(lib nvml.Interface, logger *zap.Logger, opts ...Option) *Client {
+	c := &Client{lib: lib, logger: logger}
+	for _, o := range opts {
+		o(&c.opts)
+	}
+	return c
 }
 
 // NewSystem returns a Client on the system's libnvidia-ml.so.1, or on the
 // library at libraryPath when it is not empty. Nothing is loaded until Open.
-func NewSystem(libraryPath string, logger *zap.Logger) *Client {
+func NewSystem(libraryPath string, logger *zap.Logger, opts ...Option) *Client {
 	if libraryPath == "" {
-		return New(nvml.New(), logger)
+		return New(nvml.New(), logger, opts...)
 	}
-	return New(nvml.New(nvml.WithLibraryPath(libraryPath)), logger)
+	return New(nvml.New(nvml.WithLibraryPath(libraryPath)), logger, opts...)
 }
 
 // UnavailableError says why NVML could not be used and how to fix it.
@@ -65,7 +81,7 @@ func (c *Client) Open(selectors []string) error {
 		// library missing, the process would die on an unresolved symbol.
 		return initError(ret)
 	}
-	inv, devices, err := takeInventory(c.lib, c.logger, selectors)
+	inv, devices, err := takeInventory(c.lib, c.logger, selectors, c.opts)
 	if err != nil {
 		c.lib.Shutdown()
 		return err

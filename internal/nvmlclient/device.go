@@ -33,6 +33,9 @@ const (
 	callClockVideo
 	callPerformanceState
 	callFanSpeed
+	callComputeProcesses
+	callGraphicsProcesses
+	callProcessUtilization
 	callCount
 )
 
@@ -55,6 +58,9 @@ var callNames = [callCount]string{
 	callClockVideo:         "nvmlDeviceGetClockInfo(VIDEO)",
 	callPerformanceState:   "nvmlDeviceGetPerformanceState",
 	callFanSpeed:           "nvmlDeviceGetFanSpeed",
+	callComputeProcesses:   "nvmlDeviceGetComputeRunningProcesses",
+	callGraphicsProcesses:  "nvmlDeviceGetGraphicsRunningProcesses",
+	callProcessUtilization: "nvmlDeviceGetProcessUtilization",
 }
 
 func (c call) String() string { return callNames[c] }
@@ -86,6 +92,9 @@ type Device struct {
 	// only by the goroutine that makes that call, under busy.
 	unsupported [callCount]atomic.Bool
 	windows     [samplingCount]window
+	procWindow  processWindow
+	// readProcesses is set by the client's options at Open.
+	readProcesses bool
 
 	logMu  sync.Mutex
 	logged map[string]struct{}
@@ -153,6 +162,9 @@ func (d *Device) Read() (Sample, error) {
 		r.readMemory(&s)
 		r.readThermalsAndPower(&s)
 		r.readClocks(&s)
+		if d.readProcesses {
+			r.readProcesses(&s)
+		}
 	}()
 	<-done
 

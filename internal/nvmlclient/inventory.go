@@ -38,7 +38,7 @@ func (e *SelectorError) Error() string {
 	return fmt.Sprintf("devices: entry %q matches no GPU (give a GPU UUID or an index from nvidia-smi -L)", e.Selector)
 }
 
-func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string) (Inventory, []*Device, error) {
+func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, opts options) (Inventory, []*Device, error) {
 	var inv Inventory
 	// The versions are informative: a failure here must not stop collection.
 	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
@@ -90,6 +90,10 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string) (
 	}
 	for _, d := range selected {
 		d.primeWindows()
+		if opts.processes {
+			d.readProcesses = true
+			d.primeProcessWindow()
+		}
 		inv.Devices = append(inv.Devices, d.Info)
 	}
 	return inv, selected, nil

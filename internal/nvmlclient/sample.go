@@ -55,4 +55,9 @@ type Sample struct {
 	ClockHz            [clockCount]Opt[int64]
 	PerformanceState   Opt[int64]
 	FanSpeed           Opt[float64] // 0..1
+
+	// Processes on the GPU, when process reading is on. ProcessesListed
+	// says the lists were read (an empty list is then a fact, not a gap).
+	Processes       []Process
+	ProcessesListed bool
 }

@@ -43,6 +43,10 @@ type GPU struct {
 	FanPercent    uint32
 	FanSupported  bool
 	SamplesBroken map[nvml.SamplingType]nvml.Return // forced GetSamples return per type
+
+	ComputeProcs  []nvml.ProcessInfo
+	GraphicsProcs []nvml.ProcessInfo
+	procSamples   []nvml.ProcessUtilizationSample
 }
 
 // UUID is the deterministic UUID of GPU i.
@@ -118,6 +122,17 @@ func (g *GPU) setFuncs(i int) {
 		return v, nvml.SUCCESS
 	}
 	d.GetPerformanceStateFunc = func() (nvml.Pstates, nvml.Return) { return g.PState, nvml.SUCCESS }
+	d.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return append([]nvml.ProcessInfo(nil), g.ComputeProcs...), nvml.SUCCESS
+	}
+	d.GetGraphicsRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return append([]nvml.ProcessInfo(nil), g.GraphicsProcs...), nvml.SUCCESS
+	}
+	d.GetProcessUtilizationFunc = g.getProcessUtilization
 	d.GetFanSpeedFunc = func() (uint32, nvml.Return) {
 		if !g.FanSupported {
 			return 0, nvml.ERROR_NOT_SUPPORTED // SXM boards have no fans
@@ -164,4 +179,36 @@ func (g *GPU) SetEnergy(mj uint64) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.EnergyMilliJ = mj
+}
+
+// SetProcesses sets the compute processes (pid → used bytes) of the GPU.
+func (g *GPU) SetProcesses(procs ...nvml.ProcessInfo) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.ComputeProcs = procs
+}
+
+// AddProcessSamples appends per-process utilization samples, as NVML's
+// process sampler would.
+func (g *GPU) AddProcessSamples(samples ...nvml.ProcessUtilizationSample) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.procSamples = append(g.procSamples, samples...)
+}
+
+// getProcessUtilization answers like nvmlDeviceGetProcessUtilization through
+// go-nvml: samples newer than last, or ERROR_NOT_FOUND when there is none.
+func (g *GPU) getProcessUtilization(last uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []nvml.ProcessUtilizationSample
+	for _, s := range g.procSamples {
+		if s.TimeStamp > last {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	return out, nvml.SUCCESS
 }
