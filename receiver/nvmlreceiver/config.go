@@ -4,9 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
@@ -25,6 +27,35 @@ type Config struct {
 	// Devices lists the GPUs to watch, each a UUID (GPU-...) or an NVML
 	// index. Empty means every GPU.
 	Devices []string `mapstructure:"devices"`
+
+	// Processes configures the per-process resources.
+	Processes ProcessesConfig `mapstructure:"processes"`
+
+	// Kubernetes configures pod attribution through the kubelet.
+	Kubernetes KubernetesConfig `mapstructure:"kubernetes"`
+}
+
+// ProcessesConfig configures the per-process resources.
+type ProcessesConfig struct {
+	// Enabled turns the per-process metrics and their attribution on.
+	Enabled bool `mapstructure:"enabled"`
+	// MaxPerGPU caps the processes reported per GPU, largest memory first;
+	// the rest are counted in nvidia.gpu.processes.dropped. 0 means no cap.
+	MaxPerGPU int `mapstructure:"max_per_gpu"`
+	// ProcRoot is where the host's /proc is mounted. NVML reports host PIDs,
+	// so a containerized collector needs hostPID or the host /proc here.
+	ProcRoot string `mapstructure:"proc_root"`
+}
+
+// KubernetesConfig configures the kubelet PodResources client.
+type KubernetesConfig struct {
+	// Enabled turns pod attribution on.
+	Enabled bool `mapstructure:"enabled"`
+	// PodResourcesSocket is the kubelet's PodResources unix socket.
+	PodResourcesSocket string `mapstructure:"pod_resources_socket"`
+	// RefreshInterval is how often the allocation is listed, in the
+	// background; scrapes only read the cache.
+	RefreshInterval time.Duration `mapstructure:"refresh_interval"`
 }
 
 var uuidPattern = regexp.MustCompile(`^GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
@@ -45,6 +76,20 @@ func (cfg *Config) Validate() error {
 		}
 		// A path that does not exist yet is allowed: the driver may be mounted
 		// after the collector starts, and the receiver retries.
+	}
+	if cfg.Processes.MaxPerGPU < 0 {
+		errs = append(errs, errors.New("processes::max_per_gpu: must be 0 (no cap) or more"))
+	}
+	if cfg.Processes.Enabled && !filepath.IsAbs(cfg.Processes.ProcRoot) {
+		errs = append(errs, fmt.Errorf("processes::proc_root: %q must be an absolute path", cfg.Processes.ProcRoot))
+	}
+	if cfg.Kubernetes.Enabled {
+		if !filepath.IsAbs(cfg.Kubernetes.PodResourcesSocket) {
+			errs = append(errs, fmt.Errorf("kubernetes::pod_resources_socket: %q must be an absolute path", cfg.Kubernetes.PodResourcesSocket))
+		}
+		if cfg.Kubernetes.RefreshInterval < time.Second {
+			errs = append(errs, errors.New("kubernetes::refresh_interval: must be at least 1s"))
+		}
 	}
 	seen := map[string]bool{}
 	for i, d := range cfg.Devices {

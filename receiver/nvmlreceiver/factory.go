@@ -30,6 +30,15 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		ControllerConfig:     cc,
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
+		Processes: ProcessesConfig{
+			Enabled:   true,
+			MaxPerGPU: 32,
+			ProcRoot:  "/proc",
+		},
+		Kubernetes: KubernetesConfig{
+			PodResourcesSocket: "/var/lib/kubelet/pod-resources/kubelet.sock",
+			RefreshInterval:    30 * time.Second,
+		},
 	}
 }
 
@@ -38,7 +47,7 @@ func createMetrics(_ context.Context, set receiver.Settings, baseCfg component.C
 	if !ok {
 		return nil, errors.New("nvml: unexpected config type")
 	}
-	s := newScraper(cfg, set, nvmlclient.NewSystem(cfg.LibraryPath, set.Logger))
+	s := newScraper(cfg, set, nvmlclient.NewSystem(cfg.LibraryPath, set.Logger, nvmlclient.WithProcesses(cfg.Processes.Enabled)))
 	sc, err := scraper.NewMetrics(s.scrape, scraper.WithStart(s.start), scraper.WithShutdown(s.shutdown))
 	if err != nil {
 		return nil, err

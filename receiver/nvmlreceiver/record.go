@@ -20,8 +20,62 @@ var clockTypes = map[nvmlclient.Clock]metadata.AttributeNvidiaGpuClockType{
 	nvmlclient.ClockVideo:    metadata.AttributeNvidiaGpuClockTypeVideo,
 }
 
+var processEngines = []struct {
+	attr metadata.AttributeNvidiaGpuEngine
+	get  func(p nvmlclient.Process) nvmlclient.Opt[float64]
+}{
+	{metadata.AttributeNvidiaGpuEngineSm, func(p nvmlclient.Process) nvmlclient.Opt[float64] { return p.SMUtil }},
+	{metadata.AttributeNvidiaGpuEngineMemory, func(p nvmlclient.Process) nvmlclient.Opt[float64] { return p.MemoryUtil }},
+	{metadata.AttributeNvidiaGpuEngineEncoder, func(p nvmlclient.Process) nvmlclient.Opt[float64] { return p.EncoderUtil }},
+	{metadata.AttributeNvidiaGpuEngineDecoder, func(p nvmlclient.Process) nvmlclient.Opt[float64] { return p.DecoderUtil }},
+}
+
+// gpuReport is everything recorded for one GPU in one scrape.
+type gpuReport struct {
+	info      nvmlclient.DeviceInfo
+	sample    *nvmlclient.Sample
+	processes []ownedProcess
+	dropped   int64 // cumulative
+	owner     owner // set only when the GPU has exactly one owner
+}
+
+// recordGPU turns one GPU's sample into data points on the GPU's resource,
+// then each of its processes on a resource of its own.
+func recordGPU(mb *metadata.MetricsBuilder, r gpuReport) {
+	if r.sample.ProcessesListed {
+		mb.RecordNvidiaGpuProcessesDroppedDataPoint(pcommon.NewTimestampFromTime(r.sample.Time), r.dropped)
+	}
+	recordSample(mb, r.info, r.sample, r.owner)
+	if !r.sample.ProcessesListed {
+		return
+	}
+	ts := pcommon.NewTimestampFromTime(r.sample.Time)
+	for _, p := range r.processes {
+		if m := p.MemoryBytes(); m.OK {
+			mb.RecordNvidiaGpuProcessMemoryUsageDataPoint(ts, int64(m.Value))
+		}
+		for _, e := range processEngines {
+			if v := e.get(p.Process); v.OK {
+				mb.RecordNvidiaGpuProcessUtilizationDataPoint(ts, v.Value, e.attr)
+			}
+		}
+		rb := gpuResource(mb, r.info, p.owner)
+		rb.SetProcessPid(int64(p.PID))
+		if p.infoOK {
+			rb.SetProcessExecutableName(p.info.ExecutableName)
+			if p.info.Owner != "" {
+				rb.SetProcessOwner(p.info.Owner)
+			}
+			if p.info.CommandLine != "" {
+				rb.SetProcessCommandLine(p.info.CommandLine)
+			}
+		}
+		mb.EmitForResource(metadata.WithResource(rb.Emit()))
+	}
+}
+
 // recordSample turns one GPU's sample into data points on its own resource.
-func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nvmlclient.Sample) {
+func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nvmlclient.Sample, gpuOwner owner) {
 	ts := pcommon.NewTimestampFromTime(s.Time)
 
 	for engine, u := range s.Utilization {
@@ -65,6 +119,14 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 		mb.RecordNvidiaGpuFanSpeedDataPoint(ts, v.Value)
 	}
 
+	if s.ProcessesListed {
+		mb.RecordNvidiaGpuProcessCountDataPoint(ts, int64(len(s.Processes)))
+	}
+	mb.EmitForResource(metadata.WithResource(gpuResource(mb, info, gpuOwner).Emit()))
+}
+
+// gpuResource starts a resource with the GPU's attributes and the owner's.
+func gpuResource(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, o owner) *metadata.ResourceBuilder {
 	rb := mb.NewResourceBuilder()
 	rb.SetHwID(info.UUID)
 	rb.SetHwType("gpu")
@@ -76,5 +138,19 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 	rb.SetHwDriverVersion(info.DriverVersion)
 	rb.SetNvidiaGpuIndex(int64(info.Index))
 	rb.SetNvidiaGpuPciBusID(info.PCIBusID)
-	mb.EmitForResource(metadata.WithResource(rb.Emit()))
+	for _, a := range []struct {
+		v   string
+		set func(string)
+	}{
+		{o.ContainerID, rb.SetContainerID},
+		{o.PodUID, rb.SetK8sPodUID},
+		{o.PodName, rb.SetK8sPodName},
+		{o.Namespace, rb.SetK8sNamespaceName},
+		{o.ContainerName, rb.SetK8sContainerName},
+	} {
+		if a.v != "" {
+			a.set(a.v)
+		}
+	}
+	return rb
 }

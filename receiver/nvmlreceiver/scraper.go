@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/procinfo"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -39,6 +40,9 @@ type nvmlScraper struct {
 	// logged holds the "device/cause" keys already logged; scrapes never
 	// overlap, so it needs no lock.
 	logged map[string]struct{}
+
+	owners  processOwners
+	dropped map[string]int64 // per GPU UUID: processes left out, cumulative
 }
 
 func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *nvmlScraper {
@@ -49,12 +53,25 @@ func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *
 		client: client,
 		now:    time.Now,
 		logged: map[string]struct{}{},
+		owners: processOwners{
+			logger:      set.Logger,
+			withCmdline: cfg.ResourceAttributes.ProcessCommandLine.Enabled,
+		},
+		dropped: map[string]int64{},
 	}
 }
 
 func (s *nvmlScraper) start(_ context.Context, host component.Host) error {
 	s.host = host
 	s.mb = metadata.NewMetricsBuilder(s.cfg.MetricsBuilderConfig, s.set)
+	if s.cfg.Processes.Enabled {
+		procs, err := procinfo.New(s.cfg.Processes.ProcRoot)
+		if err != nil {
+			s.logger.Warn("Cannot read processes::proc_root; GPU processes are reported without executable, owner and container",
+				zap.Error(err))
+		}
+		s.owners.procs = procs
+	}
 	err := s.client.Open(s.cfg.Devices)
 	var selErr *nvmlclient.SelectorError
 	if errors.As(err, &selErr) {
@@ -157,7 +174,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 			lost++
 		}
 		if samples[i] != nil {
-			recordSample(s.mb, d.Info, samples[i])
+			recordGPU(s.mb, s.report(d.Info, samples[i]))
 		}
 	}
 	if lost == len(devices) {
@@ -168,6 +185,22 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		s.unavailable(errors.New("every GPU is lost"))
 	}
 	return s.mb.Emit(), nil
+}
+
+// report attributes one GPU's sample: its processes' owners and, when they
+// all share one, the GPU's own.
+func (s *nvmlScraper) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample) gpuReport {
+	r := gpuReport{info: info, sample: smp}
+	if !smp.ProcessesListed {
+		return r
+	}
+	procs, dropped := s.owners.resolve(smp.Processes, s.cfg.Processes.MaxPerGPU)
+	s.dropped[info.UUID] += int64(dropped)
+	r.processes, r.dropped = procs, s.dropped[info.UUID]
+	if o, ok := singleOwner(procs); ok {
+		r.owner = o
+	}
+	return r
 }
 
 // readAll reads every device concurrently and returns the samples that

@@ -48,14 +48,20 @@ func (c *fakeClock) Advance(d time.Duration) {
 
 // newTestScraper builds a scraper on the 8-GPU dgxh200 mock, with every
 // metric and resource attribute enabled.
-func newTestScraper(t testing.TB, m *nvmltest.Machine) *testScraper {
+func newTestScraper(t testing.TB, m *nvmltest.Machine, mods ...func(*Config)) *testScraper {
 	t.Helper()
 	cfg := createDefaultConfig().(*Config)
 	cfg.MetricsBuilderConfig = metadata.NewDefaultMetricsBuilderConfig()
+	procRoot, err := filepath.Abs(filepath.Join("testdata", "proc"))
+	require.NoError(t, err)
+	cfg.Processes.ProcRoot = procRoot
+	for _, mod := range mods {
+		mod(cfg)
+	}
 	core, logs := observer.New(zapcore.DebugLevel)
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.Logger = zap.New(core)
-	s := newScraper(cfg, set, nvmlclient.New(m, set.Logger))
+	s := newScraper(cfg, set, nvmlclient.New(m, set.Logger, nvmlclient.WithProcesses(cfg.Processes.Enabled)))
 	clock := &fakeClock{now: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}
 	s.now = clock.Now
 	return &testScraper{nvmlScraper: s, machine: m, logs: logs, clock: clock}
@@ -74,13 +80,37 @@ func (ts *testScraper) scrapeOK(t testing.TB) pmetric.Metrics {
 	return md
 }
 
+func proc(pid uint32, mem uint64) nvml.ProcessInfo {
+	return nvml.ProcessInfo{Pid: pid, UsedGpuMemory: mem, GpuInstanceId: nvmlclient.NoInstance, ComputeInstanceId: nvmlclient.NoInstance}
+}
+
+// resourceIDs lists the GPU resources' hw.id, in order; process resources
+// are left out.
 func resourceIDs(md pmetric.Metrics) []string {
 	var ids []string
 	for i := 0; i < md.ResourceMetrics().Len(); i++ {
-		v, _ := md.ResourceMetrics().At(i).Resource().Attributes().Get("hw.id")
+		attrs := md.ResourceMetrics().At(i).Resource().Attributes()
+		if _, isProcess := attrs.Get("process.pid"); isProcess {
+			continue
+		}
+		v, _ := attrs.Get("hw.id")
 		ids = append(ids, v.Str())
 	}
 	return ids
+}
+
+// processResources maps pid to the attributes of its resource on GPU uuid.
+func processResources(md pmetric.Metrics, uuid string) map[int64]map[string]any {
+	out := map[int64]map[string]any{}
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		attrs := md.ResourceMetrics().At(i).Resource().Attributes()
+		pid, isProcess := attrs.Get("process.pid")
+		if id, _ := attrs.Get("hw.id"); !isProcess || id.Str() != uuid {
+			continue
+		}
+		out[pid.Int()] = attrs.AsRaw()
+	}
+	return out
 }
 
 func TestScrapeGolden(t *testing.T) {
@@ -88,8 +118,17 @@ func TestScrapeGolden(t *testing.T) {
 	for i, g := range m.GPUs {
 		g.FanSupported, g.FanPercent = i%2 == 0, uint32(30+i) // fans on half the boards
 	}
+	// GPU 0 is shared by two processes, GPU 1 belongs to one, GPU 2 runs a
+	// process from another PID namespace; the rest are idle.
+	m.GPUs[0].SetProcesses(proc(4242, 8<<30), proc(4343, 1<<30))
+	m.GPUs[1].SetProcesses(proc(4242, 2<<30))
+	m.GPUs[2].SetProcesses(proc(999, 1<<30))
 	ts := newTestScraper(t, m)
 	ts.start(t)
+	m.GPUs[0].AddProcessSamples(
+		nvml.ProcessUtilizationSample{Pid: 4242, TimeStamp: 150, SmUtil: 70, MemUtil: 20},
+		nvml.ProcessUtilizationSample{Pid: 4343, TimeStamp: 150, SmUtil: 5, MemUtil: 1},
+		nvml.ProcessUtilizationSample{Pid: 4242, TimeStamp: 300, SmUtil: 50, MemUtil: 10})
 	// Samples taken after start: the window averages all of them.
 	for i, g := range m.GPUs {
 		g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{300, 100, 200}, []uint32{uint32(10 * i), uint32(10*i + 20), 0})
@@ -151,7 +190,7 @@ func TestLibraryAppearsLater(t *testing.T) {
 	present = true
 	ts.clock.Advance(time.Minute)
 	md := ts.scrapeOK(t)
-	assert.Equal(t, 8, md.ResourceMetrics().Len(), "metrics flow without a restart")
+	assert.Len(t, resourceIDs(md), 8, "metrics flow without a restart")
 	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("NVML is unavailable").Len())
 	assert.Equal(t, 1, ts.logs.FilterMessage("NVML initialized").Len())
 }
@@ -198,10 +237,10 @@ func TestEveryGPULostReinitializes(t *testing.T) {
 			return 40, nvml.SUCCESS
 		}
 	}
-	assert.Equal(t, 0, ts.scrapeOK(t).ResourceMetrics().Len())
+	assert.Empty(t, resourceIDs(ts.scrapeOK(t)))
 	lost = false // the driver came back
 	ts.clock.Advance(time.Minute)
-	assert.Equal(t, 8, ts.scrapeOK(t).ResourceMetrics().Len())
+	assert.Len(t, resourceIDs(ts.scrapeOK(t)), 8)
 }
 
 func TestNotSupportedLoggedOnceAcrossScrapes(t *testing.T) {
@@ -211,7 +250,7 @@ func TestNotSupportedLoggedOnceAcrossScrapes(t *testing.T) {
 	m.GPUs[2].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
 	for range 10 {
 		md := ts.scrapeOK(t)
-		require.Equal(t, 8, md.ResourceMetrics().Len())
+		require.Len(t, resourceIDs(md), 8)
 		for i := 0; i < md.ResourceMetrics().Len(); i++ {
 			rm := md.ResourceMetrics().At(i)
 			id, _ := rm.Resource().Attributes().Get("hw.id")

@@ -305,20 +305,132 @@ func (ms *NvidiaGpuPowerLimitMetricConfig) Unmarshal(parser *confmap.Conf) error
 	return nil
 }
 
+// NvidiaGpuProcessCountMetricConfig provides config for the nvidia.gpu.process.count metric.
+type NvidiaGpuProcessCountMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuProcessCountMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuProcessMemoryUsageMetricConfig provides config for the nvidia.gpu.process.memory.usage metric.
+type NvidiaGpuProcessMemoryUsageMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuProcessMemoryUsageMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuProcessUtilizationMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.process.utilization metric.
+type NvidiaGpuProcessUtilizationMetricAttributeKey string
+
+const (
+	NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine NvidiaGpuProcessUtilizationMetricAttributeKey = "nvidia.gpu.engine"
+)
+
+// NvidiaGpuProcessUtilizationMetricConfig provides config for the nvidia.gpu.process.utilization metric.
+type NvidiaGpuProcessUtilizationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                          `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuProcessUtilizationMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuProcessUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuProcessUtilizationMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.process.utilization doesn't have an attribute %v, valid attributes: [nvidia.gpu.engine]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// NvidiaGpuProcessesDroppedMetricConfig provides config for the nvidia.gpu.processes.dropped metric.
+type NvidiaGpuProcessesDroppedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuProcessesDroppedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // MetricsConfig provides config for nvml metrics.
 type MetricsConfig struct {
-	HwEnergy                  HwEnergyMetricConfig                  `mapstructure:"hw.energy"`
-	HwGpuMemoryLimit          HwGpuMemoryLimitMetricConfig          `mapstructure:"hw.gpu.memory.limit"`
-	HwGpuMemoryUsage          HwGpuMemoryUsageMetricConfig          `mapstructure:"hw.gpu.memory.usage"`
-	HwGpuMemoryUtilization    HwGpuMemoryUtilizationMetricConfig    `mapstructure:"hw.gpu.memory.utilization"`
-	HwGpuUtilization          HwGpuUtilizationMetricConfig          `mapstructure:"hw.gpu.utilization"`
-	HwPower                   HwPowerMetricConfig                   `mapstructure:"hw.power"`
-	HwTemperature             HwTemperatureMetricConfig             `mapstructure:"hw.temperature"`
-	NvidiaGpuClockFrequency   NvidiaGpuClockFrequencyMetricConfig   `mapstructure:"nvidia.gpu.clock.frequency"`
-	NvidiaGpuFanSpeed         NvidiaGpuFanSpeedMetricConfig         `mapstructure:"nvidia.gpu.fan.speed"`
-	NvidiaGpuMemoryReserved   NvidiaGpuMemoryReservedMetricConfig   `mapstructure:"nvidia.gpu.memory.reserved"`
-	NvidiaGpuPerformanceState NvidiaGpuPerformanceStateMetricConfig `mapstructure:"nvidia.gpu.performance_state"`
-	NvidiaGpuPowerLimit       NvidiaGpuPowerLimitMetricConfig       `mapstructure:"nvidia.gpu.power.limit"`
+	HwEnergy                    HwEnergyMetricConfig                    `mapstructure:"hw.energy"`
+	HwGpuMemoryLimit            HwGpuMemoryLimitMetricConfig            `mapstructure:"hw.gpu.memory.limit"`
+	HwGpuMemoryUsage            HwGpuMemoryUsageMetricConfig            `mapstructure:"hw.gpu.memory.usage"`
+	HwGpuMemoryUtilization      HwGpuMemoryUtilizationMetricConfig      `mapstructure:"hw.gpu.memory.utilization"`
+	HwGpuUtilization            HwGpuUtilizationMetricConfig            `mapstructure:"hw.gpu.utilization"`
+	HwPower                     HwPowerMetricConfig                     `mapstructure:"hw.power"`
+	HwTemperature               HwTemperatureMetricConfig               `mapstructure:"hw.temperature"`
+	NvidiaGpuClockFrequency     NvidiaGpuClockFrequencyMetricConfig     `mapstructure:"nvidia.gpu.clock.frequency"`
+	NvidiaGpuFanSpeed           NvidiaGpuFanSpeedMetricConfig           `mapstructure:"nvidia.gpu.fan.speed"`
+	NvidiaGpuMemoryReserved     NvidiaGpuMemoryReservedMetricConfig     `mapstructure:"nvidia.gpu.memory.reserved"`
+	NvidiaGpuPerformanceState   NvidiaGpuPerformanceStateMetricConfig   `mapstructure:"nvidia.gpu.performance_state"`
+	NvidiaGpuPowerLimit         NvidiaGpuPowerLimitMetricConfig         `mapstructure:"nvidia.gpu.power.limit"`
+	NvidiaGpuProcessCount       NvidiaGpuProcessCountMetricConfig       `mapstructure:"nvidia.gpu.process.count"`
+	NvidiaGpuProcessMemoryUsage NvidiaGpuProcessMemoryUsageMetricConfig `mapstructure:"nvidia.gpu.process.memory.usage"`
+	NvidiaGpuProcessUtilization NvidiaGpuProcessUtilizationMetricConfig `mapstructure:"nvidia.gpu.process.utilization"`
+	NvidiaGpuProcessesDropped   NvidiaGpuProcessesDroppedMetricConfig   `mapstructure:"nvidia.gpu.processes.dropped"`
 }
 
 func DefaultMetricsConfig() MetricsConfig {
@@ -363,6 +475,20 @@ func DefaultMetricsConfig() MetricsConfig {
 		NvidiaGpuPowerLimit: NvidiaGpuPowerLimitMetricConfig{
 			Enabled: true,
 		},
+		NvidiaGpuProcessCount: NvidiaGpuProcessCountMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuProcessMemoryUsage: NvidiaGpuProcessMemoryUsageMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine},
+		},
+		NvidiaGpuProcessesDropped: NvidiaGpuProcessesDroppedMetricConfig{
+			Enabled: true,
+		},
 	}
 }
 
@@ -394,18 +520,30 @@ func (rac *ResourceAttributeConfig) Unmarshal(parser *confmap.Conf) error {
 
 // ResourceAttributesConfig provides config for nvml resource attributes.
 type ResourceAttributesConfig struct {
-	HwDriverVersion   ResourceAttributeConfig `mapstructure:"hw.driver_version"`
-	HwID              ResourceAttributeConfig `mapstructure:"hw.id"`
-	HwModel           ResourceAttributeConfig `mapstructure:"hw.model"`
-	HwSerialNumber    ResourceAttributeConfig `mapstructure:"hw.serial_number"`
-	HwType            ResourceAttributeConfig `mapstructure:"hw.type"`
-	HwVendor          ResourceAttributeConfig `mapstructure:"hw.vendor"`
-	NvidiaGpuIndex    ResourceAttributeConfig `mapstructure:"nvidia.gpu.index"`
-	NvidiaGpuPciBusID ResourceAttributeConfig `mapstructure:"nvidia.gpu.pci_bus_id"`
+	ContainerID           ResourceAttributeConfig `mapstructure:"container.id"`
+	HwDriverVersion       ResourceAttributeConfig `mapstructure:"hw.driver_version"`
+	HwID                  ResourceAttributeConfig `mapstructure:"hw.id"`
+	HwModel               ResourceAttributeConfig `mapstructure:"hw.model"`
+	HwSerialNumber        ResourceAttributeConfig `mapstructure:"hw.serial_number"`
+	HwType                ResourceAttributeConfig `mapstructure:"hw.type"`
+	HwVendor              ResourceAttributeConfig `mapstructure:"hw.vendor"`
+	K8sContainerName      ResourceAttributeConfig `mapstructure:"k8s.container.name"`
+	K8sNamespaceName      ResourceAttributeConfig `mapstructure:"k8s.namespace.name"`
+	K8sPodName            ResourceAttributeConfig `mapstructure:"k8s.pod.name"`
+	K8sPodUID             ResourceAttributeConfig `mapstructure:"k8s.pod.uid"`
+	NvidiaGpuIndex        ResourceAttributeConfig `mapstructure:"nvidia.gpu.index"`
+	NvidiaGpuPciBusID     ResourceAttributeConfig `mapstructure:"nvidia.gpu.pci_bus_id"`
+	ProcessCommandLine    ResourceAttributeConfig `mapstructure:"process.command_line"`
+	ProcessExecutableName ResourceAttributeConfig `mapstructure:"process.executable.name"`
+	ProcessOwner          ResourceAttributeConfig `mapstructure:"process.owner"`
+	ProcessPid            ResourceAttributeConfig `mapstructure:"process.pid"`
 }
 
 func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 	return ResourceAttributesConfig{
+		ContainerID: ResourceAttributeConfig{
+			Enabled: true,
+		},
 		HwDriverVersion: ResourceAttributeConfig{
 			Enabled: true,
 		},
@@ -424,10 +562,34 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 		HwVendor: ResourceAttributeConfig{
 			Enabled: true,
 		},
+		K8sContainerName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		K8sNamespaceName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		K8sPodName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		K8sPodUID: ResourceAttributeConfig{
+			Enabled: true,
+		},
 		NvidiaGpuIndex: ResourceAttributeConfig{
 			Enabled: true,
 		},
 		NvidiaGpuPciBusID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		ProcessCommandLine: ResourceAttributeConfig{
+			Enabled: false,
+		},
+		ProcessExecutableName: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		ProcessOwner: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		ProcessPid: ResourceAttributeConfig{
 			Enabled: true,
 		},
 	}

@@ -66,16 +66,39 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuPowerLimit: NvidiaGpuPowerLimitMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuProcessCount: NvidiaGpuProcessCountMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuProcessMemoryUsage: NvidiaGpuProcessMemoryUsageMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine},
+					},
+					NvidiaGpuProcessesDropped: NvidiaGpuProcessesDroppedMetricConfig{
+						Enabled: true,
+					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
-					HwDriverVersion:   ResourceAttributeConfig{Enabled: true},
-					HwID:              ResourceAttributeConfig{Enabled: true},
-					HwModel:           ResourceAttributeConfig{Enabled: true},
-					HwSerialNumber:    ResourceAttributeConfig{Enabled: true},
-					HwType:            ResourceAttributeConfig{Enabled: true},
-					HwVendor:          ResourceAttributeConfig{Enabled: true},
-					NvidiaGpuIndex:    ResourceAttributeConfig{Enabled: true},
-					NvidiaGpuPciBusID: ResourceAttributeConfig{Enabled: true},
+					ContainerID:           ResourceAttributeConfig{Enabled: true},
+					HwDriverVersion:       ResourceAttributeConfig{Enabled: true},
+					HwID:                  ResourceAttributeConfig{Enabled: true},
+					HwModel:               ResourceAttributeConfig{Enabled: true},
+					HwSerialNumber:        ResourceAttributeConfig{Enabled: true},
+					HwType:                ResourceAttributeConfig{Enabled: true},
+					HwVendor:              ResourceAttributeConfig{Enabled: true},
+					K8sContainerName:      ResourceAttributeConfig{Enabled: true},
+					K8sNamespaceName:      ResourceAttributeConfig{Enabled: true},
+					K8sPodName:            ResourceAttributeConfig{Enabled: true},
+					K8sPodUID:             ResourceAttributeConfig{Enabled: true},
+					NvidiaGpuIndex:        ResourceAttributeConfig{Enabled: true},
+					NvidiaGpuPciBusID:     ResourceAttributeConfig{Enabled: true},
+					ProcessCommandLine:    ResourceAttributeConfig{Enabled: true},
+					ProcessExecutableName: ResourceAttributeConfig{Enabled: true},
+					ProcessOwner:          ResourceAttributeConfig{Enabled: true},
+					ProcessPid:            ResourceAttributeConfig{Enabled: true},
 				},
 			},
 		},
@@ -123,16 +146,39 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuPowerLimit: NvidiaGpuPowerLimitMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuProcessCount: NvidiaGpuProcessCountMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuProcessMemoryUsage: NvidiaGpuProcessMemoryUsageMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine},
+					},
+					NvidiaGpuProcessesDropped: NvidiaGpuProcessesDroppedMetricConfig{
+						Enabled: false,
+					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
-					HwDriverVersion:   ResourceAttributeConfig{Enabled: false},
-					HwID:              ResourceAttributeConfig{Enabled: false},
-					HwModel:           ResourceAttributeConfig{Enabled: false},
-					HwSerialNumber:    ResourceAttributeConfig{Enabled: false},
-					HwType:            ResourceAttributeConfig{Enabled: false},
-					HwVendor:          ResourceAttributeConfig{Enabled: false},
-					NvidiaGpuIndex:    ResourceAttributeConfig{Enabled: false},
-					NvidiaGpuPciBusID: ResourceAttributeConfig{Enabled: false},
+					ContainerID:           ResourceAttributeConfig{Enabled: false},
+					HwDriverVersion:       ResourceAttributeConfig{Enabled: false},
+					HwID:                  ResourceAttributeConfig{Enabled: false},
+					HwModel:               ResourceAttributeConfig{Enabled: false},
+					HwSerialNumber:        ResourceAttributeConfig{Enabled: false},
+					HwType:                ResourceAttributeConfig{Enabled: false},
+					HwVendor:              ResourceAttributeConfig{Enabled: false},
+					K8sContainerName:      ResourceAttributeConfig{Enabled: false},
+					K8sNamespaceName:      ResourceAttributeConfig{Enabled: false},
+					K8sPodName:            ResourceAttributeConfig{Enabled: false},
+					K8sPodUID:             ResourceAttributeConfig{Enabled: false},
+					NvidiaGpuIndex:        ResourceAttributeConfig{Enabled: false},
+					NvidiaGpuPciBusID:     ResourceAttributeConfig{Enabled: false},
+					ProcessCommandLine:    ResourceAttributeConfig{Enabled: false},
+					ProcessExecutableName: ResourceAttributeConfig{Enabled: false},
+					ProcessOwner:          ResourceAttributeConfig{Enabled: false},
+					ProcessPid:            ResourceAttributeConfig{Enabled: false},
 				},
 			},
 		},
@@ -140,7 +186,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuProcessesDroppedMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
@@ -170,6 +216,18 @@ func TestNvidiaGpuClockFrequencyMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
+func TestNvidiaGpuProcessUtilizationMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuProcessUtilization
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuProcessUtilizationMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.process.utilization doesn't have an attribute invalid, valid attributes: [nvidia.gpu.engine]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuProcessUtilization
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
 func loadMetricsBuilderConfig(t *testing.T, name string) MetricsBuilderConfig {
 	cm, err := confmaptest.LoadConf(filepath.Join("testdata", "config.yaml"))
 	require.NoError(t, err)
@@ -192,27 +250,45 @@ func TestResourceAttributesConfig(t *testing.T) {
 		{
 			name: "all_set",
 			want: ResourceAttributesConfig{
-				HwDriverVersion:   ResourceAttributeConfig{Enabled: true},
-				HwID:              ResourceAttributeConfig{Enabled: true},
-				HwModel:           ResourceAttributeConfig{Enabled: true},
-				HwSerialNumber:    ResourceAttributeConfig{Enabled: true},
-				HwType:            ResourceAttributeConfig{Enabled: true},
-				HwVendor:          ResourceAttributeConfig{Enabled: true},
-				NvidiaGpuIndex:    ResourceAttributeConfig{Enabled: true},
-				NvidiaGpuPciBusID: ResourceAttributeConfig{Enabled: true},
+				ContainerID:           ResourceAttributeConfig{Enabled: true},
+				HwDriverVersion:       ResourceAttributeConfig{Enabled: true},
+				HwID:                  ResourceAttributeConfig{Enabled: true},
+				HwModel:               ResourceAttributeConfig{Enabled: true},
+				HwSerialNumber:        ResourceAttributeConfig{Enabled: true},
+				HwType:                ResourceAttributeConfig{Enabled: true},
+				HwVendor:              ResourceAttributeConfig{Enabled: true},
+				K8sContainerName:      ResourceAttributeConfig{Enabled: true},
+				K8sNamespaceName:      ResourceAttributeConfig{Enabled: true},
+				K8sPodName:            ResourceAttributeConfig{Enabled: true},
+				K8sPodUID:             ResourceAttributeConfig{Enabled: true},
+				NvidiaGpuIndex:        ResourceAttributeConfig{Enabled: true},
+				NvidiaGpuPciBusID:     ResourceAttributeConfig{Enabled: true},
+				ProcessCommandLine:    ResourceAttributeConfig{Enabled: true},
+				ProcessExecutableName: ResourceAttributeConfig{Enabled: true},
+				ProcessOwner:          ResourceAttributeConfig{Enabled: true},
+				ProcessPid:            ResourceAttributeConfig{Enabled: true},
 			},
 		},
 		{
 			name: "none_set",
 			want: ResourceAttributesConfig{
-				HwDriverVersion:   ResourceAttributeConfig{Enabled: false},
-				HwID:              ResourceAttributeConfig{Enabled: false},
-				HwModel:           ResourceAttributeConfig{Enabled: false},
-				HwSerialNumber:    ResourceAttributeConfig{Enabled: false},
-				HwType:            ResourceAttributeConfig{Enabled: false},
-				HwVendor:          ResourceAttributeConfig{Enabled: false},
-				NvidiaGpuIndex:    ResourceAttributeConfig{Enabled: false},
-				NvidiaGpuPciBusID: ResourceAttributeConfig{Enabled: false},
+				ContainerID:           ResourceAttributeConfig{Enabled: false},
+				HwDriverVersion:       ResourceAttributeConfig{Enabled: false},
+				HwID:                  ResourceAttributeConfig{Enabled: false},
+				HwModel:               ResourceAttributeConfig{Enabled: false},
+				HwSerialNumber:        ResourceAttributeConfig{Enabled: false},
+				HwType:                ResourceAttributeConfig{Enabled: false},
+				HwVendor:              ResourceAttributeConfig{Enabled: false},
+				K8sContainerName:      ResourceAttributeConfig{Enabled: false},
+				K8sNamespaceName:      ResourceAttributeConfig{Enabled: false},
+				K8sPodName:            ResourceAttributeConfig{Enabled: false},
+				K8sPodUID:             ResourceAttributeConfig{Enabled: false},
+				NvidiaGpuIndex:        ResourceAttributeConfig{Enabled: false},
+				NvidiaGpuPciBusID:     ResourceAttributeConfig{Enabled: false},
+				ProcessCommandLine:    ResourceAttributeConfig{Enabled: false},
+				ProcessExecutableName: ResourceAttributeConfig{Enabled: false},
+				ProcessOwner:          ResourceAttributeConfig{Enabled: false},
+				ProcessPid:            ResourceAttributeConfig{Enabled: false},
 			},
 		},
 	}

@@ -83,6 +83,40 @@ var MapAttributeNvidiaGpuClockType = map[string]AttributeNvidiaGpuClockType{
 	"video":    AttributeNvidiaGpuClockTypeVideo,
 }
 
+// AttributeNvidiaGpuEngine specifies the value nvidia.gpu.engine attribute.
+type AttributeNvidiaGpuEngine int
+
+const (
+	_ AttributeNvidiaGpuEngine = iota
+	AttributeNvidiaGpuEngineSm
+	AttributeNvidiaGpuEngineMemory
+	AttributeNvidiaGpuEngineEncoder
+	AttributeNvidiaGpuEngineDecoder
+)
+
+// String returns the string representation of the AttributeNvidiaGpuEngine.
+func (av AttributeNvidiaGpuEngine) String() string {
+	switch av {
+	case AttributeNvidiaGpuEngineSm:
+		return "sm"
+	case AttributeNvidiaGpuEngineMemory:
+		return "memory"
+	case AttributeNvidiaGpuEngineEncoder:
+		return "encoder"
+	case AttributeNvidiaGpuEngineDecoder:
+		return "decoder"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuEngine is a helper map of string to AttributeNvidiaGpuEngine attribute value.
+var MapAttributeNvidiaGpuEngine = map[string]AttributeNvidiaGpuEngine{
+	"sm":      AttributeNvidiaGpuEngineSm,
+	"memory":  AttributeNvidiaGpuEngineMemory,
+	"encoder": AttributeNvidiaGpuEngineEncoder,
+	"decoder": AttributeNvidiaGpuEngineDecoder,
+}
+
 var MetricsInfo = metricsInfo{
 	HwEnergy: metricInfo{
 		Name: "hw.energy",
@@ -122,21 +156,38 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuPowerLimit: metricInfo{
 		Name: "nvidia.gpu.power.limit",
 	},
+	NvidiaGpuProcessCount: metricInfo{
+		Name: "nvidia.gpu.process.count",
+	},
+	NvidiaGpuProcessMemoryUsage: metricInfo{
+		Name: "nvidia.gpu.process.memory.usage",
+	},
+	NvidiaGpuProcessUtilization: metricInfo{
+		Name:       "nvidia.gpu.process.utilization",
+		Attributes: []string{"nvidia.gpu.engine"},
+	},
+	NvidiaGpuProcessesDropped: metricInfo{
+		Name: "nvidia.gpu.processes.dropped",
+	},
 }
 
 type metricsInfo struct {
-	HwEnergy                  metricInfo
-	HwGpuMemoryLimit          metricInfo
-	HwGpuMemoryUsage          metricInfo
-	HwGpuMemoryUtilization    metricInfo
-	HwGpuUtilization          metricInfo
-	HwPower                   metricInfo
-	HwTemperature             metricInfo
-	NvidiaGpuClockFrequency   metricInfo
-	NvidiaGpuFanSpeed         metricInfo
-	NvidiaGpuMemoryReserved   metricInfo
-	NvidiaGpuPerformanceState metricInfo
-	NvidiaGpuPowerLimit       metricInfo
+	HwEnergy                    metricInfo
+	HwGpuMemoryLimit            metricInfo
+	HwGpuMemoryUsage            metricInfo
+	HwGpuMemoryUtilization      metricInfo
+	HwGpuUtilization            metricInfo
+	HwPower                     metricInfo
+	HwTemperature               metricInfo
+	NvidiaGpuClockFrequency     metricInfo
+	NvidiaGpuFanSpeed           metricInfo
+	NvidiaGpuMemoryReserved     metricInfo
+	NvidiaGpuPerformanceState   metricInfo
+	NvidiaGpuPowerLimit         metricInfo
+	NvidiaGpuProcessCount       metricInfo
+	NvidiaGpuProcessMemoryUsage metricInfo
+	NvidiaGpuProcessUtilization metricInfo
+	NvidiaGpuProcessesDropped   metricInfo
 }
 
 type metricInfo struct {
@@ -830,28 +881,275 @@ func newMetricNvidiaGpuPowerLimit(cfg NvidiaGpuPowerLimitMetricConfig) metricNvi
 	return m
 }
 
+type metricNvidiaGpuProcessCount struct {
+	data     pmetric.Metric                    // data buffer for generated metric.
+	config   NvidiaGpuProcessCountMetricConfig // metric config provided by user.
+	capacity int                               // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.process.count metric with initial data.
+func (m *metricNvidiaGpuProcessCount) init() {
+	m.data.SetName("nvidia.gpu.process.count")
+	m.data.SetDescription("Processes with a compute or graphics context on the GPU.")
+	m.data.SetUnit("{process}")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuProcessCount) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProcessCount) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProcessCount) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProcessCount(cfg NvidiaGpuProcessCountMetricConfig) metricNvidiaGpuProcessCount {
+	m := metricNvidiaGpuProcessCount{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuProcessMemoryUsage struct {
+	data     pmetric.Metric                          // data buffer for generated metric.
+	config   NvidiaGpuProcessMemoryUsageMetricConfig // metric config provided by user.
+	capacity int                                     // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.process.memory.usage metric with initial data.
+func (m *metricNvidiaGpuProcessMemoryUsage) init() {
+	m.data.SetName("nvidia.gpu.process.memory.usage")
+	m.data.SetDescription("GPU memory used by one process, on the process's own resource.")
+	m.data.SetUnit("By")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuProcessMemoryUsage) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProcessMemoryUsage) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProcessMemoryUsage) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProcessMemoryUsage(cfg NvidiaGpuProcessMemoryUsageMetricConfig) metricNvidiaGpuProcessMemoryUsage {
+	m := metricNvidiaGpuProcessMemoryUsage{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuProcessUtilization struct {
+	data          pmetric.Metric                          // data buffer for generated metric.
+	config        NvidiaGpuProcessUtilizationMetricConfig // metric config provided by user.
+	capacity      int                                     // max observed number of data points added to the metric.
+	aggDataPoints []float64                               // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.process.utilization metric with initial data.
+func (m *metricNvidiaGpuProcessUtilization) init() {
+	m.data.SetName("nvidia.gpu.process.utilization")
+	m.data.SetDescription("Fraction of time over the collection interval an engine was busy with one process, on the process's own resource.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuProcessUtilization) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, nvidiaGpuEngineAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine) {
+		dp.Attributes().PutStr("nvidia.gpu.engine", nvidiaGpuEngineAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProcessUtilization) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProcessUtilization) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProcessUtilization(cfg NvidiaGpuProcessUtilizationMetricConfig) metricNvidiaGpuProcessUtilization {
+	m := metricNvidiaGpuProcessUtilization{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuProcessesDropped struct {
+	data     pmetric.Metric                        // data buffer for generated metric.
+	config   NvidiaGpuProcessesDroppedMetricConfig // metric config provided by user.
+	capacity int                                   // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.processes.dropped metric with initial data.
+func (m *metricNvidiaGpuProcessesDropped) init() {
+	m.data.SetName("nvidia.gpu.processes.dropped")
+	m.data.SetDescription("Process reports left out because the GPU had more processes than processes.max_per_gpu (the smallest by memory go first).")
+	m.data.SetUnit("{process}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuProcessesDropped) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProcessesDropped) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProcessesDropped) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProcessesDropped(cfg NvidiaGpuProcessesDroppedMetricConfig) metricNvidiaGpuProcessesDropped {
+	m := metricNvidiaGpuProcessesDropped{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 // MetricsBuilder provides an interface for scrapers to report metrics while taking care of all the transformations
 // required to produce metric representation defined in metadata and user config.
 type MetricsBuilder struct {
-	config                          MetricsBuilderConfig // config of the metrics builder.
-	startTime                       pcommon.Timestamp    // start time that will be applied to all recorded data points.
-	metricsCapacity                 int                  // maximum observed number of metrics per resource.
-	metricsBuffer                   pmetric.Metrics      // accumulates metrics data before emitting.
-	buildInfo                       component.BuildInfo  // contains version information.
-	resourceAttributeIncludeFilter  map[string]filter.Filter
-	resourceAttributeExcludeFilter  map[string]filter.Filter
-	metricHwEnergy                  metricHwEnergy
-	metricHwGpuMemoryLimit          metricHwGpuMemoryLimit
-	metricHwGpuMemoryUsage          metricHwGpuMemoryUsage
-	metricHwGpuMemoryUtilization    metricHwGpuMemoryUtilization
-	metricHwGpuUtilization          metricHwGpuUtilization
-	metricHwPower                   metricHwPower
-	metricHwTemperature             metricHwTemperature
-	metricNvidiaGpuClockFrequency   metricNvidiaGpuClockFrequency
-	metricNvidiaGpuFanSpeed         metricNvidiaGpuFanSpeed
-	metricNvidiaGpuMemoryReserved   metricNvidiaGpuMemoryReserved
-	metricNvidiaGpuPerformanceState metricNvidiaGpuPerformanceState
-	metricNvidiaGpuPowerLimit       metricNvidiaGpuPowerLimit
+	config                            MetricsBuilderConfig // config of the metrics builder.
+	startTime                         pcommon.Timestamp    // start time that will be applied to all recorded data points.
+	metricsCapacity                   int                  // maximum observed number of metrics per resource.
+	metricsBuffer                     pmetric.Metrics      // accumulates metrics data before emitting.
+	buildInfo                         component.BuildInfo  // contains version information.
+	resourceAttributeIncludeFilter    map[string]filter.Filter
+	resourceAttributeExcludeFilter    map[string]filter.Filter
+	metricHwEnergy                    metricHwEnergy
+	metricHwGpuMemoryLimit            metricHwGpuMemoryLimit
+	metricHwGpuMemoryUsage            metricHwGpuMemoryUsage
+	metricHwGpuMemoryUtilization      metricHwGpuMemoryUtilization
+	metricHwGpuUtilization            metricHwGpuUtilization
+	metricHwPower                     metricHwPower
+	metricHwTemperature               metricHwTemperature
+	metricNvidiaGpuClockFrequency     metricNvidiaGpuClockFrequency
+	metricNvidiaGpuFanSpeed           metricNvidiaGpuFanSpeed
+	metricNvidiaGpuMemoryReserved     metricNvidiaGpuMemoryReserved
+	metricNvidiaGpuPerformanceState   metricNvidiaGpuPerformanceState
+	metricNvidiaGpuPowerLimit         metricNvidiaGpuPowerLimit
+	metricNvidiaGpuProcessCount       metricNvidiaGpuProcessCount
+	metricNvidiaGpuProcessMemoryUsage metricNvidiaGpuProcessMemoryUsage
+	metricNvidiaGpuProcessUtilization metricNvidiaGpuProcessUtilization
+	metricNvidiaGpuProcessesDropped   metricNvidiaGpuProcessesDropped
 }
 
 // MetricBuilderOption applies changes to default metrics builder.
@@ -873,24 +1171,34 @@ func WithStartTime(startTime pcommon.Timestamp) MetricBuilderOption {
 }
 func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, options ...MetricBuilderOption) *MetricsBuilder {
 	mb := &MetricsBuilder{
-		config:                          mbc,
-		startTime:                       pcommon.NewTimestampFromTime(time.Now()),
-		metricsBuffer:                   pmetric.NewMetrics(),
-		buildInfo:                       settings.BuildInfo,
-		metricHwEnergy:                  newMetricHwEnergy(mbc.Metrics.HwEnergy),
-		metricHwGpuMemoryLimit:          newMetricHwGpuMemoryLimit(mbc.Metrics.HwGpuMemoryLimit),
-		metricHwGpuMemoryUsage:          newMetricHwGpuMemoryUsage(mbc.Metrics.HwGpuMemoryUsage),
-		metricHwGpuMemoryUtilization:    newMetricHwGpuMemoryUtilization(mbc.Metrics.HwGpuMemoryUtilization),
-		metricHwGpuUtilization:          newMetricHwGpuUtilization(mbc.Metrics.HwGpuUtilization),
-		metricHwPower:                   newMetricHwPower(mbc.Metrics.HwPower),
-		metricHwTemperature:             newMetricHwTemperature(mbc.Metrics.HwTemperature),
-		metricNvidiaGpuClockFrequency:   newMetricNvidiaGpuClockFrequency(mbc.Metrics.NvidiaGpuClockFrequency),
-		metricNvidiaGpuFanSpeed:         newMetricNvidiaGpuFanSpeed(mbc.Metrics.NvidiaGpuFanSpeed),
-		metricNvidiaGpuMemoryReserved:   newMetricNvidiaGpuMemoryReserved(mbc.Metrics.NvidiaGpuMemoryReserved),
-		metricNvidiaGpuPerformanceState: newMetricNvidiaGpuPerformanceState(mbc.Metrics.NvidiaGpuPerformanceState),
-		metricNvidiaGpuPowerLimit:       newMetricNvidiaGpuPowerLimit(mbc.Metrics.NvidiaGpuPowerLimit),
-		resourceAttributeIncludeFilter:  make(map[string]filter.Filter),
-		resourceAttributeExcludeFilter:  make(map[string]filter.Filter),
+		config:                            mbc,
+		startTime:                         pcommon.NewTimestampFromTime(time.Now()),
+		metricsBuffer:                     pmetric.NewMetrics(),
+		buildInfo:                         settings.BuildInfo,
+		metricHwEnergy:                    newMetricHwEnergy(mbc.Metrics.HwEnergy),
+		metricHwGpuMemoryLimit:            newMetricHwGpuMemoryLimit(mbc.Metrics.HwGpuMemoryLimit),
+		metricHwGpuMemoryUsage:            newMetricHwGpuMemoryUsage(mbc.Metrics.HwGpuMemoryUsage),
+		metricHwGpuMemoryUtilization:      newMetricHwGpuMemoryUtilization(mbc.Metrics.HwGpuMemoryUtilization),
+		metricHwGpuUtilization:            newMetricHwGpuUtilization(mbc.Metrics.HwGpuUtilization),
+		metricHwPower:                     newMetricHwPower(mbc.Metrics.HwPower),
+		metricHwTemperature:               newMetricHwTemperature(mbc.Metrics.HwTemperature),
+		metricNvidiaGpuClockFrequency:     newMetricNvidiaGpuClockFrequency(mbc.Metrics.NvidiaGpuClockFrequency),
+		metricNvidiaGpuFanSpeed:           newMetricNvidiaGpuFanSpeed(mbc.Metrics.NvidiaGpuFanSpeed),
+		metricNvidiaGpuMemoryReserved:     newMetricNvidiaGpuMemoryReserved(mbc.Metrics.NvidiaGpuMemoryReserved),
+		metricNvidiaGpuPerformanceState:   newMetricNvidiaGpuPerformanceState(mbc.Metrics.NvidiaGpuPerformanceState),
+		metricNvidiaGpuPowerLimit:         newMetricNvidiaGpuPowerLimit(mbc.Metrics.NvidiaGpuPowerLimit),
+		metricNvidiaGpuProcessCount:       newMetricNvidiaGpuProcessCount(mbc.Metrics.NvidiaGpuProcessCount),
+		metricNvidiaGpuProcessMemoryUsage: newMetricNvidiaGpuProcessMemoryUsage(mbc.Metrics.NvidiaGpuProcessMemoryUsage),
+		metricNvidiaGpuProcessUtilization: newMetricNvidiaGpuProcessUtilization(mbc.Metrics.NvidiaGpuProcessUtilization),
+		metricNvidiaGpuProcessesDropped:   newMetricNvidiaGpuProcessesDropped(mbc.Metrics.NvidiaGpuProcessesDropped),
+		resourceAttributeIncludeFilter:    make(map[string]filter.Filter),
+		resourceAttributeExcludeFilter:    make(map[string]filter.Filter),
+	}
+	if mbc.ResourceAttributes.ContainerID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["container.id"] = filter.CreateFilter(mbc.ResourceAttributes.ContainerID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ContainerID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["container.id"] = filter.CreateFilter(mbc.ResourceAttributes.ContainerID.MetricsExclude)
 	}
 	if mbc.ResourceAttributes.HwDriverVersion.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["hw.driver_version"] = filter.CreateFilter(mbc.ResourceAttributes.HwDriverVersion.MetricsInclude)
@@ -928,6 +1236,30 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	if mbc.ResourceAttributes.HwVendor.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["hw.vendor"] = filter.CreateFilter(mbc.ResourceAttributes.HwVendor.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.K8sContainerName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.container.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sContainerName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sContainerName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.container.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sContainerName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sNamespaceName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.namespace.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sNamespaceName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sNamespaceName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.namespace.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sNamespaceName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sPodName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.pod.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sPodName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.pod.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.K8sPodUID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.pod.uid"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodUID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sPodUID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.pod.uid"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodUID.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.NvidiaGpuIndex.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["nvidia.gpu.index"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuIndex.MetricsInclude)
 	}
@@ -939,6 +1271,30 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	}
 	if mbc.ResourceAttributes.NvidiaGpuPciBusID.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["nvidia.gpu.pci_bus_id"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuPciBusID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.ProcessCommandLine.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["process.command_line"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessCommandLine.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ProcessCommandLine.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["process.command_line"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessCommandLine.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.ProcessExecutableName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["process.executable.name"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessExecutableName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ProcessExecutableName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["process.executable.name"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessExecutableName.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.ProcessOwner.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["process.owner"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessOwner.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ProcessOwner.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["process.owner"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessOwner.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.ProcessPid.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["process.pid"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessPid.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ProcessPid.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["process.pid"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessPid.MetricsExclude)
 	}
 
 	for _, op := range options {
@@ -1021,6 +1377,10 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuMemoryReserved.emit(ils.Metrics())
 	mb.metricNvidiaGpuPerformanceState.emit(ils.Metrics())
 	mb.metricNvidiaGpuPowerLimit.emit(ils.Metrics())
+	mb.metricNvidiaGpuProcessCount.emit(ils.Metrics())
+	mb.metricNvidiaGpuProcessMemoryUsage.emit(ils.Metrics())
+	mb.metricNvidiaGpuProcessUtilization.emit(ils.Metrics())
+	mb.metricNvidiaGpuProcessesDropped.emit(ils.Metrics())
 
 	for _, op := range options {
 		op.apply(rm)
@@ -1110,6 +1470,26 @@ func (mb *MetricsBuilder) RecordNvidiaGpuPerformanceStateDataPoint(ts pcommon.Ti
 // RecordNvidiaGpuPowerLimitDataPoint adds a data point to nvidia.gpu.power.limit metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuPowerLimitDataPoint(ts pcommon.Timestamp, val float64) {
 	mb.metricNvidiaGpuPowerLimit.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuProcessCountDataPoint adds a data point to nvidia.gpu.process.count metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessCountDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuProcessCount.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuProcessMemoryUsageDataPoint adds a data point to nvidia.gpu.process.memory.usage metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessMemoryUsageDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuProcessMemoryUsage.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuProcessUtilizationDataPoint adds a data point to nvidia.gpu.process.utilization metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessUtilizationDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuEngineAttributeValue AttributeNvidiaGpuEngine) {
+	mb.metricNvidiaGpuProcessUtilization.recordDataPoint(mb.startTime, ts, val, nvidiaGpuEngineAttributeValue.String())
+}
+
+// RecordNvidiaGpuProcessesDroppedDataPoint adds a data point to nvidia.gpu.processes.dropped metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessesDroppedDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuProcessesDropped.recordDataPoint(mb.startTime, ts, val)
 }
 
 // Reset resets metrics builder to its initial state. It should be used when external metrics source is restarted,

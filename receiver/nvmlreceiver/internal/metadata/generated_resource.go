@@ -21,6 +21,13 @@ func NewResourceBuilder(rac ResourceAttributesConfig) *ResourceBuilder {
 	}
 }
 
+// SetContainerID sets provided value as "container.id" attribute.
+func (rb *ResourceBuilder) SetContainerID(val string) {
+	if rb.config.ContainerID.Enabled {
+		rb.res.Attributes().PutStr("container.id", val)
+	}
+}
+
 // SetHwDriverVersion sets provided value as "hw.driver_version" attribute.
 func (rb *ResourceBuilder) SetHwDriverVersion(val string) {
 	if rb.config.HwDriverVersion.Enabled {
@@ -63,6 +70,34 @@ func (rb *ResourceBuilder) SetHwVendor(val string) {
 	}
 }
 
+// SetK8sContainerName sets provided value as "k8s.container.name" attribute.
+func (rb *ResourceBuilder) SetK8sContainerName(val string) {
+	if rb.config.K8sContainerName.Enabled {
+		rb.res.Attributes().PutStr("k8s.container.name", val)
+	}
+}
+
+// SetK8sNamespaceName sets provided value as "k8s.namespace.name" attribute.
+func (rb *ResourceBuilder) SetK8sNamespaceName(val string) {
+	if rb.config.K8sNamespaceName.Enabled {
+		rb.res.Attributes().PutStr("k8s.namespace.name", val)
+	}
+}
+
+// SetK8sPodName sets provided value as "k8s.pod.name" attribute.
+func (rb *ResourceBuilder) SetK8sPodName(val string) {
+	if rb.config.K8sPodName.Enabled {
+		rb.res.Attributes().PutStr("k8s.pod.name", val)
+	}
+}
+
+// SetK8sPodUID sets provided value as "k8s.pod.uid" attribute.
+func (rb *ResourceBuilder) SetK8sPodUID(val string) {
+	if rb.config.K8sPodUID.Enabled {
+		rb.res.Attributes().PutStr("k8s.pod.uid", val)
+	}
+}
+
 // SetNvidiaGpuIndex sets provided value as "nvidia.gpu.index" attribute.
 func (rb *ResourceBuilder) SetNvidiaGpuIndex(val int64) {
 	if rb.config.NvidiaGpuIndex.Enabled {
@@ -74,6 +109,34 @@ func (rb *ResourceBuilder) SetNvidiaGpuIndex(val int64) {
 func (rb *ResourceBuilder) SetNvidiaGpuPciBusID(val string) {
 	if rb.config.NvidiaGpuPciBusID.Enabled {
 		rb.res.Attributes().PutStr("nvidia.gpu.pci_bus_id", val)
+	}
+}
+
+// SetProcessCommandLine sets provided value as "process.command_line" attribute.
+func (rb *ResourceBuilder) SetProcessCommandLine(val string) {
+	if rb.config.ProcessCommandLine.Enabled {
+		rb.res.Attributes().PutStr("process.command_line", val)
+	}
+}
+
+// SetProcessExecutableName sets provided value as "process.executable.name" attribute.
+func (rb *ResourceBuilder) SetProcessExecutableName(val string) {
+	if rb.config.ProcessExecutableName.Enabled {
+		rb.res.Attributes().PutStr("process.executable.name", val)
+	}
+}
+
+// SetProcessOwner sets provided value as "process.owner" attribute.
+func (rb *ResourceBuilder) SetProcessOwner(val string) {
+	if rb.config.ProcessOwner.Enabled {
+		rb.res.Attributes().PutStr("process.owner", val)
+	}
+}
+
+// SetProcessPid sets provided value as "process.pid" attribute.
+func (rb *ResourceBuilder) SetProcessPid(val int64) {
+	if rb.config.ProcessPid.Enabled {
+		rb.res.Attributes().PutInt("process.pid", val)
 	}
 }
 

@@ -13,28 +13,42 @@ func TestResourceBuilder(t *testing.T) {
 		t.Run(tt, func(t *testing.T) {
 			cfg := loadResourceAttributesConfig(t, tt)
 			rb := NewResourceBuilder(cfg)
+			rb.SetContainerID("container.id-val")
 			rb.SetHwDriverVersion("hw.driver_version-val")
 			rb.SetHwID("hw.id-val")
 			rb.SetHwModel("hw.model-val")
 			rb.SetHwSerialNumber("hw.serial_number-val")
 			rb.SetHwType("hw.type-val")
 			rb.SetHwVendor("hw.vendor-val")
+			rb.SetK8sContainerName("k8s.container.name-val")
+			rb.SetK8sNamespaceName("k8s.namespace.name-val")
+			rb.SetK8sPodName("k8s.pod.name-val")
+			rb.SetK8sPodUID("k8s.pod.uid-val")
 			rb.SetNvidiaGpuIndex(16)
 			rb.SetNvidiaGpuPciBusID("nvidia.gpu.pci_bus_id-val")
+			rb.SetProcessCommandLine("process.command_line-val")
+			rb.SetProcessExecutableName("process.executable.name-val")
+			rb.SetProcessOwner("process.owner-val")
+			rb.SetProcessPid(11)
 
 			res := rb.Emit()
 			assert.Equal(t, 0, rb.Emit().Attributes().Len()) // Second call should return empty Resource
 
 			switch tt {
 			case "default":
-				assert.Equal(t, 8, res.Attributes().Len())
+				assert.Equal(t, 16, res.Attributes().Len())
 			case "all_set":
-				assert.Equal(t, 8, res.Attributes().Len())
+				assert.Equal(t, 17, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
 			default:
 				assert.Failf(t, "unexpected test case: %s", tt)
+			}
+			containerIDAttrVal, ok := res.Attributes().Get("container.id")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "container.id-val", containerIDAttrVal.Str())
 			}
 			hwDriverVersionAttrVal, ok := res.Attributes().Get("hw.driver_version")
 			assert.True(t, ok)
@@ -66,6 +80,26 @@ func TestResourceBuilder(t *testing.T) {
 			if ok {
 				assert.Equal(t, "hw.vendor-val", hwVendorAttrVal.Str())
 			}
+			k8sContainerNameAttrVal, ok := res.Attributes().Get("k8s.container.name")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "k8s.container.name-val", k8sContainerNameAttrVal.Str())
+			}
+			k8sNamespaceNameAttrVal, ok := res.Attributes().Get("k8s.namespace.name")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "k8s.namespace.name-val", k8sNamespaceNameAttrVal.Str())
+			}
+			k8sPodNameAttrVal, ok := res.Attributes().Get("k8s.pod.name")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "k8s.pod.name-val", k8sPodNameAttrVal.Str())
+			}
+			k8sPodUIDAttrVal, ok := res.Attributes().Get("k8s.pod.uid")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "k8s.pod.uid-val", k8sPodUIDAttrVal.Str())
+			}
 			nvidiaGpuIndexAttrVal, ok := res.Attributes().Get("nvidia.gpu.index")
 			assert.True(t, ok)
 			if ok {
@@ -75,6 +109,26 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.Equal(t, "nvidia.gpu.pci_bus_id-val", nvidiaGpuPciBusIDAttrVal.Str())
+			}
+			processCommandLineAttrVal, ok := res.Attributes().Get("process.command_line")
+			assert.Equal(t, tt == "all_set", ok)
+			if ok {
+				assert.Equal(t, "process.command_line-val", processCommandLineAttrVal.Str())
+			}
+			processExecutableNameAttrVal, ok := res.Attributes().Get("process.executable.name")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "process.executable.name-val", processExecutableNameAttrVal.Str())
+			}
+			processOwnerAttrVal, ok := res.Attributes().Get("process.owner")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "process.owner-val", processOwnerAttrVal.Str())
+			}
+			processPidAttrVal, ok := res.Attributes().Get("process.pid")
+			assert.True(t, ok)
+			if ok {
+				assert.EqualValues(t, 11, processPidAttrVal.Int())
 			}
 		})
 	}
