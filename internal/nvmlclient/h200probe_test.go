@@ -82,7 +82,10 @@ func TestH200Probe(t *testing.T) {
 		var wg sync.WaitGroup
 		wg.Add(2)
 		go func() { defer wg.Done(); h.GetTotalEnergyConsumption() }()
-		go func() { defer wg.Done(); h.GetSamples(nvml.GPU_UTILIZATION_SAMPLES, last[nvml.GPU_UTILIZATION_SAMPLES]) }()
+		go func() {
+			defer wg.Done()
+			h.GetSamples(nvml.GPU_UTILIZATION_SAMPLES, last[nvml.GPU_UTILIZATION_SAMPLES])
+		}()
 		wg.Wait()
 	})
 	timeIt("GetUtilizationRates", func() { h.GetUtilizationRates() })
@@ -93,8 +96,14 @@ func TestH200Probe(t *testing.T) {
 		timeIt("GetSamples(GPU) on GPU0 and GPU1 concurrently", func() {
 			var wg sync.WaitGroup
 			wg.Add(2)
-			go func() { defer wg.Done(); h.GetSamples(nvml.GPU_UTILIZATION_SAMPLES, last[nvml.GPU_UTILIZATION_SAMPLES]) }()
-			go func() { defer wg.Done(); h1.GetSamples(nvml.GPU_UTILIZATION_SAMPLES, last[nvml.GPU_UTILIZATION_SAMPLES]) }()
+			go func() {
+				defer wg.Done()
+				h.GetSamples(nvml.GPU_UTILIZATION_SAMPLES, last[nvml.GPU_UTILIZATION_SAMPLES])
+			}()
+			go func() {
+				defer wg.Done()
+				h1.GetSamples(nvml.GPU_UTILIZATION_SAMPLES, last[nvml.GPU_UTILIZATION_SAMPLES])
+			}()
 			wg.Wait()
 		})
 	}

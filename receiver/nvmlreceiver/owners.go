@@ -85,8 +85,8 @@ func (po *processOwners) resolve(procs []nvmlclient.Process, limit int) ([]owned
 		// NVML reports host PIDs. None of them in our /proc means the
 		// collector runs in its own PID namespace.
 		po.warnedNS = true
-		po.logger.Warn("GPU processes are not visible in the configured /proc: the collector is in its own PID namespace. "+
-			"Run it with hostPID, or mount the host's /proc and set processes::proc_root; "+
+		po.logger.Warn("GPU processes are not visible in the configured /proc: the collector is in its own PID namespace. " +
+			"Run it with hostPID, or mount the host's /proc and set processes::proc_root; " +
 			"processes are reported without executable, owner and container attributes")
 	}
 	return out, dropped
