@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
@@ -24,6 +25,7 @@ type Client struct {
 
 type options struct {
 	processes bool
+	now       func() time.Time
 }
 
 // Option configures a Client.
@@ -33,9 +35,12 @@ type Option func(*options)
 // memory and windowed utilization.
 func WithProcesses(on bool) Option { return func(o *options) { o.processes = on } }
 
+// WithClock replaces the wall clock that times GPM windows, for tests.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
 // New returns a Client on lib, which is not touched until Open.
 func New(lib nvml.Interface, logger *zap.Logger, opts ...Option) *Client {
-	c := &Client{lib: lib, logger: logger}
+	c := &Client{lib: lib, logger: logger, opts: options{now: time.Now}}
 	for _, o := range opts {
 		o(&c.opts)
 	}
@@ -96,6 +101,9 @@ func (c *Client) Close() error {
 	defer c.mu.Unlock()
 	if !c.open {
 		return nil
+	}
+	for _, d := range c.devices {
+		d.freeGPM()
 	}
 	c.open, c.devices, c.inv = false, nil, Inventory{}
 	if ret := c.lib.Shutdown(); ret != nvml.SUCCESS {

@@ -36,6 +36,8 @@ const (
 	callComputeProcesses
 	callGraphicsProcesses
 	callProcessUtilization
+	callGPMSampleGet
+	callGPMMetricsGet
 	callCount
 )
 
@@ -61,6 +63,8 @@ var callNames = [callCount]string{
 	callComputeProcesses:   "nvmlDeviceGetComputeRunningProcesses",
 	callGraphicsProcesses:  "nvmlDeviceGetGraphicsRunningProcesses",
 	callProcessUtilization: "nvmlDeviceGetProcessUtilization",
+	callGPMSampleGet:       "nvmlGpmSampleGet",
+	callGPMMetricsGet:      "nvmlGpmMetricsGet",
 }
 
 func (c call) String() string { return callNames[c] }
@@ -81,6 +85,7 @@ var clockCalls = [clockCount]struct {
 type Device struct {
 	Info DeviceInfo
 
+	lib     nvml.Interface
 	handle  nvml.Device
 	symbols symbols
 	logger  *zap.Logger
@@ -93,6 +98,8 @@ type Device struct {
 	unsupported [callCount]atomic.Bool
 	windows     [samplingCount]window
 	procWindow  processWindow
+	gpm         gpmState
+	now         func() time.Time // times GPM windows
 	// readProcesses is set by the client's options at Open.
 	readProcesses bool
 
@@ -119,13 +126,15 @@ func (cs *callStat) observe(d time.Duration) {
 	}
 }
 
-func newDevice(h nvml.Device, info DeviceInfo, sym symbols, logger *zap.Logger) *Device {
+func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym symbols, logger *zap.Logger) *Device {
 	return &Device{
 		Info:    info,
+		lib:     lib,
 		handle:  h,
 		symbols: sym,
 		logger:  logger.With(zap.String("hw.id", info.UUID), zap.Int("nvidia.gpu.index", info.Index)),
 		logged:  map[string]struct{}{},
+		now:     time.Now,
 	}
 }
 
@@ -165,6 +174,7 @@ func (d *Device) Read() (Sample, error) {
 		if d.readProcesses {
 			r.readProcesses(&s)
 		}
+		r.readGPM(&s)
 	}()
 	<-done
 

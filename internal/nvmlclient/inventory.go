@@ -77,7 +77,7 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, o
 			continue
 		}
 		info.DriverVersion = inv.DriverVersion
-		devices = append(devices, newDevice(h, info, symbols, logger))
+		devices = append(devices, newDevice(lib, h, info, symbols, logger))
 	}
 
 	selected, err := selectDevices(devices, selectors)
@@ -90,6 +90,8 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, o
 	}
 	for _, d := range selected {
 		d.primeWindows()
+		d.now = opts.now
+		d.initGPM(lib, symbols)
 		if opts.processes {
 			d.readProcesses = true
 			d.primeProcessWindow()

@@ -60,4 +60,8 @@ type Sample struct {
 	// says the lists were read (an empty list is then a fact, not a gap).
 	Processes       []Process
 	ProcessesListed bool
+
+	// GPM is what GPM measured since the previous read; nil on devices
+	// without GPM and on the read that only starts a window.
+	GPM *GPMReading
 }

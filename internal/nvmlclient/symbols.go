@@ -7,6 +7,7 @@ import "github.com/NVIDIA/go-nvml/pkg/nvml"
 // looked up once per Open before it is used.
 type symbols struct {
 	memoryInfoV2 bool
+	gpm          bool
 }
 
 func lookupSymbols(lib nvml.Interface) (s symbols) {
@@ -21,5 +22,6 @@ func lookupSymbols(lib nvml.Interface) (s symbols) {
 		return s
 	}
 	s.memoryInfoV2 = ext.LookupSymbol("nvmlDeviceGetMemoryInfo_v2") == nil
+	s.gpm = ext.LookupSymbol("nvmlGpmMetricsGet") == nil && ext.LookupSymbol("nvmlGpmQueryDeviceSupport") == nil
 	return s
 }

@@ -44,6 +44,12 @@ type GPU struct {
 	FanSupported  bool
 	SamplesBroken map[nvml.SamplingType]nvml.Return // forced GetSamples return per type
 
+	// GPM values (percent, or MiB/s for traffic) by metric id, and forced
+	// per-metric returns.
+	GPMValues map[nvml.GpmMetricId]float64
+	GPMErrors map[nvml.GpmMetricId]nvml.Return
+	GPMOff    bool // GpmQueryDeviceSupport says no
+
 	ComputeProcs  []nvml.ProcessInfo
 	GraphicsProcs []nvml.ProcessInfo
 	procSamples   []nvml.ProcessUtilizationSample
@@ -57,6 +63,8 @@ func NewH200() *Machine { return wrap(dgxh200.New()) }
 
 func wrap(s *server.Server) *Machine {
 	m := &Machine{Server: s}
+	s.GpmSampleAllocFunc = func() (nvml.GpmSample, nvml.Return) { return &GPMSample{}, nvml.SUCCESS }
+	s.GpmMetricsGetFunc = gpmMetricsGet
 	for i, d := range s.Devices {
 		dev := d.(*server.Device)
 		g := &GPU{
@@ -74,7 +82,18 @@ func wrap(s *server.Server) *Machine {
 			ClockMHz: map[nvml.ClockType]uint32{
 				nvml.CLOCK_SM: 1980, nvml.CLOCK_MEM: 3201, nvml.CLOCK_GRAPHICS: 1980, nvml.CLOCK_VIDEO: 1545,
 			},
-			PState:        nvml.PSTATE_0,
+			PState: nvml.PSTATE_0,
+			GPMValues: map[nvml.GpmMetricId]float64{
+				nvml.GPM_METRIC_SM_UTIL: float64(5 * i), nvml.GPM_METRIC_SM_OCCUPANCY: float64(i),
+				nvml.GPM_METRIC_GRAPHICS_UTIL: float64(6 * i), nvml.GPM_METRIC_ANY_TENSOR_UTIL: float64(4 * i),
+				nvml.GPM_METRIC_HMMA_TENSOR_UTIL: float64(4 * i), nvml.GPM_METRIC_IMMA_TENSOR_UTIL: 0,
+				nvml.GPM_METRIC_DMMA_TENSOR_UTIL: 0, nvml.GPM_METRIC_DFMA_TENSOR_UTIL: 0,
+				nvml.GPM_METRIC_FP64_UTIL: 0, nvml.GPM_METRIC_FP32_UTIL: float64(i), nvml.GPM_METRIC_FP16_UTIL: float64(2 * i),
+				nvml.GPM_METRIC_INTEGER_UTIL: 1, nvml.GPM_METRIC_DRAM_BW_UTIL: float64(3 * i),
+				nvml.GPM_METRIC_PCIE_TX_PER_SEC: 10, nvml.GPM_METRIC_PCIE_RX_PER_SEC: 20,
+				nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC: 100, nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC: 200,
+			},
+			GPMErrors:     map[nvml.GpmMetricId]nvml.Return{},
 			SamplesBroken: map[nvml.SamplingType]nvml.Return{},
 		}
 		dev.UUID = UUID(i)
@@ -133,6 +152,18 @@ func (g *GPU) setFuncs(i int) {
 		return append([]nvml.ProcessInfo(nil), g.GraphicsProcs...), nvml.SUCCESS
 	}
 	d.GetProcessUtilizationFunc = g.getProcessUtilization
+	d.GpmQueryDeviceSupportFunc = func() (nvml.GpmSupport, nvml.Return) {
+		if g.GPMOff {
+			return nvml.GpmSupport{Version: 1}, nvml.SUCCESS
+		}
+		return nvml.GpmSupport{Version: 1, IsSupportedDevice: 1}, nvml.SUCCESS
+	}
+	d.GpmSampleGetFunc = func(s nvml.GpmSample) nvml.Return {
+		gs := s.(*GPMSample)
+		gs.gpu = g
+		gs.Taken++
+		return nvml.SUCCESS
+	}
 	d.GetFanSpeedFunc = func() (uint32, nvml.Return) {
 		if !g.FanSupported {
 			return 0, nvml.ERROR_NOT_SUPPORTED // SXM boards have no fans
@@ -211,4 +242,42 @@ func (g *GPU) getProcessUtilization(last uint64) ([]nvml.ProcessUtilizationSampl
 		return nil, nvml.ERROR_NOT_FOUND
 	}
 	return out, nvml.SUCCESS
+}
+
+// GPMSample is a GPM sample handle that remembers the GPU it was taken on.
+type GPMSample struct {
+	gpu   *GPU
+	Taken int
+}
+
+func (s *GPMSample) Free() nvml.Return                   { return nvml.SUCCESS }
+func (s *GPMSample) Get(nvml.Device) nvml.Return         { return nvml.ERROR_NOT_SUPPORTED }
+func (s *GPMSample) MigGet(nvml.Device, int) nvml.Return { return nvml.ERROR_NOT_SUPPORTED }
+
+// gpmMetricsGet answers like nvmlGpmMetricsGet from the GPU of the second
+// sample: its GPMValues, or the GPMErrors per metric.
+func gpmMetricsGet(mg *nvml.GpmMetricsGetType) nvml.Return {
+	s1, ok1 := mg.Sample1.(*GPMSample)
+	s2, ok2 := mg.Sample2.(*GPMSample)
+	if !ok1 || !ok2 || s1.gpu == nil || s2.gpu == nil || s1.gpu != s2.gpu {
+		return nvml.ERROR_INVALID_ARGUMENT
+	}
+	g := s2.gpu
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := range mg.Metrics[:mg.NumMetrics] {
+		m := &mg.Metrics[i]
+		id := nvml.GpmMetricId(m.MetricId)
+		if ret, bad := g.GPMErrors[id]; bad {
+			m.NvmlReturn = uint32(ret)
+			continue
+		}
+		v, ok := g.GPMValues[id]
+		if !ok {
+			m.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+			continue
+		}
+		m.NvmlReturn, m.Value = uint32(nvml.SUCCESS), v
+	}
+	return nvml.SUCCESS
 }

@@ -122,6 +122,9 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 	if s.ProcessesListed {
 		mb.RecordNvidiaGpuProcessCountDataPoint(ts, int64(len(s.Processes)))
 	}
+	if s.GPM != nil {
+		recordGPM(mb, ts, s.GPM)
+	}
 	mb.EmitForResource(metadata.WithResource(gpuResource(mb, info, gpuOwner).Emit()))
 }
 
@@ -153,4 +156,59 @@ func gpuResource(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, o owne
 		}
 	}
 	return rb
+}
+
+// recordGPM records what GPM measured over the window.
+func recordGPM(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, g *nvmlclient.GPMReading) {
+	gauges := []struct {
+		a      nvmlclient.GPMActivity
+		record func(float64)
+	}{
+		{nvmlclient.GPMSMActivity, func(v float64) { mb.RecordNvidiaGpuSmActivityDataPoint(ts, v) }},
+		{nvmlclient.GPMSMOccupancy, func(v float64) { mb.RecordNvidiaGpuSmOccupancyDataPoint(ts, v) }},
+		{nvmlclient.GPMGraphicsActivity, func(v float64) { mb.RecordNvidiaGpuGraphicsActivityDataPoint(ts, v) }},
+		{nvmlclient.GPMTensorActivity, func(v float64) { mb.RecordNvidiaGpuTensorActivityDataPoint(ts, v) }},
+		{nvmlclient.GPMDRAMBandwidth, func(v float64) { mb.RecordNvidiaGpuMemoryBandwidthUtilizationDataPoint(ts, v) }},
+		{nvmlclient.GPMTensorHMMA, func(v float64) {
+			mb.RecordNvidiaGpuTensorPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuTensorPipeHmma)
+		}},
+		{nvmlclient.GPMTensorIMMA, func(v float64) {
+			mb.RecordNvidiaGpuTensorPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuTensorPipeImma)
+		}},
+		{nvmlclient.GPMTensorDMMA, func(v float64) {
+			mb.RecordNvidiaGpuTensorPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuTensorPipeDmma)
+		}},
+		{nvmlclient.GPMTensorDFMA, func(v float64) {
+			mb.RecordNvidiaGpuTensorPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuTensorPipeDfma)
+		}},
+		{nvmlclient.GPMFP64, func(v float64) { mb.RecordNvidiaGpuPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuPipeFp64) }},
+		{nvmlclient.GPMFP32, func(v float64) { mb.RecordNvidiaGpuPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuPipeFp32) }},
+		{nvmlclient.GPMFP16, func(v float64) { mb.RecordNvidiaGpuPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuPipeFp16) }},
+		{nvmlclient.GPMInteger, func(v float64) {
+			mb.RecordNvidiaGpuPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuPipeInteger)
+		}},
+	}
+	for _, gg := range gauges {
+		if v := g.Activity[gg.a]; v.OK {
+			gg.record(v.Value)
+		}
+	}
+	counters := []struct {
+		t      nvmlclient.GPMTraffic
+		record func(float64)
+	}{
+		{nvmlclient.GPMPCIeTX, func(v float64) { mb.RecordHwGpuIoDataPoint(ts, v, metadata.AttributeNetworkIoDirectionTransmit) }},
+		{nvmlclient.GPMPCIeRX, func(v float64) { mb.RecordHwGpuIoDataPoint(ts, v, metadata.AttributeNetworkIoDirectionReceive) }},
+		{nvmlclient.GPMNVLinkTX, func(v float64) {
+			mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, v, metadata.AttributeNetworkIoDirectionTransmit)
+		}},
+		{nvmlclient.GPMNVLinkRX, func(v float64) {
+			mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, v, metadata.AttributeNetworkIoDirectionReceive)
+		}},
+	}
+	for _, c := range counters {
+		if v := g.TrafficBytes[c.t]; v.OK {
+			c.record(v.Value)
+		}
+	}
 }

@@ -61,8 +61,9 @@ func newTestScraper(t testing.TB, m *nvmltest.Machine, mods ...func(*Config)) *t
 	core, logs := observer.New(zapcore.DebugLevel)
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.Logger = zap.New(core)
-	s := newScraper(cfg, set, nvmlclient.New(m, set.Logger, nvmlclient.WithProcesses(cfg.Processes.Enabled)))
 	clock := &fakeClock{now: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}
+	s := newScraper(cfg, set, nvmlclient.New(m, set.Logger,
+		nvmlclient.WithProcesses(cfg.Processes.Enabled), nvmlclient.WithClock(clock.Now)))
 	s.now = clock.Now
 	return &testScraper{nvmlScraper: s, machine: m, logs: logs, clock: clock}
 }
@@ -115,6 +116,7 @@ func processResources(md pmetric.Metrics, uuid string) map[int64]map[string]any 
 
 func TestScrapeGolden(t *testing.T) {
 	m := nvmltest.NewH200()
+	m.GPUs[7].GPMOff = true // no GPM on this board
 	for i, g := range m.GPUs {
 		g.FanSupported, g.FanPercent = i%2 == 0, uint32(30+i) // fans on half the boards
 	}
@@ -129,6 +131,7 @@ func TestScrapeGolden(t *testing.T) {
 		nvml.ProcessUtilizationSample{Pid: 4242, TimeStamp: 150, SmUtil: 70, MemUtil: 20},
 		nvml.ProcessUtilizationSample{Pid: 4343, TimeStamp: 150, SmUtil: 5, MemUtil: 1},
 		nvml.ProcessUtilizationSample{Pid: 4242, TimeStamp: 300, SmUtil: 50, MemUtil: 10})
+	ts.clock.Advance(10 * time.Second)
 	// Samples taken after start: the window averages all of them.
 	for i, g := range m.GPUs {
 		g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{300, 100, 200}, []uint32{uint32(10 * i), uint32(10*i + 20), 0})

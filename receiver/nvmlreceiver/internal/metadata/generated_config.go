@@ -29,6 +29,54 @@ func (ms *HwEnergyMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+// HwGpuIoMetricAttributeKey specifies the key of an attribute for the hw.gpu.io metric.
+type HwGpuIoMetricAttributeKey string
+
+const (
+	HwGpuIoMetricAttributeKeyNetworkIoDirection HwGpuIoMetricAttributeKey = "network.io.direction"
+)
+
+// HwGpuIoMetricConfig provides config for the hw.gpu.io metric.
+type HwGpuIoMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                      `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []HwGpuIoMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *HwGpuIoMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *HwGpuIoMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case HwGpuIoMetricAttributeKeyNetworkIoDirection:
+		default:
+			return fmt.Errorf("metric hw.gpu.io doesn't have an attribute %v, valid attributes: [network.io.direction]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // HwGpuMemoryLimitMetricConfig provides config for the hw.gpu.memory.limit metric.
 type HwGpuMemoryLimitMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -245,6 +293,46 @@ func (ms *NvidiaGpuFanSpeedMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+// NvidiaGpuGraphicsActivityMetricConfig provides config for the nvidia.gpu.graphics.activity metric.
+type NvidiaGpuGraphicsActivityMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuGraphicsActivityMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuMemoryBandwidthUtilizationMetricConfig provides config for the nvidia.gpu.memory.bandwidth.utilization metric.
+type NvidiaGpuMemoryBandwidthUtilizationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuMemoryBandwidthUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuMemoryReservedMetricConfig provides config for the nvidia.gpu.memory.reserved metric.
 type NvidiaGpuMemoryReservedMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -265,6 +353,54 @@ func (ms *NvidiaGpuMemoryReservedMetricConfig) Unmarshal(parser *confmap.Conf) e
 	return nil
 }
 
+// NvidiaGpuNvlinkIoMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.nvlink.io metric.
+type NvidiaGpuNvlinkIoMetricAttributeKey string
+
+const (
+	NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection NvidiaGpuNvlinkIoMetricAttributeKey = "network.io.direction"
+)
+
+// NvidiaGpuNvlinkIoMetricConfig provides config for the nvidia.gpu.nvlink.io metric.
+type NvidiaGpuNvlinkIoMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuNvlinkIoMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuNvlinkIoMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuNvlinkIoMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.nvlink.io doesn't have an attribute %v, valid attributes: [network.io.direction]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // NvidiaGpuPerformanceStateMetricConfig provides config for the nvidia.gpu.performance_state metric.
 type NvidiaGpuPerformanceStateMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -282,6 +418,54 @@ func (ms *NvidiaGpuPerformanceStateMetricConfig) Unmarshal(parser *confmap.Conf)
 	}
 
 	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuPipeActivityMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.pipe.activity metric.
+type NvidiaGpuPipeActivityMetricAttributeKey string
+
+const (
+	NvidiaGpuPipeActivityMetricAttributeKeyNvidiaGpuPipe NvidiaGpuPipeActivityMetricAttributeKey = "nvidia.gpu.pipe"
+)
+
+// NvidiaGpuPipeActivityMetricConfig provides config for the nvidia.gpu.pipe.activity metric.
+type NvidiaGpuPipeActivityMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                    `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuPipeActivityMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuPipeActivityMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuPipeActivityMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuPipeActivityMetricAttributeKeyNvidiaGpuPipe:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.pipe.activity doesn't have an attribute %v, valid attributes: [nvidia.gpu.pipe]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
 	return nil
 }
 
@@ -413,30 +597,152 @@ func (ms *NvidiaGpuProcessesDroppedMetricConfig) Unmarshal(parser *confmap.Conf)
 	return nil
 }
 
+// NvidiaGpuSmActivityMetricConfig provides config for the nvidia.gpu.sm.activity metric.
+type NvidiaGpuSmActivityMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuSmActivityMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuSmOccupancyMetricConfig provides config for the nvidia.gpu.sm.occupancy metric.
+type NvidiaGpuSmOccupancyMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuSmOccupancyMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuTensorActivityMetricConfig provides config for the nvidia.gpu.tensor.activity metric.
+type NvidiaGpuTensorActivityMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuTensorActivityMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuTensorPipeActivityMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.tensor.pipe.activity metric.
+type NvidiaGpuTensorPipeActivityMetricAttributeKey string
+
+const (
+	NvidiaGpuTensorPipeActivityMetricAttributeKeyNvidiaGpuTensorPipe NvidiaGpuTensorPipeActivityMetricAttributeKey = "nvidia.gpu.tensor.pipe"
+)
+
+// NvidiaGpuTensorPipeActivityMetricConfig provides config for the nvidia.gpu.tensor.pipe.activity metric.
+type NvidiaGpuTensorPipeActivityMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                          `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuTensorPipeActivityMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuTensorPipeActivityMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuTensorPipeActivityMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuTensorPipeActivityMetricAttributeKeyNvidiaGpuTensorPipe:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.tensor.pipe.activity doesn't have an attribute %v, valid attributes: [nvidia.gpu.tensor.pipe]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // MetricsConfig provides config for nvml metrics.
 type MetricsConfig struct {
-	HwEnergy                    HwEnergyMetricConfig                    `mapstructure:"hw.energy"`
-	HwGpuMemoryLimit            HwGpuMemoryLimitMetricConfig            `mapstructure:"hw.gpu.memory.limit"`
-	HwGpuMemoryUsage            HwGpuMemoryUsageMetricConfig            `mapstructure:"hw.gpu.memory.usage"`
-	HwGpuMemoryUtilization      HwGpuMemoryUtilizationMetricConfig      `mapstructure:"hw.gpu.memory.utilization"`
-	HwGpuUtilization            HwGpuUtilizationMetricConfig            `mapstructure:"hw.gpu.utilization"`
-	HwPower                     HwPowerMetricConfig                     `mapstructure:"hw.power"`
-	HwTemperature               HwTemperatureMetricConfig               `mapstructure:"hw.temperature"`
-	NvidiaGpuClockFrequency     NvidiaGpuClockFrequencyMetricConfig     `mapstructure:"nvidia.gpu.clock.frequency"`
-	NvidiaGpuFanSpeed           NvidiaGpuFanSpeedMetricConfig           `mapstructure:"nvidia.gpu.fan.speed"`
-	NvidiaGpuMemoryReserved     NvidiaGpuMemoryReservedMetricConfig     `mapstructure:"nvidia.gpu.memory.reserved"`
-	NvidiaGpuPerformanceState   NvidiaGpuPerformanceStateMetricConfig   `mapstructure:"nvidia.gpu.performance_state"`
-	NvidiaGpuPowerLimit         NvidiaGpuPowerLimitMetricConfig         `mapstructure:"nvidia.gpu.power.limit"`
-	NvidiaGpuProcessCount       NvidiaGpuProcessCountMetricConfig       `mapstructure:"nvidia.gpu.process.count"`
-	NvidiaGpuProcessMemoryUsage NvidiaGpuProcessMemoryUsageMetricConfig `mapstructure:"nvidia.gpu.process.memory.usage"`
-	NvidiaGpuProcessUtilization NvidiaGpuProcessUtilizationMetricConfig `mapstructure:"nvidia.gpu.process.utilization"`
-	NvidiaGpuProcessesDropped   NvidiaGpuProcessesDroppedMetricConfig   `mapstructure:"nvidia.gpu.processes.dropped"`
+	HwEnergy                            HwEnergyMetricConfig                            `mapstructure:"hw.energy"`
+	HwGpuIo                             HwGpuIoMetricConfig                             `mapstructure:"hw.gpu.io"`
+	HwGpuMemoryLimit                    HwGpuMemoryLimitMetricConfig                    `mapstructure:"hw.gpu.memory.limit"`
+	HwGpuMemoryUsage                    HwGpuMemoryUsageMetricConfig                    `mapstructure:"hw.gpu.memory.usage"`
+	HwGpuMemoryUtilization              HwGpuMemoryUtilizationMetricConfig              `mapstructure:"hw.gpu.memory.utilization"`
+	HwGpuUtilization                    HwGpuUtilizationMetricConfig                    `mapstructure:"hw.gpu.utilization"`
+	HwPower                             HwPowerMetricConfig                             `mapstructure:"hw.power"`
+	HwTemperature                       HwTemperatureMetricConfig                       `mapstructure:"hw.temperature"`
+	NvidiaGpuClockFrequency             NvidiaGpuClockFrequencyMetricConfig             `mapstructure:"nvidia.gpu.clock.frequency"`
+	NvidiaGpuFanSpeed                   NvidiaGpuFanSpeedMetricConfig                   `mapstructure:"nvidia.gpu.fan.speed"`
+	NvidiaGpuGraphicsActivity           NvidiaGpuGraphicsActivityMetricConfig           `mapstructure:"nvidia.gpu.graphics.activity"`
+	NvidiaGpuMemoryBandwidthUtilization NvidiaGpuMemoryBandwidthUtilizationMetricConfig `mapstructure:"nvidia.gpu.memory.bandwidth.utilization"`
+	NvidiaGpuMemoryReserved             NvidiaGpuMemoryReservedMetricConfig             `mapstructure:"nvidia.gpu.memory.reserved"`
+	NvidiaGpuNvlinkIo                   NvidiaGpuNvlinkIoMetricConfig                   `mapstructure:"nvidia.gpu.nvlink.io"`
+	NvidiaGpuPerformanceState           NvidiaGpuPerformanceStateMetricConfig           `mapstructure:"nvidia.gpu.performance_state"`
+	NvidiaGpuPipeActivity               NvidiaGpuPipeActivityMetricConfig               `mapstructure:"nvidia.gpu.pipe.activity"`
+	NvidiaGpuPowerLimit                 NvidiaGpuPowerLimitMetricConfig                 `mapstructure:"nvidia.gpu.power.limit"`
+	NvidiaGpuProcessCount               NvidiaGpuProcessCountMetricConfig               `mapstructure:"nvidia.gpu.process.count"`
+	NvidiaGpuProcessMemoryUsage         NvidiaGpuProcessMemoryUsageMetricConfig         `mapstructure:"nvidia.gpu.process.memory.usage"`
+	NvidiaGpuProcessUtilization         NvidiaGpuProcessUtilizationMetricConfig         `mapstructure:"nvidia.gpu.process.utilization"`
+	NvidiaGpuProcessesDropped           NvidiaGpuProcessesDroppedMetricConfig           `mapstructure:"nvidia.gpu.processes.dropped"`
+	NvidiaGpuSmActivity                 NvidiaGpuSmActivityMetricConfig                 `mapstructure:"nvidia.gpu.sm.activity"`
+	NvidiaGpuSmOccupancy                NvidiaGpuSmOccupancyMetricConfig                `mapstructure:"nvidia.gpu.sm.occupancy"`
+	NvidiaGpuTensorActivity             NvidiaGpuTensorActivityMetricConfig             `mapstructure:"nvidia.gpu.tensor.activity"`
+	NvidiaGpuTensorPipeActivity         NvidiaGpuTensorPipeActivityMetricConfig         `mapstructure:"nvidia.gpu.tensor.pipe.activity"`
 }
 
 func DefaultMetricsConfig() MetricsConfig {
 	return MetricsConfig{
 		HwEnergy: HwEnergyMetricConfig{
 			Enabled: true,
+		},
+		HwGpuIo: HwGpuIoMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []HwGpuIoMetricAttributeKey{HwGpuIoMetricAttributeKeyNetworkIoDirection},
 		},
 		HwGpuMemoryLimit: HwGpuMemoryLimitMetricConfig{
 			Enabled: true,
@@ -466,11 +772,27 @@ func DefaultMetricsConfig() MetricsConfig {
 		NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 			Enabled: true,
 		},
+		NvidiaGpuGraphicsActivity: NvidiaGpuGraphicsActivityMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuMemoryBandwidthUtilization: NvidiaGpuMemoryBandwidthUtilizationMetricConfig{
+			Enabled: true,
+		},
 		NvidiaGpuMemoryReserved: NvidiaGpuMemoryReservedMetricConfig{
 			Enabled: true,
 		},
+		NvidiaGpuNvlinkIo: NvidiaGpuNvlinkIoMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuNvlinkIoMetricAttributeKey{NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection},
+		},
 		NvidiaGpuPerformanceState: NvidiaGpuPerformanceStateMetricConfig{
 			Enabled: true,
+		},
+		NvidiaGpuPipeActivity: NvidiaGpuPipeActivityMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuPipeActivityMetricAttributeKey{NvidiaGpuPipeActivityMetricAttributeKeyNvidiaGpuPipe},
 		},
 		NvidiaGpuPowerLimit: NvidiaGpuPowerLimitMetricConfig{
 			Enabled: true,
@@ -488,6 +810,20 @@ func DefaultMetricsConfig() MetricsConfig {
 		},
 		NvidiaGpuProcessesDropped: NvidiaGpuProcessesDroppedMetricConfig{
 			Enabled: true,
+		},
+		NvidiaGpuSmActivity: NvidiaGpuSmActivityMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuSmOccupancy: NvidiaGpuSmOccupancyMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuTensorActivity: NvidiaGpuTensorActivityMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuTensorPipeActivity: NvidiaGpuTensorPipeActivityMetricConfig{
+			Enabled:             false,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuTensorPipeActivityMetricAttributeKey{NvidiaGpuTensorPipeActivityMetricAttributeKeyNvidiaGpuTensorPipe},
 		},
 	}
 }

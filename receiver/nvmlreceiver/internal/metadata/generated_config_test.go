@@ -29,6 +29,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					HwEnergy: HwEnergyMetricConfig{
 						Enabled: true,
 					},
+					HwGpuIo: HwGpuIoMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwGpuIoMetricAttributeKey{HwGpuIoMetricAttributeKeyNetworkIoDirection},
+					},
 					HwGpuMemoryLimit: HwGpuMemoryLimitMetricConfig{
 						Enabled: true,
 					},
@@ -57,11 +62,27 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuGraphicsActivity: NvidiaGpuGraphicsActivityMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuMemoryBandwidthUtilization: NvidiaGpuMemoryBandwidthUtilizationMetricConfig{
+						Enabled: true,
+					},
 					NvidiaGpuMemoryReserved: NvidiaGpuMemoryReservedMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuNvlinkIo: NvidiaGpuNvlinkIoMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuNvlinkIoMetricAttributeKey{NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection},
+					},
 					NvidiaGpuPerformanceState: NvidiaGpuPerformanceStateMetricConfig{
 						Enabled: true,
+					},
+					NvidiaGpuPipeActivity: NvidiaGpuPipeActivityMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuPipeActivityMetricAttributeKey{NvidiaGpuPipeActivityMetricAttributeKeyNvidiaGpuPipe},
 					},
 					NvidiaGpuPowerLimit: NvidiaGpuPowerLimitMetricConfig{
 						Enabled: true,
@@ -79,6 +100,20 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					},
 					NvidiaGpuProcessesDropped: NvidiaGpuProcessesDroppedMetricConfig{
 						Enabled: true,
+					},
+					NvidiaGpuSmActivity: NvidiaGpuSmActivityMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuSmOccupancy: NvidiaGpuSmOccupancyMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuTensorActivity: NvidiaGpuTensorActivityMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuTensorPipeActivity: NvidiaGpuTensorPipeActivityMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuTensorPipeActivityMetricAttributeKey{NvidiaGpuTensorPipeActivityMetricAttributeKeyNvidiaGpuTensorPipe},
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
@@ -109,6 +144,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					HwEnergy: HwEnergyMetricConfig{
 						Enabled: false,
 					},
+					HwGpuIo: HwGpuIoMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwGpuIoMetricAttributeKey{HwGpuIoMetricAttributeKeyNetworkIoDirection},
+					},
 					HwGpuMemoryLimit: HwGpuMemoryLimitMetricConfig{
 						Enabled: false,
 					},
@@ -137,11 +177,27 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuGraphicsActivity: NvidiaGpuGraphicsActivityMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuMemoryBandwidthUtilization: NvidiaGpuMemoryBandwidthUtilizationMetricConfig{
+						Enabled: false,
+					},
 					NvidiaGpuMemoryReserved: NvidiaGpuMemoryReservedMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuNvlinkIo: NvidiaGpuNvlinkIoMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuNvlinkIoMetricAttributeKey{NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection},
+					},
 					NvidiaGpuPerformanceState: NvidiaGpuPerformanceStateMetricConfig{
 						Enabled: false,
+					},
+					NvidiaGpuPipeActivity: NvidiaGpuPipeActivityMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuPipeActivityMetricAttributeKey{NvidiaGpuPipeActivityMetricAttributeKeyNvidiaGpuPipe},
 					},
 					NvidiaGpuPowerLimit: NvidiaGpuPowerLimitMetricConfig{
 						Enabled: false,
@@ -159,6 +215,20 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					},
 					NvidiaGpuProcessesDropped: NvidiaGpuProcessesDroppedMetricConfig{
 						Enabled: false,
+					},
+					NvidiaGpuSmActivity: NvidiaGpuSmActivityMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuSmOccupancy: NvidiaGpuSmOccupancyMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuTensorActivity: NvidiaGpuTensorActivityMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuTensorPipeActivity: NvidiaGpuTensorPipeActivityMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuTensorPipeActivityMetricAttributeKey{NvidiaGpuTensorPipeActivityMetricAttributeKeyNvidiaGpuTensorPipe},
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
@@ -186,10 +256,22 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuProcessesDroppedMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuProcessesDroppedMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
+}
+
+func TestHwGpuIoMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().HwGpuIo
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []HwGpuIoMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric hw.gpu.io doesn't have an attribute invalid, valid attributes: [network.io.direction]")
+
+	cfg = DefaultMetricsConfig().HwGpuIo
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
 func TestHwGpuUtilizationMetricsConfig_Validate(t *testing.T) {
@@ -216,6 +298,30 @@ func TestNvidiaGpuClockFrequencyMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
+func TestNvidiaGpuNvlinkIoMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuNvlinkIo
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuNvlinkIoMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.nvlink.io doesn't have an attribute invalid, valid attributes: [network.io.direction]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuNvlinkIo
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuPipeActivityMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuPipeActivity
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuPipeActivityMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.pipe.activity doesn't have an attribute invalid, valid attributes: [nvidia.gpu.pipe]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuPipeActivity
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
 func TestNvidiaGpuProcessUtilizationMetricsConfig_Validate(t *testing.T) {
 	cfg := DefaultMetricsConfig().NvidiaGpuProcessUtilization
 	require.NoError(t, cfg.Validate())
@@ -224,6 +330,18 @@ func TestNvidiaGpuProcessUtilizationMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.process.utilization doesn't have an attribute invalid, valid attributes: [nvidia.gpu.engine]")
 
 	cfg = DefaultMetricsConfig().NvidiaGpuProcessUtilization
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuTensorPipeActivityMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuTensorPipeActivity
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuTensorPipeActivityMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.tensor.pipe.activity doesn't have an attribute invalid, valid attributes: [nvidia.gpu.tensor.pipe]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuTensorPipeActivity
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

@@ -49,6 +49,32 @@ var MapAttributeHwGpuTask = map[string]AttributeHwGpuTask{
 	"decoder": AttributeHwGpuTaskDecoder,
 }
 
+// AttributeNetworkIoDirection specifies the value network.io.direction attribute.
+type AttributeNetworkIoDirection int
+
+const (
+	_ AttributeNetworkIoDirection = iota
+	AttributeNetworkIoDirectionTransmit
+	AttributeNetworkIoDirectionReceive
+)
+
+// String returns the string representation of the AttributeNetworkIoDirection.
+func (av AttributeNetworkIoDirection) String() string {
+	switch av {
+	case AttributeNetworkIoDirectionTransmit:
+		return "transmit"
+	case AttributeNetworkIoDirectionReceive:
+		return "receive"
+	}
+	return ""
+}
+
+// MapAttributeNetworkIoDirection is a helper map of string to AttributeNetworkIoDirection attribute value.
+var MapAttributeNetworkIoDirection = map[string]AttributeNetworkIoDirection{
+	"transmit": AttributeNetworkIoDirectionTransmit,
+	"receive":  AttributeNetworkIoDirectionReceive,
+}
+
 // AttributeNvidiaGpuClockType specifies the value nvidia.gpu.clock.type attribute.
 type AttributeNvidiaGpuClockType int
 
@@ -117,9 +143,81 @@ var MapAttributeNvidiaGpuEngine = map[string]AttributeNvidiaGpuEngine{
 	"decoder": AttributeNvidiaGpuEngineDecoder,
 }
 
+// AttributeNvidiaGpuPipe specifies the value nvidia.gpu.pipe attribute.
+type AttributeNvidiaGpuPipe int
+
+const (
+	_ AttributeNvidiaGpuPipe = iota
+	AttributeNvidiaGpuPipeFp64
+	AttributeNvidiaGpuPipeFp32
+	AttributeNvidiaGpuPipeFp16
+	AttributeNvidiaGpuPipeInteger
+)
+
+// String returns the string representation of the AttributeNvidiaGpuPipe.
+func (av AttributeNvidiaGpuPipe) String() string {
+	switch av {
+	case AttributeNvidiaGpuPipeFp64:
+		return "fp64"
+	case AttributeNvidiaGpuPipeFp32:
+		return "fp32"
+	case AttributeNvidiaGpuPipeFp16:
+		return "fp16"
+	case AttributeNvidiaGpuPipeInteger:
+		return "integer"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuPipe is a helper map of string to AttributeNvidiaGpuPipe attribute value.
+var MapAttributeNvidiaGpuPipe = map[string]AttributeNvidiaGpuPipe{
+	"fp64":    AttributeNvidiaGpuPipeFp64,
+	"fp32":    AttributeNvidiaGpuPipeFp32,
+	"fp16":    AttributeNvidiaGpuPipeFp16,
+	"integer": AttributeNvidiaGpuPipeInteger,
+}
+
+// AttributeNvidiaGpuTensorPipe specifies the value nvidia.gpu.tensor.pipe attribute.
+type AttributeNvidiaGpuTensorPipe int
+
+const (
+	_ AttributeNvidiaGpuTensorPipe = iota
+	AttributeNvidiaGpuTensorPipeHmma
+	AttributeNvidiaGpuTensorPipeImma
+	AttributeNvidiaGpuTensorPipeDmma
+	AttributeNvidiaGpuTensorPipeDfma
+)
+
+// String returns the string representation of the AttributeNvidiaGpuTensorPipe.
+func (av AttributeNvidiaGpuTensorPipe) String() string {
+	switch av {
+	case AttributeNvidiaGpuTensorPipeHmma:
+		return "hmma"
+	case AttributeNvidiaGpuTensorPipeImma:
+		return "imma"
+	case AttributeNvidiaGpuTensorPipeDmma:
+		return "dmma"
+	case AttributeNvidiaGpuTensorPipeDfma:
+		return "dfma"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuTensorPipe is a helper map of string to AttributeNvidiaGpuTensorPipe attribute value.
+var MapAttributeNvidiaGpuTensorPipe = map[string]AttributeNvidiaGpuTensorPipe{
+	"hmma": AttributeNvidiaGpuTensorPipeHmma,
+	"imma": AttributeNvidiaGpuTensorPipeImma,
+	"dmma": AttributeNvidiaGpuTensorPipeDmma,
+	"dfma": AttributeNvidiaGpuTensorPipeDfma,
+}
+
 var MetricsInfo = metricsInfo{
 	HwEnergy: metricInfo{
 		Name: "hw.energy",
+	},
+	HwGpuIo: metricInfo{
+		Name:       "hw.gpu.io",
+		Attributes: []string{"network.io.direction"},
 	},
 	HwGpuMemoryLimit: metricInfo{
 		Name: "hw.gpu.memory.limit",
@@ -147,11 +245,25 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuFanSpeed: metricInfo{
 		Name: "nvidia.gpu.fan.speed",
 	},
+	NvidiaGpuGraphicsActivity: metricInfo{
+		Name: "nvidia.gpu.graphics.activity",
+	},
+	NvidiaGpuMemoryBandwidthUtilization: metricInfo{
+		Name: "nvidia.gpu.memory.bandwidth.utilization",
+	},
 	NvidiaGpuMemoryReserved: metricInfo{
 		Name: "nvidia.gpu.memory.reserved",
 	},
+	NvidiaGpuNvlinkIo: metricInfo{
+		Name:       "nvidia.gpu.nvlink.io",
+		Attributes: []string{"network.io.direction"},
+	},
 	NvidiaGpuPerformanceState: metricInfo{
 		Name: "nvidia.gpu.performance_state",
+	},
+	NvidiaGpuPipeActivity: metricInfo{
+		Name:       "nvidia.gpu.pipe.activity",
+		Attributes: []string{"nvidia.gpu.pipe"},
 	},
 	NvidiaGpuPowerLimit: metricInfo{
 		Name: "nvidia.gpu.power.limit",
@@ -169,25 +281,47 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuProcessesDropped: metricInfo{
 		Name: "nvidia.gpu.processes.dropped",
 	},
+	NvidiaGpuSmActivity: metricInfo{
+		Name: "nvidia.gpu.sm.activity",
+	},
+	NvidiaGpuSmOccupancy: metricInfo{
+		Name: "nvidia.gpu.sm.occupancy",
+	},
+	NvidiaGpuTensorActivity: metricInfo{
+		Name: "nvidia.gpu.tensor.activity",
+	},
+	NvidiaGpuTensorPipeActivity: metricInfo{
+		Name:       "nvidia.gpu.tensor.pipe.activity",
+		Attributes: []string{"nvidia.gpu.tensor.pipe"},
+	},
 }
 
 type metricsInfo struct {
-	HwEnergy                    metricInfo
-	HwGpuMemoryLimit            metricInfo
-	HwGpuMemoryUsage            metricInfo
-	HwGpuMemoryUtilization      metricInfo
-	HwGpuUtilization            metricInfo
-	HwPower                     metricInfo
-	HwTemperature               metricInfo
-	NvidiaGpuClockFrequency     metricInfo
-	NvidiaGpuFanSpeed           metricInfo
-	NvidiaGpuMemoryReserved     metricInfo
-	NvidiaGpuPerformanceState   metricInfo
-	NvidiaGpuPowerLimit         metricInfo
-	NvidiaGpuProcessCount       metricInfo
-	NvidiaGpuProcessMemoryUsage metricInfo
-	NvidiaGpuProcessUtilization metricInfo
-	NvidiaGpuProcessesDropped   metricInfo
+	HwEnergy                            metricInfo
+	HwGpuIo                             metricInfo
+	HwGpuMemoryLimit                    metricInfo
+	HwGpuMemoryUsage                    metricInfo
+	HwGpuMemoryUtilization              metricInfo
+	HwGpuUtilization                    metricInfo
+	HwPower                             metricInfo
+	HwTemperature                       metricInfo
+	NvidiaGpuClockFrequency             metricInfo
+	NvidiaGpuFanSpeed                   metricInfo
+	NvidiaGpuGraphicsActivity           metricInfo
+	NvidiaGpuMemoryBandwidthUtilization metricInfo
+	NvidiaGpuMemoryReserved             metricInfo
+	NvidiaGpuNvlinkIo                   metricInfo
+	NvidiaGpuPerformanceState           metricInfo
+	NvidiaGpuPipeActivity               metricInfo
+	NvidiaGpuPowerLimit                 metricInfo
+	NvidiaGpuProcessCount               metricInfo
+	NvidiaGpuProcessMemoryUsage         metricInfo
+	NvidiaGpuProcessUtilization         metricInfo
+	NvidiaGpuProcessesDropped           metricInfo
+	NvidiaGpuSmActivity                 metricInfo
+	NvidiaGpuSmOccupancy                metricInfo
+	NvidiaGpuTensorActivity             metricInfo
+	NvidiaGpuTensorPipeActivity         metricInfo
 }
 
 type metricInfo struct {
@@ -239,6 +373,97 @@ func (m *metricHwEnergy) emit(metrics pmetric.MetricSlice) {
 
 func newMetricHwEnergy(cfg HwEnergyMetricConfig) metricHwEnergy {
 	m := metricHwEnergy{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricHwGpuIo struct {
+	data          pmetric.Metric      // data buffer for generated metric.
+	config        HwGpuIoMetricConfig // metric config provided by user.
+	capacity      int                 // max observed number of data points added to the metric.
+	aggDataPoints []float64           // slice containing number of aggregated datapoints at each index
+}
+
+// init fills hw.gpu.io metric with initial data.
+func (m *metricHwGpuIo) init() {
+	m.data.SetName("hw.gpu.io")
+	m.data.SetDescription("Bytes moved over PCIe by the GPU, from GPM.")
+	m.data.SetUnit("By")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricHwGpuIo) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, networkIoDirectionAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, HwGpuIoMetricAttributeKeyNetworkIoDirection) {
+		dp.Attributes().PutStr("network.io.direction", networkIoDirectionAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricHwGpuIo) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricHwGpuIo) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetDoubleValue(m.data.Sum().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricHwGpuIo(cfg HwGpuIoMetricConfig) metricHwGpuIo {
+	m := metricHwGpuIo{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -729,6 +954,106 @@ func newMetricNvidiaGpuFanSpeed(cfg NvidiaGpuFanSpeedMetricConfig) metricNvidiaG
 	return m
 }
 
+type metricNvidiaGpuGraphicsActivity struct {
+	data     pmetric.Metric                        // data buffer for generated metric.
+	config   NvidiaGpuGraphicsActivityMetricConfig // metric config provided by user.
+	capacity int                                   // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.graphics.activity metric with initial data.
+func (m *metricNvidiaGpuGraphicsActivity) init() {
+	m.data.SetName("nvidia.gpu.graphics.activity")
+	m.data.SetDescription("Fraction of the window the graphics engine was busy, from GPM (Hopper and newer).")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuGraphicsActivity) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuGraphicsActivity) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuGraphicsActivity) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuGraphicsActivity(cfg NvidiaGpuGraphicsActivityMetricConfig) metricNvidiaGpuGraphicsActivity {
+	m := metricNvidiaGpuGraphicsActivity{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuMemoryBandwidthUtilization struct {
+	data     pmetric.Metric                                  // data buffer for generated metric.
+	config   NvidiaGpuMemoryBandwidthUtilizationMetricConfig // metric config provided by user.
+	capacity int                                             // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.memory.bandwidth.utilization metric with initial data.
+func (m *metricNvidiaGpuMemoryBandwidthUtilization) init() {
+	m.data.SetName("nvidia.gpu.memory.bandwidth.utilization")
+	m.data.SetDescription("Fraction of peak DRAM bandwidth used over the window, from GPM (Hopper and newer).")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuMemoryBandwidthUtilization) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuMemoryBandwidthUtilization) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuMemoryBandwidthUtilization) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuMemoryBandwidthUtilization(cfg NvidiaGpuMemoryBandwidthUtilizationMetricConfig) metricNvidiaGpuMemoryBandwidthUtilization {
+	m := metricNvidiaGpuMemoryBandwidthUtilization{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuMemoryReserved struct {
 	data     pmetric.Metric                      // data buffer for generated metric.
 	config   NvidiaGpuMemoryReservedMetricConfig // metric config provided by user.
@@ -781,6 +1106,97 @@ func newMetricNvidiaGpuMemoryReserved(cfg NvidiaGpuMemoryReservedMetricConfig) m
 	return m
 }
 
+type metricNvidiaGpuNvlinkIo struct {
+	data          pmetric.Metric                // data buffer for generated metric.
+	config        NvidiaGpuNvlinkIoMetricConfig // metric config provided by user.
+	capacity      int                           // max observed number of data points added to the metric.
+	aggDataPoints []float64                     // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.nvlink.io metric with initial data.
+func (m *metricNvidiaGpuNvlinkIo) init() {
+	m.data.SetName("nvidia.gpu.nvlink.io")
+	m.data.SetDescription("Bytes moved over all NVLinks of the GPU, from GPM; a counter since the receiver started.")
+	m.data.SetUnit("By")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuNvlinkIo) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, networkIoDirectionAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection) {
+		dp.Attributes().PutStr("network.io.direction", networkIoDirectionAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuNvlinkIo) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuNvlinkIo) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetDoubleValue(m.data.Sum().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuNvlinkIo(cfg NvidiaGpuNvlinkIoMetricConfig) metricNvidiaGpuNvlinkIo {
+	m := metricNvidiaGpuNvlinkIo{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuPerformanceState struct {
 	data     pmetric.Metric                        // data buffer for generated metric.
 	config   NvidiaGpuPerformanceStateMetricConfig // metric config provided by user.
@@ -823,6 +1239,95 @@ func (m *metricNvidiaGpuPerformanceState) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuPerformanceState(cfg NvidiaGpuPerformanceStateMetricConfig) metricNvidiaGpuPerformanceState {
 	m := metricNvidiaGpuPerformanceState{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPipeActivity struct {
+	data          pmetric.Metric                    // data buffer for generated metric.
+	config        NvidiaGpuPipeActivityMetricConfig // metric config provided by user.
+	capacity      int                               // max observed number of data points added to the metric.
+	aggDataPoints []float64                         // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.pipe.activity metric with initial data.
+func (m *metricNvidiaGpuPipeActivity) init() {
+	m.data.SetName("nvidia.gpu.pipe.activity")
+	m.data.SetDescription("Fraction of the window the SMs were doing non-tensor math of a kind, from GPM (Hopper and newer).")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuPipeActivity) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, nvidiaGpuPipeAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuPipeActivityMetricAttributeKeyNvidiaGpuPipe) {
+		dp.Attributes().PutStr("nvidia.gpu.pipe", nvidiaGpuPipeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPipeActivity) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPipeActivity) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPipeActivity(cfg NvidiaGpuPipeActivityMetricConfig) metricNvidiaGpuPipeActivity {
+	m := metricNvidiaGpuPipeActivity{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -1124,32 +1629,280 @@ func newMetricNvidiaGpuProcessesDropped(cfg NvidiaGpuProcessesDroppedMetricConfi
 	return m
 }
 
+type metricNvidiaGpuSmActivity struct {
+	data     pmetric.Metric                  // data buffer for generated metric.
+	config   NvidiaGpuSmActivityMetricConfig // metric config provided by user.
+	capacity int                             // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.sm.activity metric with initial data.
+func (m *metricNvidiaGpuSmActivity) init() {
+	m.data.SetName("nvidia.gpu.sm.activity")
+	m.data.SetDescription("Fraction of SMs busy over the window, from GPM (Hopper and newer). Unlike hw.gpu.utilization, it says how much of the GPU the work used.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuSmActivity) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuSmActivity) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuSmActivity) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuSmActivity(cfg NvidiaGpuSmActivityMetricConfig) metricNvidiaGpuSmActivity {
+	m := metricNvidiaGpuSmActivity{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuSmOccupancy struct {
+	data     pmetric.Metric                   // data buffer for generated metric.
+	config   NvidiaGpuSmOccupancyMetricConfig // metric config provided by user.
+	capacity int                              // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.sm.occupancy metric with initial data.
+func (m *metricNvidiaGpuSmOccupancy) init() {
+	m.data.SetName("nvidia.gpu.sm.occupancy")
+	m.data.SetDescription("Resident warps as a fraction of the SMs' maximum over the window, from GPM (Hopper and newer).")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuSmOccupancy) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuSmOccupancy) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuSmOccupancy) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuSmOccupancy(cfg NvidiaGpuSmOccupancyMetricConfig) metricNvidiaGpuSmOccupancy {
+	m := metricNvidiaGpuSmOccupancy{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuTensorActivity struct {
+	data     pmetric.Metric                      // data buffer for generated metric.
+	config   NvidiaGpuTensorActivityMetricConfig // metric config provided by user.
+	capacity int                                 // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.tensor.activity metric with initial data.
+func (m *metricNvidiaGpuTensorActivity) init() {
+	m.data.SetName("nvidia.gpu.tensor.activity")
+	m.data.SetDescription("Fraction of the window any tensor core pipe was busy, from GPM (Hopper and newer).")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuTensorActivity) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuTensorActivity) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuTensorActivity) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuTensorActivity(cfg NvidiaGpuTensorActivityMetricConfig) metricNvidiaGpuTensorActivity {
+	m := metricNvidiaGpuTensorActivity{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuTensorPipeActivity struct {
+	data          pmetric.Metric                          // data buffer for generated metric.
+	config        NvidiaGpuTensorPipeActivityMetricConfig // metric config provided by user.
+	capacity      int                                     // max observed number of data points added to the metric.
+	aggDataPoints []float64                               // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.tensor.pipe.activity metric with initial data.
+func (m *metricNvidiaGpuTensorPipeActivity) init() {
+	m.data.SetName("nvidia.gpu.tensor.pipe.activity")
+	m.data.SetDescription("Fraction of the window each tensor core pipe was busy, from GPM (Hopper and newer).")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuTensorPipeActivity) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, nvidiaGpuTensorPipeAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuTensorPipeActivityMetricAttributeKeyNvidiaGpuTensorPipe) {
+		dp.Attributes().PutStr("nvidia.gpu.tensor.pipe", nvidiaGpuTensorPipeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuTensorPipeActivity) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuTensorPipeActivity) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuTensorPipeActivity(cfg NvidiaGpuTensorPipeActivityMetricConfig) metricNvidiaGpuTensorPipeActivity {
+	m := metricNvidiaGpuTensorPipeActivity{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 // MetricsBuilder provides an interface for scrapers to report metrics while taking care of all the transformations
 // required to produce metric representation defined in metadata and user config.
 type MetricsBuilder struct {
-	config                            MetricsBuilderConfig // config of the metrics builder.
-	startTime                         pcommon.Timestamp    // start time that will be applied to all recorded data points.
-	metricsCapacity                   int                  // maximum observed number of metrics per resource.
-	metricsBuffer                     pmetric.Metrics      // accumulates metrics data before emitting.
-	buildInfo                         component.BuildInfo  // contains version information.
-	resourceAttributeIncludeFilter    map[string]filter.Filter
-	resourceAttributeExcludeFilter    map[string]filter.Filter
-	metricHwEnergy                    metricHwEnergy
-	metricHwGpuMemoryLimit            metricHwGpuMemoryLimit
-	metricHwGpuMemoryUsage            metricHwGpuMemoryUsage
-	metricHwGpuMemoryUtilization      metricHwGpuMemoryUtilization
-	metricHwGpuUtilization            metricHwGpuUtilization
-	metricHwPower                     metricHwPower
-	metricHwTemperature               metricHwTemperature
-	metricNvidiaGpuClockFrequency     metricNvidiaGpuClockFrequency
-	metricNvidiaGpuFanSpeed           metricNvidiaGpuFanSpeed
-	metricNvidiaGpuMemoryReserved     metricNvidiaGpuMemoryReserved
-	metricNvidiaGpuPerformanceState   metricNvidiaGpuPerformanceState
-	metricNvidiaGpuPowerLimit         metricNvidiaGpuPowerLimit
-	metricNvidiaGpuProcessCount       metricNvidiaGpuProcessCount
-	metricNvidiaGpuProcessMemoryUsage metricNvidiaGpuProcessMemoryUsage
-	metricNvidiaGpuProcessUtilization metricNvidiaGpuProcessUtilization
-	metricNvidiaGpuProcessesDropped   metricNvidiaGpuProcessesDropped
+	config                                    MetricsBuilderConfig // config of the metrics builder.
+	startTime                                 pcommon.Timestamp    // start time that will be applied to all recorded data points.
+	metricsCapacity                           int                  // maximum observed number of metrics per resource.
+	metricsBuffer                             pmetric.Metrics      // accumulates metrics data before emitting.
+	buildInfo                                 component.BuildInfo  // contains version information.
+	resourceAttributeIncludeFilter            map[string]filter.Filter
+	resourceAttributeExcludeFilter            map[string]filter.Filter
+	metricHwEnergy                            metricHwEnergy
+	metricHwGpuIo                             metricHwGpuIo
+	metricHwGpuMemoryLimit                    metricHwGpuMemoryLimit
+	metricHwGpuMemoryUsage                    metricHwGpuMemoryUsage
+	metricHwGpuMemoryUtilization              metricHwGpuMemoryUtilization
+	metricHwGpuUtilization                    metricHwGpuUtilization
+	metricHwPower                             metricHwPower
+	metricHwTemperature                       metricHwTemperature
+	metricNvidiaGpuClockFrequency             metricNvidiaGpuClockFrequency
+	metricNvidiaGpuFanSpeed                   metricNvidiaGpuFanSpeed
+	metricNvidiaGpuGraphicsActivity           metricNvidiaGpuGraphicsActivity
+	metricNvidiaGpuMemoryBandwidthUtilization metricNvidiaGpuMemoryBandwidthUtilization
+	metricNvidiaGpuMemoryReserved             metricNvidiaGpuMemoryReserved
+	metricNvidiaGpuNvlinkIo                   metricNvidiaGpuNvlinkIo
+	metricNvidiaGpuPerformanceState           metricNvidiaGpuPerformanceState
+	metricNvidiaGpuPipeActivity               metricNvidiaGpuPipeActivity
+	metricNvidiaGpuPowerLimit                 metricNvidiaGpuPowerLimit
+	metricNvidiaGpuProcessCount               metricNvidiaGpuProcessCount
+	metricNvidiaGpuProcessMemoryUsage         metricNvidiaGpuProcessMemoryUsage
+	metricNvidiaGpuProcessUtilization         metricNvidiaGpuProcessUtilization
+	metricNvidiaGpuProcessesDropped           metricNvidiaGpuProcessesDropped
+	metricNvidiaGpuSmActivity                 metricNvidiaGpuSmActivity
+	metricNvidiaGpuSmOccupancy                metricNvidiaGpuSmOccupancy
+	metricNvidiaGpuTensorActivity             metricNvidiaGpuTensorActivity
+	metricNvidiaGpuTensorPipeActivity         metricNvidiaGpuTensorPipeActivity
 }
 
 // MetricBuilderOption applies changes to default metrics builder.
@@ -1171,28 +1924,37 @@ func WithStartTime(startTime pcommon.Timestamp) MetricBuilderOption {
 }
 func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, options ...MetricBuilderOption) *MetricsBuilder {
 	mb := &MetricsBuilder{
-		config:                            mbc,
-		startTime:                         pcommon.NewTimestampFromTime(time.Now()),
-		metricsBuffer:                     pmetric.NewMetrics(),
-		buildInfo:                         settings.BuildInfo,
-		metricHwEnergy:                    newMetricHwEnergy(mbc.Metrics.HwEnergy),
-		metricHwGpuMemoryLimit:            newMetricHwGpuMemoryLimit(mbc.Metrics.HwGpuMemoryLimit),
-		metricHwGpuMemoryUsage:            newMetricHwGpuMemoryUsage(mbc.Metrics.HwGpuMemoryUsage),
-		metricHwGpuMemoryUtilization:      newMetricHwGpuMemoryUtilization(mbc.Metrics.HwGpuMemoryUtilization),
-		metricHwGpuUtilization:            newMetricHwGpuUtilization(mbc.Metrics.HwGpuUtilization),
-		metricHwPower:                     newMetricHwPower(mbc.Metrics.HwPower),
-		metricHwTemperature:               newMetricHwTemperature(mbc.Metrics.HwTemperature),
-		metricNvidiaGpuClockFrequency:     newMetricNvidiaGpuClockFrequency(mbc.Metrics.NvidiaGpuClockFrequency),
-		metricNvidiaGpuFanSpeed:           newMetricNvidiaGpuFanSpeed(mbc.Metrics.NvidiaGpuFanSpeed),
-		metricNvidiaGpuMemoryReserved:     newMetricNvidiaGpuMemoryReserved(mbc.Metrics.NvidiaGpuMemoryReserved),
-		metricNvidiaGpuPerformanceState:   newMetricNvidiaGpuPerformanceState(mbc.Metrics.NvidiaGpuPerformanceState),
-		metricNvidiaGpuPowerLimit:         newMetricNvidiaGpuPowerLimit(mbc.Metrics.NvidiaGpuPowerLimit),
-		metricNvidiaGpuProcessCount:       newMetricNvidiaGpuProcessCount(mbc.Metrics.NvidiaGpuProcessCount),
-		metricNvidiaGpuProcessMemoryUsage: newMetricNvidiaGpuProcessMemoryUsage(mbc.Metrics.NvidiaGpuProcessMemoryUsage),
-		metricNvidiaGpuProcessUtilization: newMetricNvidiaGpuProcessUtilization(mbc.Metrics.NvidiaGpuProcessUtilization),
-		metricNvidiaGpuProcessesDropped:   newMetricNvidiaGpuProcessesDropped(mbc.Metrics.NvidiaGpuProcessesDropped),
-		resourceAttributeIncludeFilter:    make(map[string]filter.Filter),
-		resourceAttributeExcludeFilter:    make(map[string]filter.Filter),
+		config:                                    mbc,
+		startTime:                                 pcommon.NewTimestampFromTime(time.Now()),
+		metricsBuffer:                             pmetric.NewMetrics(),
+		buildInfo:                                 settings.BuildInfo,
+		metricHwEnergy:                            newMetricHwEnergy(mbc.Metrics.HwEnergy),
+		metricHwGpuIo:                             newMetricHwGpuIo(mbc.Metrics.HwGpuIo),
+		metricHwGpuMemoryLimit:                    newMetricHwGpuMemoryLimit(mbc.Metrics.HwGpuMemoryLimit),
+		metricHwGpuMemoryUsage:                    newMetricHwGpuMemoryUsage(mbc.Metrics.HwGpuMemoryUsage),
+		metricHwGpuMemoryUtilization:              newMetricHwGpuMemoryUtilization(mbc.Metrics.HwGpuMemoryUtilization),
+		metricHwGpuUtilization:                    newMetricHwGpuUtilization(mbc.Metrics.HwGpuUtilization),
+		metricHwPower:                             newMetricHwPower(mbc.Metrics.HwPower),
+		metricHwTemperature:                       newMetricHwTemperature(mbc.Metrics.HwTemperature),
+		metricNvidiaGpuClockFrequency:             newMetricNvidiaGpuClockFrequency(mbc.Metrics.NvidiaGpuClockFrequency),
+		metricNvidiaGpuFanSpeed:                   newMetricNvidiaGpuFanSpeed(mbc.Metrics.NvidiaGpuFanSpeed),
+		metricNvidiaGpuGraphicsActivity:           newMetricNvidiaGpuGraphicsActivity(mbc.Metrics.NvidiaGpuGraphicsActivity),
+		metricNvidiaGpuMemoryBandwidthUtilization: newMetricNvidiaGpuMemoryBandwidthUtilization(mbc.Metrics.NvidiaGpuMemoryBandwidthUtilization),
+		metricNvidiaGpuMemoryReserved:             newMetricNvidiaGpuMemoryReserved(mbc.Metrics.NvidiaGpuMemoryReserved),
+		metricNvidiaGpuNvlinkIo:                   newMetricNvidiaGpuNvlinkIo(mbc.Metrics.NvidiaGpuNvlinkIo),
+		metricNvidiaGpuPerformanceState:           newMetricNvidiaGpuPerformanceState(mbc.Metrics.NvidiaGpuPerformanceState),
+		metricNvidiaGpuPipeActivity:               newMetricNvidiaGpuPipeActivity(mbc.Metrics.NvidiaGpuPipeActivity),
+		metricNvidiaGpuPowerLimit:                 newMetricNvidiaGpuPowerLimit(mbc.Metrics.NvidiaGpuPowerLimit),
+		metricNvidiaGpuProcessCount:               newMetricNvidiaGpuProcessCount(mbc.Metrics.NvidiaGpuProcessCount),
+		metricNvidiaGpuProcessMemoryUsage:         newMetricNvidiaGpuProcessMemoryUsage(mbc.Metrics.NvidiaGpuProcessMemoryUsage),
+		metricNvidiaGpuProcessUtilization:         newMetricNvidiaGpuProcessUtilization(mbc.Metrics.NvidiaGpuProcessUtilization),
+		metricNvidiaGpuProcessesDropped:           newMetricNvidiaGpuProcessesDropped(mbc.Metrics.NvidiaGpuProcessesDropped),
+		metricNvidiaGpuSmActivity:                 newMetricNvidiaGpuSmActivity(mbc.Metrics.NvidiaGpuSmActivity),
+		metricNvidiaGpuSmOccupancy:                newMetricNvidiaGpuSmOccupancy(mbc.Metrics.NvidiaGpuSmOccupancy),
+		metricNvidiaGpuTensorActivity:             newMetricNvidiaGpuTensorActivity(mbc.Metrics.NvidiaGpuTensorActivity),
+		metricNvidiaGpuTensorPipeActivity:         newMetricNvidiaGpuTensorPipeActivity(mbc.Metrics.NvidiaGpuTensorPipeActivity),
+		resourceAttributeIncludeFilter:            make(map[string]filter.Filter),
+		resourceAttributeExcludeFilter:            make(map[string]filter.Filter),
 	}
 	if mbc.ResourceAttributes.ContainerID.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["container.id"] = filter.CreateFilter(mbc.ResourceAttributes.ContainerID.MetricsInclude)
@@ -1366,6 +2128,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	ils.Scope().SetVersion(mb.buildInfo.Version)
 	ils.Metrics().EnsureCapacity(mb.metricsCapacity)
 	mb.metricHwEnergy.emit(ils.Metrics())
+	mb.metricHwGpuIo.emit(ils.Metrics())
 	mb.metricHwGpuMemoryLimit.emit(ils.Metrics())
 	mb.metricHwGpuMemoryUsage.emit(ils.Metrics())
 	mb.metricHwGpuMemoryUtilization.emit(ils.Metrics())
@@ -1374,13 +2137,21 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricHwTemperature.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockFrequency.emit(ils.Metrics())
 	mb.metricNvidiaGpuFanSpeed.emit(ils.Metrics())
+	mb.metricNvidiaGpuGraphicsActivity.emit(ils.Metrics())
+	mb.metricNvidiaGpuMemoryBandwidthUtilization.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryReserved.emit(ils.Metrics())
+	mb.metricNvidiaGpuNvlinkIo.emit(ils.Metrics())
 	mb.metricNvidiaGpuPerformanceState.emit(ils.Metrics())
+	mb.metricNvidiaGpuPipeActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuPowerLimit.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessCount.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessMemoryUsage.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessUtilization.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessesDropped.emit(ils.Metrics())
+	mb.metricNvidiaGpuSmActivity.emit(ils.Metrics())
+	mb.metricNvidiaGpuSmOccupancy.emit(ils.Metrics())
+	mb.metricNvidiaGpuTensorActivity.emit(ils.Metrics())
+	mb.metricNvidiaGpuTensorPipeActivity.emit(ils.Metrics())
 
 	for _, op := range options {
 		op.apply(rm)
@@ -1415,6 +2186,11 @@ func (mb *MetricsBuilder) Emit(options ...ResourceMetricsOption) pmetric.Metrics
 // RecordHwEnergyDataPoint adds a data point to hw.energy metric.
 func (mb *MetricsBuilder) RecordHwEnergyDataPoint(ts pcommon.Timestamp, val float64) {
 	mb.metricHwEnergy.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordHwGpuIoDataPoint adds a data point to hw.gpu.io metric.
+func (mb *MetricsBuilder) RecordHwGpuIoDataPoint(ts pcommon.Timestamp, val float64, networkIoDirectionAttributeValue AttributeNetworkIoDirection) {
+	mb.metricHwGpuIo.recordDataPoint(mb.startTime, ts, val, networkIoDirectionAttributeValue.String())
 }
 
 // RecordHwGpuMemoryLimitDataPoint adds a data point to hw.gpu.memory.limit metric.
@@ -1457,14 +2233,34 @@ func (mb *MetricsBuilder) RecordNvidiaGpuFanSpeedDataPoint(ts pcommon.Timestamp,
 	mb.metricNvidiaGpuFanSpeed.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordNvidiaGpuGraphicsActivityDataPoint adds a data point to nvidia.gpu.graphics.activity metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuGraphicsActivityDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuGraphicsActivity.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuMemoryBandwidthUtilizationDataPoint adds a data point to nvidia.gpu.memory.bandwidth.utilization metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuMemoryBandwidthUtilizationDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuMemoryBandwidthUtilization.recordDataPoint(mb.startTime, ts, val)
+}
+
 // RecordNvidiaGpuMemoryReservedDataPoint adds a data point to nvidia.gpu.memory.reserved metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuMemoryReservedDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaGpuMemoryReserved.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordNvidiaGpuNvlinkIoDataPoint adds a data point to nvidia.gpu.nvlink.io metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuNvlinkIoDataPoint(ts pcommon.Timestamp, val float64, networkIoDirectionAttributeValue AttributeNetworkIoDirection) {
+	mb.metricNvidiaGpuNvlinkIo.recordDataPoint(mb.startTime, ts, val, networkIoDirectionAttributeValue.String())
+}
+
 // RecordNvidiaGpuPerformanceStateDataPoint adds a data point to nvidia.gpu.performance_state metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuPerformanceStateDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaGpuPerformanceState.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuPipeActivityDataPoint adds a data point to nvidia.gpu.pipe.activity metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPipeActivityDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuPipeAttributeValue AttributeNvidiaGpuPipe) {
+	mb.metricNvidiaGpuPipeActivity.recordDataPoint(mb.startTime, ts, val, nvidiaGpuPipeAttributeValue.String())
 }
 
 // RecordNvidiaGpuPowerLimitDataPoint adds a data point to nvidia.gpu.power.limit metric.
@@ -1490,6 +2286,26 @@ func (mb *MetricsBuilder) RecordNvidiaGpuProcessUtilizationDataPoint(ts pcommon.
 // RecordNvidiaGpuProcessesDroppedDataPoint adds a data point to nvidia.gpu.processes.dropped metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuProcessesDroppedDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaGpuProcessesDropped.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuSmActivityDataPoint adds a data point to nvidia.gpu.sm.activity metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuSmActivityDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuSmActivity.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuSmOccupancyDataPoint adds a data point to nvidia.gpu.sm.occupancy metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuSmOccupancyDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuSmOccupancy.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuTensorActivityDataPoint adds a data point to nvidia.gpu.tensor.activity metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuTensorActivityDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuTensorActivity.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuTensorPipeActivityDataPoint adds a data point to nvidia.gpu.tensor.pipe.activity metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuTensorPipeActivityDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuTensorPipeAttributeValue AttributeNvidiaGpuTensorPipe) {
+	mb.metricNvidiaGpuTensorPipeActivity.recordDataPoint(mb.startTime, ts, val, nvidiaGpuTensorPipeAttributeValue.String())
 }
 
 // Reset resets metrics builder to its initial state. It should be used when external metrics source is restarted,

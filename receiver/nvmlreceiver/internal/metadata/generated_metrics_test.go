@@ -67,9 +67,13 @@ func TestMetricsBuilder(t *testing.T) {
 			settings.Logger = zap.New(observedZapCore)
 			mb := NewMetricsBuilder(loadMetricsBuilderConfig(t, tt.name), settings, WithStartTime(start))
 			aggMap := make(map[string]string) // contains the aggregation strategies for each metric name
+			aggMap["hw.gpu.io"] = mb.metricHwGpuIo.config.AggregationStrategy
 			aggMap["hw.gpu.utilization"] = mb.metricHwGpuUtilization.config.AggregationStrategy
 			aggMap["nvidia.gpu.clock.frequency"] = mb.metricNvidiaGpuClockFrequency.config.AggregationStrategy
+			aggMap["nvidia.gpu.nvlink.io"] = mb.metricNvidiaGpuNvlinkIo.config.AggregationStrategy
+			aggMap["nvidia.gpu.pipe.activity"] = mb.metricNvidiaGpuPipeActivity.config.AggregationStrategy
 			aggMap["nvidia.gpu.process.utilization"] = mb.metricNvidiaGpuProcessUtilization.config.AggregationStrategy
+			aggMap["nvidia.gpu.tensor.pipe.activity"] = mb.metricNvidiaGpuTensorPipeActivity.config.AggregationStrategy
 
 			expectedWarnings := 0
 			if tt.metricsSet != testDataSetReag {
@@ -81,6 +85,12 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordHwEnergyDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordHwGpuIoDataPoint(ts, 1, AttributeNetworkIoDirectionTransmit)
+			if tt.name == "reaggregate_set" {
+				mb.RecordHwGpuIoDataPoint(ts, 3, AttributeNetworkIoDirectionReceive)
+			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordHwGpuMemoryLimitDataPoint(ts, 1)
@@ -113,10 +123,28 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaGpuFanSpeedDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuGraphicsActivityDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuMemoryBandwidthUtilizationDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuMemoryReservedDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, 1, AttributeNetworkIoDirectionTransmit)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, 3, AttributeNetworkIoDirectionReceive)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuPerformanceStateDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuPipeActivityDataPoint(ts, 1, AttributeNvidiaGpuPipeFp64)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuPipeActivityDataPoint(ts, 3, AttributeNvidiaGpuPipeFp32)
+			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuPowerLimitDataPoint(ts, 1)
@@ -135,6 +163,21 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuProcessesDroppedDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuSmActivityDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuSmOccupancyDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuTensorActivityDataPoint(ts, 1)
+
+			allMetricsCount++
+			mb.RecordNvidiaGpuTensorPipeActivityDataPoint(ts, 1, AttributeNvidiaGpuTensorPipeHmma)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuTensorPipeActivityDataPoint(ts, 3, AttributeNvidiaGpuTensorPipeImma)
+			}
 
 			rb := mb.NewResourceBuilder()
 			rb.SetContainerID("container.id-val")
@@ -157,9 +200,13 @@ func TestMetricsBuilder(t *testing.T) {
 			res := rb.Emit()
 			metrics := mb.Emit(WithResource(res))
 			if tt.name == "reaggregate_set" {
+				assert.Empty(t, mb.metricHwGpuIo.aggDataPoints)
 				assert.Empty(t, mb.metricHwGpuUtilization.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuClockFrequency.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuNvlinkIo.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuPipeActivity.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuProcessUtilization.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuTensorPipeActivity.aggDataPoints)
 			}
 
 			if tt.expectEmpty {
@@ -201,6 +248,50 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "hw.gpu.io":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["hw.gpu.io"], "Found a duplicate in the metrics slice: hw.gpu.io")
+						validatedMetrics["hw.gpu.io"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Bytes moved over PCIe by the GPU, from GPM.", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						networkIoDirectionAttrVal, ok := dp.Attributes().Get("network.io.direction")
+						assert.True(t, ok)
+						assert.Equal(t, "transmit", networkIoDirectionAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["hw.gpu.io"], "Found a duplicate in the metrics slice: hw.gpu.io")
+						validatedMetrics["hw.gpu.io"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Bytes moved over PCIe by the GPU, from GPM.", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["hw.gpu.io"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("network.io.direction")
+						assert.False(t, ok)
+					}
 				case "hw.gpu.memory.limit":
 					assert.False(t, validatedMetrics["hw.gpu.memory.limit"], "Found a duplicate in the metrics slice: hw.gpu.memory.limit")
 					validatedMetrics["hw.gpu.memory.limit"] = true
@@ -357,6 +448,30 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.graphics.activity":
+					assert.False(t, validatedMetrics["nvidia.gpu.graphics.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.graphics.activity")
+					validatedMetrics["nvidia.gpu.graphics.activity"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Fraction of the window the graphics engine was busy, from GPM (Hopper and newer).", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.memory.bandwidth.utilization":
+					assert.False(t, validatedMetrics["nvidia.gpu.memory.bandwidth.utilization"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.bandwidth.utilization")
+					validatedMetrics["nvidia.gpu.memory.bandwidth.utilization"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Fraction of peak DRAM bandwidth used over the window, from GPM (Hopper and newer).", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
 				case "nvidia.gpu.memory.reserved":
 					assert.False(t, validatedMetrics["nvidia.gpu.memory.reserved"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.reserved")
 					validatedMetrics["nvidia.gpu.memory.reserved"] = true
@@ -371,6 +486,50 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.nvlink.io":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.io"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.io")
+						validatedMetrics["nvidia.gpu.nvlink.io"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Bytes moved over all NVLinks of the GPU, from GPM; a counter since the receiver started.", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						networkIoDirectionAttrVal, ok := dp.Attributes().Get("network.io.direction")
+						assert.True(t, ok)
+						assert.Equal(t, "transmit", networkIoDirectionAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.io"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.io")
+						validatedMetrics["nvidia.gpu.nvlink.io"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Bytes moved over all NVLinks of the GPU, from GPM; a counter since the receiver started.", mi.Description())
+						assert.Equal(t, "By", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["nvidia.gpu.nvlink.io"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("network.io.direction")
+						assert.False(t, ok)
+					}
 				case "nvidia.gpu.performance_state":
 					assert.False(t, validatedMetrics["nvidia.gpu.performance_state"], "Found a duplicate in the metrics slice: nvidia.gpu.performance_state")
 					validatedMetrics["nvidia.gpu.performance_state"] = true
@@ -383,6 +542,46 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.pipe.activity":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.pipe.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.pipe.activity")
+						validatedMetrics["nvidia.gpu.pipe.activity"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Fraction of the window the SMs were doing non-tensor math of a kind, from GPM (Hopper and newer).", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						nvidiaGpuPipeAttrVal, ok := dp.Attributes().Get("nvidia.gpu.pipe")
+						assert.True(t, ok)
+						assert.Equal(t, "fp64", nvidiaGpuPipeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.pipe.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.pipe.activity")
+						validatedMetrics["nvidia.gpu.pipe.activity"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Fraction of the window the SMs were doing non-tensor math of a kind, from GPM (Hopper and newer).", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["nvidia.gpu.pipe.activity"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.pipe")
+						assert.False(t, ok)
+					}
 				case "nvidia.gpu.power.limit":
 					assert.False(t, validatedMetrics["nvidia.gpu.power.limit"], "Found a duplicate in the metrics slice: nvidia.gpu.power.limit")
 					validatedMetrics["nvidia.gpu.power.limit"] = true
@@ -475,6 +674,82 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.sm.activity":
+					assert.False(t, validatedMetrics["nvidia.gpu.sm.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.sm.activity")
+					validatedMetrics["nvidia.gpu.sm.activity"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Fraction of SMs busy over the window, from GPM (Hopper and newer). Unlike hw.gpu.utilization, it says how much of the GPU the work used.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.sm.occupancy":
+					assert.False(t, validatedMetrics["nvidia.gpu.sm.occupancy"], "Found a duplicate in the metrics slice: nvidia.gpu.sm.occupancy")
+					validatedMetrics["nvidia.gpu.sm.occupancy"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Resident warps as a fraction of the SMs' maximum over the window, from GPM (Hopper and newer).", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.tensor.activity":
+					assert.False(t, validatedMetrics["nvidia.gpu.tensor.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.tensor.activity")
+					validatedMetrics["nvidia.gpu.tensor.activity"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Fraction of the window any tensor core pipe was busy, from GPM (Hopper and newer).", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.tensor.pipe.activity":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.tensor.pipe.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.tensor.pipe.activity")
+						validatedMetrics["nvidia.gpu.tensor.pipe.activity"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Fraction of the window each tensor core pipe was busy, from GPM (Hopper and newer).", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						nvidiaGpuTensorPipeAttrVal, ok := dp.Attributes().Get("nvidia.gpu.tensor.pipe")
+						assert.True(t, ok)
+						assert.Equal(t, "hmma", nvidiaGpuTensorPipeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.tensor.pipe.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.tensor.pipe.activity")
+						validatedMetrics["nvidia.gpu.tensor.pipe.activity"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Fraction of the window each tensor core pipe was busy, from GPM (Hopper and newer).", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["nvidia.gpu.tensor.pipe.activity"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.tensor.pipe")
+						assert.False(t, ok)
+					}
 				}
 			}
 		})

@@ -1,0 +1,147 @@
+package nvmlclient
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
+)
+
+type testClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *testClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func openGPM(t *testing.T, m *nvmltest.Machine) (*Client, *testClock, *observer.ObservedLogs) {
+	t.Helper()
+	clock := &testClock{now: time.Unix(1_800_000_000, 0)}
+	core, logs := observer.New(zapcore.InfoLevel)
+	c := New(m, zap.New(core), WithClock(clock.Now))
+	require.NoError(t, c.Open(nil))
+	t.Cleanup(func() { _ = c.Close() })
+	return c, clock, logs
+}
+
+func TestGPMWindow(t *testing.T) {
+	m := nvmltest.NewH200()
+	c, clock, _ := openGPM(t, m)
+	d := c.Devices()[2]
+
+	clock.Advance(10 * time.Second)
+	s, err := d.Read()
+	require.NoError(t, err)
+	require.NotNil(t, s.GPM, "Open took the first sample: the first read has a window")
+	assert.Equal(t, 10*time.Second, s.GPM.Window)
+	assert.Equal(t, some(0.10), s.GPM.Activity[GPMSMActivity])
+	assert.Equal(t, some(0.12), s.GPM.Activity[GPMGraphicsActivity])
+	assert.Equal(t, some(0.06), s.GPM.Activity[GPMDRAMBandwidth])
+	assert.Equal(t, some(10.0*(1<<20)*10), s.GPM.TrafficBytes[GPMPCIeTX], "10 MiB/s for 10 s")
+	assert.Equal(t, some(200.0*(1<<20)*10), s.GPM.TrafficBytes[GPMNVLinkRX])
+
+	clock.Advance(5 * time.Second)
+	s, err = d.Read()
+	require.NoError(t, err)
+	assert.Equal(t, some(10.0*(1<<20)*15), s.GPM.TrafficBytes[GPMPCIeTX], "a counter: it adds up")
+}
+
+func TestGPMShortWindowIsSkipped(t *testing.T) {
+	m := nvmltest.NewH200()
+	c, clock, _ := openGPM(t, m)
+	d := c.Devices()[0]
+	clock.Advance(50 * time.Millisecond)
+	s, err := d.Read()
+	require.NoError(t, err)
+	assert.Nil(t, s.GPM)
+	clock.Advance(60 * time.Millisecond)
+	s, err = d.Read()
+	require.NoError(t, err)
+	require.NotNil(t, s.GPM)
+	assert.Equal(t, 110*time.Millisecond, s.GPM.Window, "the short window was folded into the next")
+}
+
+func TestGPMFirstSampleFailedSkipsOneRead(t *testing.T) {
+	m := nvmltest.NewH200()
+	fail := true
+	get := m.GPUs[1].GpmSampleGetFunc
+	m.GPUs[1].GpmSampleGetFunc = func(s nvml.GpmSample) nvml.Return {
+		if fail {
+			return nvml.ERROR_UNKNOWN
+		}
+		return get(s)
+	}
+	c, clock, _ := openGPM(t, m)
+	fail = false
+	clock.Advance(time.Second)
+	s, err := c.Devices()[1].Read()
+	require.NoError(t, err)
+	assert.Nil(t, s.GPM, "no previous sample: this read only starts the window")
+	clock.Advance(time.Second)
+	s, err = c.Devices()[1].Read()
+	require.NoError(t, err)
+	assert.NotNil(t, s.GPM)
+}
+
+func TestGPMPerMetricError(t *testing.T) {
+	m := nvmltest.NewH200()
+	m.GPUs[0].GPMErrors[nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC] = nvml.ERROR_NOT_SUPPORTED
+	c, clock, logs := openGPM(t, m)
+	for range 3 {
+		clock.Advance(time.Second)
+		s, err := c.Devices()[0].Read()
+		require.NoError(t, err)
+		assert.False(t, s.GPM.TrafficBytes[GPMNVLinkTX].OK)
+		assert.True(t, s.GPM.TrafficBytes[GPMNVLinkRX].OK)
+		assert.True(t, s.GPM.Activity[GPMSMActivity].OK)
+	}
+	assert.Equal(t, 1, logs.FilterMessageSnippet("GPM metric not available").Len())
+}
+
+func TestGPMUnsupportedDevice(t *testing.T) {
+	m := nvmltest.NewH200()
+	m.GPUs[5].GPMOff = true
+	c, clock, logs := openGPM(t, m)
+	clock.Advance(time.Second)
+	for range 2 {
+		s, err := c.Devices()[5].Read()
+		require.NoError(t, err)
+		assert.Nil(t, s.GPM)
+	}
+	s, err := c.Devices()[4].Read()
+	require.NoError(t, err)
+	assert.NotNil(t, s.GPM, "the other GPUs keep GPM")
+	assert.Equal(t, 1, logs.FilterMessageSnippet("GPU has no GPM").Len())
+}
+
+func TestGPMNotInLibrary(t *testing.T) {
+	m := nvmltest.NewH200()
+	m.LookupSymbolFunc = func(name string) error {
+		if name == "nvmlGpmMetricsGet" {
+			return assert.AnError
+		}
+		return nil
+	}
+	m.GPUs[0].GpmQueryDeviceSupportFunc = func() (nvml.GpmSupport, nvml.Return) {
+		t.Fatal("GPM called on a library without it")
+		return nvml.GpmSupport{}, 0
+	}
+	c, clock, _ := openGPM(t, m)
+	clock.Advance(time.Second)
+	s, err := c.Devices()[0].Read()
+	require.NoError(t, err)
+	assert.Nil(t, s.GPM)
+}
