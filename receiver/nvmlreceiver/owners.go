@@ -7,21 +7,14 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/procinfo"
 )
 
-// owner is who a GPU or one of its processes belongs to. Empty fields are
-// unknown.
-type owner struct {
-	ContainerID   string
-	PodUID        string
-	PodName       string
-	Namespace     string
-	ContainerName string
-}
-
-func (o owner) empty() bool { return o == owner{} }
+// owner is who a GPU or one of its processes belongs to: container and
+// pod from the process's cgroup, names from the kubelet.
+type owner = attribution.Owner
 
 // ownedProcess is a GPU process with what /proc and its cgroup say of it.
 type ownedProcess struct {
@@ -35,14 +28,24 @@ type ownedProcess struct {
 // /proc/<pid>/cgroup.
 type cgroupResolver func(pid int) (owner, error)
 
-// processOwners resolves each GPU process against /proc. It is used from
-// the scrape goroutine only.
+// processOwners resolves each GPU process against /proc, and each GPU
+// against the kubelet's allocation. It is used from the scrape goroutine
+// only.
 type processOwners struct {
 	logger      *zap.Logger
 	procs       *procinfo.Reader // nil when the proc root cannot be read
-	cgroup      cgroupResolver   // nil when not wired
+	cgroup      cgroupResolver   // nil when processes are off
+	pods        *attribution.PodResourcesCache
 	withCmdline bool
 	warnedNS    bool
+}
+
+// allocated returns who the kubelet gave the GPU to; never blocks.
+func (po *processOwners) allocated(uuid string) []owner {
+	if po.pods == nil {
+		return nil
+	}
+	return po.pods.Owners(uuid)
 }
 
 // resolve returns the GPU's processes with their owners, largest memory
@@ -74,9 +77,11 @@ func (po *processOwners) resolve(procs []nvmlclient.Process, limit int) ([]owned
 				missing++
 			}
 		}
-		if po.cgroup != nil && op.infoOK {
+		if po.cgroup != nil {
 			if o, err := po.cgroup(int(p.PID)); err == nil {
 				op.owner = o
+			} else if errors.Is(err, attribution.ErrPIDNamespace) {
+				po.warnedNS = true // the resolver has said so, once
 			}
 		}
 		out = append(out, op)
@@ -92,20 +97,29 @@ func (po *processOwners) resolve(procs []nvmlclient.Process, limit int) ([]owned
 	return out, dropped
 }
 
-// singleOwner returns the one owner shared by every process, if there is
-// exactly one and it is known.
-func singleOwner(procs []ownedProcess) (owner, bool) {
-	if len(procs) == 0 {
-		return owner{}, false
-	}
-	first := procs[0].owner
-	if first.empty() {
-		return owner{}, false
-	}
-	for _, p := range procs[1:] {
-		if p.owner != first {
-			return owner{}, false
+// gpuOwner returns the owner to put on the GPU's own resource: the one
+// container or pod that the kubelet's allocation and every process on the
+// GPU point to, if there is exactly one. Processes whose cgroup names no
+// container (host processes) do not count.
+func gpuOwner(allocated []owner, procs []ownedProcess) (owner, bool) {
+	var fromProcs []owner
+	for _, p := range procs {
+		if !p.owner.IsZero() {
+			fromProcs = append(fromProcs, p.owner)
 		}
 	}
-	return first, true
+	return attribution.GPUOwner(allocated, fromProcs)
+}
+
+// withPodNames adds the GPU owner's pod and container names to a process
+// of that same pod (the kubelet's List knows names, the cgroup UIDs).
+func withPodNames(p owner, gpu owner) owner {
+	if p.PodUID == "" || p.PodUID != gpu.PodUID {
+		return p
+	}
+	p.PodName, p.Namespace = gpu.PodName, gpu.Namespace
+	if p.ContainerID != "" && p.ContainerID == gpu.ContainerID {
+		p.ContainerName = gpu.ContainerName
+	}
+	return p
 }

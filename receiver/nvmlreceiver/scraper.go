@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/procinfo"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
@@ -71,6 +72,15 @@ func (s *nvmlScraper) start(_ context.Context, host component.Host) error {
 				zap.Error(err))
 		}
 		s.owners.procs = procs
+		s.owners.cgroup = attribution.NewResolver(s.cfg.Processes.ProcRoot, s.logger).Resolve
+	}
+	if s.cfg.Kubernetes.Enabled {
+		pc := attribution.DefaultPodResourcesConfig()
+		pc.Socket, pc.RefreshInterval = s.cfg.Kubernetes.PodResourcesSocket, s.cfg.Kubernetes.RefreshInterval
+		s.owners.pods = attribution.NewPodResourcesCache(pc, s.logger)
+		if err := s.owners.pods.Start(context.Background()); err != nil {
+			return err
+		}
 	}
 	err := s.client.Open(s.cfg.Devices)
 	var selErr *nvmlclient.SelectorError
@@ -86,6 +96,11 @@ func (s *nvmlScraper) start(_ context.Context, host component.Host) error {
 }
 
 func (s *nvmlScraper) shutdown(ctx context.Context) error {
+	if s.owners.pods != nil {
+		if err := s.owners.pods.Shutdown(ctx); err != nil {
+			s.logger.Warn("PodResources client did not stop in time", zap.Error(err))
+		}
+	}
 	done := make(chan struct{})
 	go func() { s.inflight.Wait(); close(done) }()
 	select {
@@ -197,8 +212,11 @@ func (s *nvmlScraper) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample)
 	procs, dropped := s.owners.resolve(smp.Processes, s.cfg.Processes.MaxPerGPU)
 	s.dropped[info.UUID] += int64(dropped)
 	r.processes, r.dropped = procs, s.dropped[info.UUID]
-	if o, ok := singleOwner(procs); ok {
+	if o, ok := gpuOwner(s.owners.allocated(info.UUID), procs); ok {
 		r.owner = o
+		for i := range r.processes {
+			r.processes[i].owner = withPodNames(r.processes[i].owner, o)
+		}
 	}
 	return r
 }

@@ -1,0 +1,129 @@
+package attribution
+
+// Owner is who a GPU process, or a GPU, belongs to. An empty field is
+// unknown. Each field is one resource attribute; the cgroup fills the first
+// two, the kubelet's PodResources API the last three.
+//
+// Keep the fields as they are: a struct with the same fields, in the same
+// order, converts to and from Owner directly.
+type Owner struct {
+	ContainerID   string // container.id: the runtime's 64-hex container id
+	PodUID        string // k8s.pod.uid
+	PodName       string // k8s.pod.name
+	Namespace     string // k8s.namespace.name
+	ContainerName string // k8s.container.name
+}
+
+// Resource attribute keys, as in the OpenTelemetry semantic conventions.
+const (
+	AttributeContainerID   = "container.id"
+	AttributePodUID        = "k8s.pod.uid"
+	AttributePodName       = "k8s.pod.name"
+	AttributeNamespace     = "k8s.namespace.name"
+	AttributeContainerName = "k8s.container.name"
+)
+
+// IsZero reports whether nothing is known: a host process, or no
+// allocation.
+func (o Owner) IsZero() bool { return o == Owner{} }
+
+// hasPod reports whether o names a pod, by UID or by namespace and name.
+func (o Owner) hasPod() bool { return o.PodUID != "" || o.PodName != "" || o.Namespace != "" }
+
+// Attributes returns the known fields keyed by their resource attribute
+// names; empty fields are left out.
+func (o Owner) Attributes() map[string]string {
+	m := make(map[string]string, 5)
+	for _, kv := range [...]struct{ k, v string }{
+		{AttributeContainerID, o.ContainerID},
+		{AttributePodUID, o.PodUID},
+		{AttributePodName, o.PodName},
+		{AttributeNamespace, o.Namespace},
+		{AttributeContainerName, o.ContainerName},
+	} {
+		if kv.v != "" {
+			m[kv.k] = kv.v
+		}
+	}
+	return m
+}
+
+// SingleOwner reports the one container or pod that all owners point to:
+// rule 4 for one source (a GPU's processes, or its PodResources allocation).
+//
+//   - Every owner in one container: that owner, ok.
+//   - Every owner in one pod, several containers: the pod's fields only
+//     (ContainerID and ContainerName cleared), ok.
+//   - Several pods, several non-Kubernetes containers, a mix of container
+//     and host processes (a zero Owner), only host processes, or no owners:
+//     Owner{}, false.
+//
+// Pass the owners of the processes whose cgroup could be read, a host
+// process included as a zero Owner; leave out the processes that could not
+// be resolved (exited, or invisible from the proc root).
+func SingleOwner(owners []Owner) (Owner, bool) {
+	if len(owners) == 0 {
+		return Owner{}, false
+	}
+	first := owners[0]
+	sameContainer := true
+	for _, o := range owners[1:] {
+		if o.PodUID != first.PodUID || o.PodName != first.PodName || o.Namespace != first.Namespace {
+			return Owner{}, false
+		}
+		if o.ContainerID != first.ContainerID || o.ContainerName != first.ContainerName {
+			sameContainer = false
+		}
+	}
+	if sameContainer {
+		return first, !first.IsZero()
+	}
+	if !first.hasPod() {
+		// Several containers and no pod that holds them all: shared.
+		return Owner{}, false
+	}
+	first.ContainerID, first.ContainerName = "", ""
+	return first, true
+}
+
+// GPUOwner applies rule 4 to a GPU: the owner to put on the GPU's own
+// resource, from its PodResources allocation (allocated: Owners with
+// PodName, Namespace, ContainerName, as PodResourcesCache.Owners returns
+// them) and its processes (processes: Owners from the cgroup, as
+// Resolver.Resolve returns them).
+//
+//   - One source empty: SingleOwner of the other.
+//   - Both single: merged. Pod fields when both name one pod; container
+//     fields (ContainerID from the processes, ContainerName from the
+//     allocation) only when both name one container.
+//   - Either source several, or the processes outside Kubernetes while the
+//     GPU is allocated to a pod: Owner{}, false (shared: rely on the
+//     per-process resources).
+//
+// The kubelet's List gives no pod UIDs, so when both sources name one pod
+// they are taken to be the same pod: the pod the GPU is allocated to runs
+// the processes on it. A process of a pod that did not request the GPU
+// (NVIDIA_VISIBLE_DEVICES=all) alone on a GPU whose owner is idle would be
+// merged with the owner's names; nothing in /proc or PodResources tells the
+// two apart.
+func GPUOwner(allocated, processes []Owner) (Owner, bool) {
+	switch {
+	case len(allocated) == 0:
+		return SingleOwner(processes)
+	case len(processes) == 0:
+		return SingleOwner(allocated)
+	}
+	a, ok := SingleOwner(allocated)
+	if !ok {
+		return Owner{}, false
+	}
+	p, ok := SingleOwner(processes)
+	if !ok || p.PodUID == "" {
+		return Owner{}, false
+	}
+	merged := Owner{PodUID: p.PodUID, PodName: a.PodName, Namespace: a.Namespace}
+	if p.ContainerID != "" && a.ContainerName != "" {
+		merged.ContainerID, merged.ContainerName = p.ContainerID, a.ContainerName
+	}
+	return merged, true
+}

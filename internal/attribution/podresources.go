@@ -1,0 +1,350 @@
+package attribution
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+)
+
+// DefaultPodResourcesSocket is where the kubelet serves the PodResources
+// API.
+const DefaultPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
+
+// maxPodResourcesMsg is the kubelet client's own limit for a List answer.
+const maxPodResourcesMsg = 16 << 20
+
+// DefaultResourcePrefixes are the extended resources whose device ids are
+// NVIDIA GPUs: nvidia.com/gpu (also nvidia.com/gpu.shared, the renamed
+// time-slicing or MPS resource) and nvidia.com/mig-<profile> (the MIG
+// "mixed" strategy).
+var DefaultResourcePrefixes = []string{"nvidia.com/gpu", "nvidia.com/mig-"}
+
+// PodResourcesConfig configures a PodResourcesCache.
+type PodResourcesConfig struct {
+	// Socket is the kubelet's PodResources unix socket; an absolute path.
+	Socket string
+	// RefreshInterval is how often the allocation is listed.
+	RefreshInterval time.Duration
+	// Timeout bounds one refresh: connecting and listing.
+	Timeout time.Duration
+	// ResourcePrefixes selects the resources whose device ids are kept, by
+	// name prefix; empty means DefaultResourcePrefixes.
+	ResourcePrefixes []string
+}
+
+// DefaultPodResourcesConfig returns the kubelet's socket, a 30 s refresh
+// and a 5 s timeout.
+func DefaultPodResourcesConfig() PodResourcesConfig {
+	return PodResourcesConfig{
+		Socket:          DefaultPodResourcesSocket,
+		RefreshInterval: 30 * time.Second,
+		Timeout:         5 * time.Second,
+	}
+}
+
+// Validate checks the configuration.
+func (c PodResourcesConfig) Validate() error {
+	var errs []error
+	if !filepath.IsAbs(c.Socket) {
+		errs = append(errs, fmt.Errorf("socket: %q must be an absolute path", c.Socket))
+	}
+	if c.RefreshInterval <= 0 {
+		errs = append(errs, errors.New("refresh interval: must be greater than 0"))
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, errors.New("timeout: must be greater than 0"))
+	}
+	return errors.Join(errs...)
+}
+
+// podSnapshot is one List's answer, indexed; never changed once stored.
+type podSnapshot struct {
+	// byID maps a device id to the containers it is allocated to. A
+	// time-slicing replica "<id>::<n>" is found under itself and under
+	// <id>, so that a GPU's UUID finds every pod that holds a replica.
+	byID map[string][]Owner
+	at   time.Time
+}
+
+// PodResourcesCache keeps the kubelet's GPU allocation: which pod and
+// container each GPU, MIG device and time-slicing replica is allocated to.
+// A background goroutine lists it every RefreshInterval; Owners and Lookup
+// only read the last good answer and never block or dial.
+type PodResourcesCache struct {
+	cfg      PodResourcesConfig
+	logger   *zap.Logger
+	prefixes []string
+
+	snap atomic.Pointer[podSnapshot]
+
+	mu      sync.Mutex // guards cancel, done, started
+	cancel  context.CancelFunc
+	done    chan struct{}
+	started bool
+
+	lastErr string // errorKey of the last error logged; used by the refresh goroutine only
+}
+
+// NewPodResourcesCache returns a cache that does nothing until Start. A nil
+// logger logs nothing. cfg should pass Validate; a zero RefreshInterval or
+// Timeout takes the default.
+func NewPodResourcesCache(cfg PodResourcesConfig, logger *zap.Logger) *PodResourcesCache {
+	def := DefaultPodResourcesConfig()
+	if cfg.Socket == "" {
+		cfg.Socket = def.Socket
+	}
+	if cfg.RefreshInterval <= 0 {
+		cfg.RefreshInterval = def.RefreshInterval
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = def.Timeout
+	}
+	prefixes := cfg.ResourcePrefixes
+	if len(prefixes) == 0 {
+		prefixes = DefaultResourcePrefixes
+	}
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	return &PodResourcesCache{cfg: cfg, logger: logger, prefixes: append([]string(nil), prefixes...)}
+}
+
+// Start launches the refresh goroutine and returns at once: the first List
+// runs in the background, so a slow or missing socket never delays the
+// caller. ctx is not kept (as for a collector component's Start). Calling
+// Start twice is an error.
+func (c *PodResourcesCache) Start(_ context.Context) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.started {
+		return errors.New("PodResources cache already started")
+	}
+	c.started = true
+	ctx, cancel := context.WithCancel(context.Background())
+	c.cancel, c.done = cancel, make(chan struct{})
+	go c.run(ctx, c.done)
+	return nil
+}
+
+// Shutdown stops the refresh goroutine, cancelling a List in flight, and
+// waits for it to end or for ctx. Shutdown without Start, or twice, is a
+// no-op. The last good allocation stays readable.
+func (c *PodResourcesCache) Shutdown(ctx context.Context) error {
+	c.mu.Lock()
+	cancel, done := c.cancel, c.done
+	c.cancel = nil
+	c.mu.Unlock()
+	if cancel == nil {
+		return nil
+	}
+	cancel()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func (c *PodResourcesCache) run(ctx context.Context, done chan<- struct{}) {
+	defer close(done)
+	t := time.NewTicker(c.cfg.RefreshInterval)
+	defer t.Stop()
+	for {
+		c.refreshAndLog(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// refreshAndLog runs one refresh and logs a failure once per distinct
+// error, and the recovery after one.
+func (c *PodResourcesCache) refreshAndLog(ctx context.Context) {
+	n, err := c.refresh(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		// Shutting down.
+	case err != nil:
+		if key := errorKey(err); key != c.lastErr {
+			c.lastErr = key
+			msg := "Cannot list the kubelet's PodResources; GPUs are reported without pod names until it answers"
+			if c.snap.Load() != nil {
+				msg = "Cannot list the kubelet's PodResources; the last allocation listed is kept until it answers"
+			}
+			c.logger.Warn(msg, zap.String("socket", c.cfg.Socket), zap.Duration("timeout", c.cfg.Timeout), zap.Error(err))
+		}
+	case c.lastErr != "":
+		c.lastErr = ""
+		c.logger.Info("The kubelet's PodResources answer again", zap.String("socket", c.cfg.Socket), zap.Int("devices", n))
+	}
+}
+
+// errorKey tells errors apart for logging: a timeout is one error whatever
+// the transport says of it; other gRPC errors by code and message (a
+// missing socket, a refused connection, a denied one).
+func errorKey(err error) string {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err.Error()
+	}
+	if st.Code() == codes.DeadlineExceeded || st.Code() == codes.Canceled {
+		return st.Code().String()
+	}
+	return st.Code().String() + ": " + st.Message()
+}
+
+// refresh lists the allocation once, over a connection of its own that is
+// closed at once: nothing is held between refreshes, so a kubelet restart
+// needs no reconnection logic. It stores the new snapshot and returns the
+// number of device ids in it.
+func (c *PodResourcesCache) refresh(ctx context.Context) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	// The socket is dialled as given, not parsed as a target URL.
+	conn, err := grpc.NewClient("passthrough:///kubelet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, "unix", c.cfg.Socket)
+		}),
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(maxPodResourcesMsg)))
+	if err != nil {
+		return 0, err
+	}
+	defer conn.Close()
+	resp, err := podresourcesv1.NewPodResourcesListerClient(conn).List(ctx, &podresourcesv1.ListPodResourcesRequest{})
+	if err != nil {
+		return 0, err
+	}
+	snap := buildSnapshot(resp, c.prefixes)
+	snap.at = time.Now()
+	c.snap.Store(snap)
+	return len(snap.byID), nil
+}
+
+// buildSnapshot indexes a List answer by device id.
+func buildSnapshot(resp *podresourcesv1.ListPodResourcesResponse, prefixes []string) *podSnapshot {
+	s := &podSnapshot{byID: map[string][]Owner{}}
+	add := func(id string, o Owner) {
+		for _, have := range s.byID[id] {
+			if have == o {
+				return
+			}
+		}
+		s.byID[id] = append(s.byID[id], o)
+	}
+	for _, pod := range resp.GetPodResources() {
+		for _, ctr := range pod.GetContainers() {
+			o := Owner{PodName: pod.GetName(), Namespace: pod.GetNamespace(), ContainerName: ctr.GetName()}
+			for _, dev := range ctr.GetDevices() {
+				if !hasAnyPrefix(dev.GetResourceName(), prefixes) {
+					continue
+				}
+				for _, id := range dev.GetDeviceIds() {
+					if id == "" {
+						continue
+					}
+					add(id, o)
+					if base, ok := replicaBase(id); ok {
+						add(base, o)
+					}
+				}
+			}
+		}
+	}
+	return s
+}
+
+func hasAnyPrefix(s string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if strings.HasPrefix(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// replicaBase returns <id> for a time-slicing replica id "<id>::<n>".
+func replicaBase(id string) (string, bool) {
+	i := strings.LastIndex(id, "::")
+	if i <= 0 || i+2 == len(id) {
+		return "", false
+	}
+	for _, c := range id[i+2:] {
+		if c < '0' || c > '9' {
+			return "", false
+		}
+	}
+	return id[:i], true
+}
+
+// Owners returns the containers that hold any of deviceIDs, each once, in a
+// stable order; nil when none does or before the first successful List.
+// A GPU UUID also finds the holders of its time-slicing replicas
+// ("<UUID>::<n>"). Pass a GPU's UUID together with its MIG devices' UUIDs
+// to get everything allocated on that GPU; with the device plugin's
+// "index" id strategy, pass the index ("0") or MIG index too. The Owners
+// have PodName, Namespace and ContainerName; the kubelet's List gives no
+// pod UID or container id. It never blocks.
+func (c *PodResourcesCache) Owners(deviceIDs ...string) []Owner {
+	s := c.snap.Load()
+	if s == nil {
+		return nil
+	}
+	var out []Owner
+	for _, id := range deviceIDs {
+	next:
+		for _, o := range s.byID[id] {
+			for _, have := range out {
+				if have == o {
+					continue next
+				}
+			}
+			out = append(out, o)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Namespace != b.Namespace {
+			return a.Namespace < b.Namespace
+		}
+		if a.PodName != b.PodName {
+			return a.PodName < b.PodName
+		}
+		return a.ContainerName < b.ContainerName
+	})
+	return out
+}
+
+// Lookup returns the one container or pod that deviceID is allocated to,
+// as SingleOwner of Owners(deviceID); false when none is, or when several
+// pods share it (time-slicing). It never blocks.
+func (c *PodResourcesCache) Lookup(deviceID string) (Owner, bool) {
+	return SingleOwner(c.Owners(deviceID))
+}
+
+// Synced reports whether a List has succeeded, and when the allocation
+// now served was listed.
+func (c *PodResourcesCache) Synced() (time.Time, bool) {
+	s := c.snap.Load()
+	if s == nil {
+		return time.Time{}, false
+	}
+	return s.at, true
+}

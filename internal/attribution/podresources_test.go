@@ -1,0 +1,385 @@
+package attribution
+
+import (
+	"context"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+	"google.golang.org/grpc"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+)
+
+const (
+	gpuTrain  = "GPU-5e5a3c16-7d0e-4ab5-9f0c-2f6e3b1a8c41"
+	gpuMIG    = "GPU-0b7f0a2e-4c9d-4e61-8a53-96d1c2e4f7b8"
+	migInfer  = "MIG-1f2d4b6a-8c0e-5a7b-9d1f-3e5a7c9b1d2f"
+	migBatch  = "MIG-7a9c1e3f-5b7d-5f9a-b1c3-e5f7a9b1c3d5"
+	gpuSliced = "GPU-9c8b7a6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d"
+	gpuShared = "GPU-3d4e5f6a-7b8c-4d9e-a0f1-b2c3d4e5f6a7"
+	gpuIdle   = "GPU-e1d2c3b4-a5f6-4e7d-8c9b-0a1b2c3d4e5f"
+)
+
+func dev(resource string, ids ...string) *podresourcesv1.ContainerDevices {
+	return &podresourcesv1.ContainerDevices{ResourceName: resource, DeviceIds: ids}
+}
+
+func pod(ns, name string, ctrs ...*podresourcesv1.ContainerResources) *podresourcesv1.PodResources {
+	return &podresourcesv1.PodResources{Namespace: ns, Name: name, Containers: ctrs}
+}
+
+func ctr(name string, devs ...*podresourcesv1.ContainerDevices) *podresourcesv1.ContainerResources {
+	return &podresourcesv1.ContainerResources{Name: name, Devices: devs}
+}
+
+// nodeAllocation is a node with whole GPUs, MIG devices, time-slicing
+// replicas, other devices and pods without devices.
+func nodeAllocation() *podresourcesv1.ListPodResourcesResponse {
+	return &podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{
+		pod("ml", "trainer-0", ctr("trainer", dev("nvidia.com/gpu", gpuTrain)), ctr("logger")),
+		pod("serve", "llm-0", ctr("server", dev("nvidia.com/mig-3g.71gb", migInfer))),
+		pod("batch", "etl-1", ctr("worker", dev("nvidia.com/mig-1g.18gb", migBatch), dev("example.com/fpga", "fpga-0"))),
+		pod("dev", "notebook-a", ctr("jupyter", dev("nvidia.com/gpu", gpuSliced+"::0"))),
+		pod("dev", "notebook-b", ctr("jupyter", dev("nvidia.com/gpu", gpuSliced+"::1"))),
+		pod("dev", "notebook-c", ctr("jupyter", dev("nvidia.com/gpu.shared", gpuShared+"::3", gpuShared+"::4"))),
+		pod("kube-system", "coredns-5d78c9869d-x2x7q", ctr("coredns")),
+		pod("kube-system", "fpga-user", ctr("app", dev("example.com/fpga", gpuIdle))),
+	}}
+}
+
+// fakeKubelet serves PodResources v1 from the official generated code.
+type fakeKubelet struct {
+	podresourcesv1.UnimplementedPodResourcesListerServer
+
+	mu    sync.Mutex
+	resp  *podresourcesv1.ListPodResourcesResponse
+	block chan struct{} // when set, List waits on it or on its context
+	calls atomic.Int64
+}
+
+func (k *fakeKubelet) set(resp *podresourcesv1.ListPodResourcesResponse, block chan struct{}) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.resp, k.block = resp, block
+}
+
+func (k *fakeKubelet) List(ctx context.Context, _ *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
+	k.calls.Add(1)
+	k.mu.Lock()
+	resp, block := k.resp, k.block
+	k.mu.Unlock()
+	if block != nil {
+		select {
+		case <-block:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	return resp, nil
+}
+
+// serve runs k on a unix socket at path until the returned stop is called
+// (and at the end of the test).
+func serve(t *testing.T, path string, k *fakeKubelet) (stop func()) {
+	t.Helper()
+	lis, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	podresourcesv1.RegisterPodResourcesListerServer(srv, k)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(lis)
+	}()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			srv.Stop()
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return stop
+}
+
+// socketPath returns a short path for a unix socket (their paths are
+// limited to 107 bytes).
+func socketPath(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "podres")
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return filepath.Join(dir, "kubelet.sock")
+}
+
+func startCache(t *testing.T, cfg PodResourcesConfig, logger *zap.Logger) *PodResourcesCache {
+	t.Helper()
+	c := NewPodResourcesCache(cfg, logger)
+	start := time.Now()
+	require.NoError(t, c.Start(context.Background()))
+	assert.Less(t, time.Since(start), 50*time.Millisecond, "Start must not wait for the kubelet")
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		assert.NoError(t, c.Shutdown(ctx))
+	})
+	return c
+}
+
+func waitSynced(t *testing.T, c *PodResourcesCache) {
+	t.Helper()
+	require.Eventually(t, func() bool { _, ok := c.Synced(); return ok }, 5*time.Second, 5*time.Millisecond)
+}
+
+func TestPodResourcesAttribution(t *testing.T) {
+	sock := socketPath(t)
+	k := &fakeKubelet{}
+	k.set(nodeAllocation(), nil)
+	serve(t, sock, k)
+	core, logs := observer.New(zapcore.InfoLevel)
+	c := startCache(t, PodResourcesConfig{Socket: sock, RefreshInterval: time.Hour, Timeout: 5 * time.Second}, zap.New(core))
+	waitSynced(t, c)
+
+	trainer := Owner{PodName: "trainer-0", Namespace: "ml", ContainerName: "trainer"}
+	llm := Owner{PodName: "llm-0", Namespace: "serve", ContainerName: "server"}
+	etl := Owner{PodName: "etl-1", Namespace: "batch", ContainerName: "worker"}
+	nbA := Owner{PodName: "notebook-a", Namespace: "dev", ContainerName: "jupyter"}
+	nbB := Owner{PodName: "notebook-b", Namespace: "dev", ContainerName: "jupyter"}
+	nbC := Owner{PodName: "notebook-c", Namespace: "dev", ContainerName: "jupyter"}
+
+	lookups := []struct {
+		id   string
+		want Owner
+		ok   bool
+	}{
+		{id: gpuTrain, want: trainer, ok: true},
+		{id: migInfer, want: llm, ok: true},
+		{id: migBatch, want: etl, ok: true},
+		{id: gpuSliced + "::0", want: nbA, ok: true},
+		{id: gpuSliced + "::1", want: nbB, ok: true},
+		{id: gpuSliced},                      // two pods share it
+		{id: gpuShared, want: nbC, ok: true}, // every replica in one pod
+		{id: gpuShared + "::4", want: nbC, ok: true},
+		{id: gpuIdle},  // allocated as another vendor's resource: not a GPU
+		{id: "fpga-0"}, // another vendor's resource
+		{id: gpuMIG},   // its MIG devices are allocated, not the GPU
+		{id: ""},
+	}
+	for _, l := range lookups {
+		got, ok := c.Lookup(l.id)
+		assert.Equal(t, l.ok, ok, l.id)
+		assert.Equal(t, l.want, got, l.id)
+	}
+	assert.Equal(t, []Owner{nbA, nbB}, c.Owners(gpuSliced))
+	// A GPU with its MIG devices: everything allocated on it, each once.
+	assert.Equal(t, []Owner{etl, llm}, c.Owners(gpuMIG, migInfer, migBatch, migInfer))
+	assert.Nil(t, c.Owners(gpuIdle))
+	assert.Equal(t, int64(1), k.calls.Load())
+	assert.Zero(t, logs.FilterLevelExact(zapcore.WarnLevel).Len())
+
+	// A GPU's resource, from its allocation and its processes.
+	got, ok := GPUOwner(c.Owners(gpuTrain), []Owner{{ContainerID: idBurstable, PodUID: uidBurstable}})
+	require.True(t, ok)
+	assert.Equal(t, Owner{ContainerID: idBurstable, PodUID: uidBurstable, PodName: "trainer-0", Namespace: "ml", ContainerName: "trainer"}, got)
+	_, ok = GPUOwner(c.Owners(gpuSliced), nil)
+	assert.False(t, ok)
+}
+
+func TestPodResourcesRefreshes(t *testing.T) {
+	sock := socketPath(t)
+	k := &fakeKubelet{}
+	k.set(nodeAllocation(), nil)
+	serve(t, sock, k)
+	c := startCache(t, PodResourcesConfig{Socket: sock, RefreshInterval: 10 * time.Millisecond, Timeout: time.Second}, nil)
+	waitSynced(t, c)
+	_, ok := c.Lookup(gpuTrain)
+	require.True(t, ok)
+
+	// The pod ends, another one takes the GPU.
+	k.set(&podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{
+		pod("ml", "trainer-1", ctr("trainer", dev("nvidia.com/gpu", gpuTrain))),
+	}}, nil)
+	require.Eventually(t, func() bool {
+		o, ok := c.Lookup(gpuTrain)
+		return ok && o.PodName == "trainer-1"
+	}, 5*time.Second, 5*time.Millisecond)
+	_, ok = c.Lookup(migInfer)
+	assert.False(t, ok, "gone from the allocation, gone from the cache")
+
+	// An empty node is a good answer too.
+	k.set(&podresourcesv1.ListPodResourcesResponse{}, nil)
+	require.Eventually(t, func() bool { return c.Owners(gpuTrain) == nil }, 5*time.Second, 5*time.Millisecond)
+}
+
+func TestPodResourcesMissingSocket(t *testing.T) {
+	sock := socketPath(t)
+	core, logs := observer.New(zapcore.InfoLevel)
+	c := startCache(t, PodResourcesConfig{Socket: sock, RefreshInterval: 10 * time.Millisecond, Timeout: time.Second}, zap.New(core))
+
+	// Many refreshes fail the same way: one warning.
+	require.Eventually(t, func() bool { return logs.Len() > 0 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(150 * time.Millisecond)
+	warns := logs.FilterLevelExact(zapcore.WarnLevel).All()
+	require.Len(t, warns, 1)
+	assert.Contains(t, warns[0].ContextMap()["error"], "no such file or directory")
+	assert.Equal(t, sock, warns[0].ContextMap()["socket"])
+	_, synced := c.Synced()
+	assert.False(t, synced)
+	_, ok := c.Lookup(gpuTrain)
+	assert.False(t, ok)
+	assert.Nil(t, c.Owners(gpuTrain, migInfer))
+
+	// The kubelet comes up: the cache fills, and says so once.
+	k := &fakeKubelet{}
+	k.set(nodeAllocation(), nil)
+	serve(t, sock, k)
+	require.Eventually(t, func() bool { _, ok := c.Lookup(gpuTrain); return ok }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return logs.FilterMessageSnippet("answer again").Len() > 0 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	assert.Equal(t, 1, logs.FilterMessageSnippet("answer again").Len())
+	// A connection refused between the new socket's bind and listen is
+	// another error, and may be logged too; the missing socket was logged
+	// once.
+	assert.Equal(t, 1, logs.FilterFieldKey("error").Filter(func(e observer.LoggedEntry) bool {
+		return strings.Contains(e.ContextMap()["error"].(string), "no such file")
+	}).Len())
+}
+
+func TestPodResourcesSlowServer(t *testing.T) {
+	sock := socketPath(t)
+	k := &fakeKubelet{}
+	k.set(nodeAllocation(), nil)
+	serve(t, sock, k)
+	core, logs := observer.New(zapcore.InfoLevel)
+	c := startCache(t, PodResourcesConfig{Socket: sock, RefreshInterval: 20 * time.Millisecond, Timeout: 300 * time.Millisecond}, zap.New(core))
+	waitSynced(t, c)
+	want, ok := c.Lookup(gpuTrain)
+	require.True(t, ok)
+
+	// The kubelet hangs: every List runs into the timeout.
+	block := make(chan struct{})
+	defer close(block)
+	k.set(&podresourcesv1.ListPodResourcesResponse{}, block)
+	callsBefore := k.calls.Load()
+	require.Eventually(t, func() bool { return k.calls.Load() > callsBefore }, 5*time.Second, time.Millisecond)
+
+	// While a List hangs, lookups answer at once, from the last good
+	// allocation: a scrape is never held back.
+	var slowest time.Duration
+	deadline := time.Now().Add(700 * time.Millisecond)
+	for time.Now().Before(deadline) {
+		start := time.Now()
+		got, ok := c.Lookup(gpuTrain)
+		_ = c.Owners(gpuMIG, migInfer, migBatch)
+		slowest = max(slowest, time.Since(start))
+		require.True(t, ok)
+		require.Equal(t, want, got)
+		time.Sleep(time.Millisecond)
+	}
+	t.Logf("slowest lookup while List hung: %v", slowest)
+	assert.Less(t, slowest, 20*time.Millisecond)
+
+	warns := logs.FilterLevelExact(zapcore.WarnLevel).All()
+	require.Len(t, warns, 1, "a timeout that repeats is logged once")
+	assert.Contains(t, warns[0].ContextMap()["error"], "DeadlineExceeded")
+
+	// Shutdown cancels the List in flight rather than waiting it out.
+	k.set(&podresourcesv1.ListPodResourcesResponse{}, make(chan struct{}))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	start := time.Now()
+	require.NoError(t, c.Shutdown(ctx))
+	assert.Less(t, time.Since(start), 500*time.Millisecond)
+	_, ok = c.Lookup(gpuTrain)
+	assert.True(t, ok, "the last good allocation stays readable after Shutdown")
+}
+
+func TestPodResourcesServerRestart(t *testing.T) {
+	sock := socketPath(t)
+	k1 := &fakeKubelet{}
+	k1.set(nodeAllocation(), nil)
+	stop := serve(t, sock, k1)
+	core, logs := observer.New(zapcore.InfoLevel)
+	c := startCache(t, PodResourcesConfig{Socket: sock, RefreshInterval: 10 * time.Millisecond, Timeout: time.Second}, zap.New(core))
+	waitSynced(t, c)
+	before, ok := c.Lookup(gpuTrain)
+	require.True(t, ok)
+
+	// The kubelet goes away: the last good allocation is kept.
+	stop()
+	require.Eventually(t, func() bool { return logs.FilterLevelExact(zapcore.WarnLevel).Len() > 0 }, 5*time.Second, 5*time.Millisecond)
+	got, ok := c.Lookup(gpuTrain)
+	require.True(t, ok)
+	assert.Equal(t, before, got)
+
+	// A new kubelet on the same path, with the pods rescheduled.
+	k2 := &fakeKubelet{}
+	k2.set(&podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{
+		pod("ml", "trainer-0-restarted", ctr("trainer", dev("nvidia.com/gpu", gpuTrain))),
+	}}, nil)
+	serve(t, sock, k2)
+	require.Eventually(t, func() bool {
+		o, ok := c.Lookup(gpuTrain)
+		return ok && o.PodName == "trainer-0-restarted"
+	}, 5*time.Second, 5*time.Millisecond)
+	assert.Positive(t, k2.calls.Load())
+	// The recovery is logged just after the new allocation is stored.
+	require.Eventually(t, func() bool { return logs.FilterMessageSnippet("answer again").Len() > 0 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(50 * time.Millisecond)
+	assert.Equal(t, 1, logs.FilterMessageSnippet("answer again").Len())
+}
+
+func TestPodResourcesLifecycle(t *testing.T) {
+	c := NewPodResourcesCache(PodResourcesConfig{Socket: socketPath(t)}, nil)
+	assert.NoError(t, c.Shutdown(context.Background()), "Shutdown before Start")
+	require.NoError(t, c.Start(context.Background()))
+	assert.Error(t, c.Start(context.Background()))
+	assert.NoError(t, c.Shutdown(context.Background()))
+	assert.NoError(t, c.Shutdown(context.Background()))
+	_, ok := c.Lookup(gpuTrain)
+	assert.False(t, ok)
+}
+
+func TestPodResourcesConfig(t *testing.T) {
+	def := DefaultPodResourcesConfig()
+	assert.NoError(t, def.Validate())
+	assert.Equal(t, DefaultPodResourcesSocket, def.Socket)
+
+	err := PodResourcesConfig{Socket: "kubelet.sock"}.Validate()
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "socket")
+	assert.Contains(t, err.Error(), "refresh interval")
+	assert.Contains(t, err.Error(), "timeout")
+
+	c := NewPodResourcesCache(PodResourcesConfig{}, nil)
+	assert.Equal(t, def.Socket, c.cfg.Socket)
+	assert.Equal(t, def.RefreshInterval, c.cfg.RefreshInterval)
+	assert.Equal(t, def.Timeout, c.cfg.Timeout)
+	assert.Equal(t, DefaultResourcePrefixes, c.prefixes)
+}
+
+func TestReplicaBase(t *testing.T) {
+	for id, want := range map[string]string{
+		gpuTrain + "::0":  gpuTrain,
+		gpuTrain + "::12": gpuTrain,
+		"0::3":            "0",
+		gpuTrain:          "",
+		gpuTrain + "::":   "",
+		gpuTrain + "::x":  "",
+		"::1":             "",
+	} {
+		got, ok := replicaBase(id)
+		assert.Equal(t, want != "", ok, id)
+		assert.Equal(t, want, got, id)
+	}
+}

@@ -1,0 +1,148 @@
+package attribution
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"go.uber.org/zap"
+)
+
+// ErrPIDNamespace is returned by Resolver.Resolve for every PID once the
+// proc root has been found to show only the collector's own PID namespace:
+// NVML's PIDs cannot be resolved there, and container attributes are left
+// off.
+var ErrPIDNamespace = errors.New("the proc root shows only the collector's own PID namespace; run with hostPID, or mount the host's /proc and point the proc root at it")
+
+// initialPIDNamespace is the inode number of the kernel's initial (host)
+// PID namespace, PROC_PID_INIT_INO; fixed since Linux 3.8.
+const initialPIDNamespace = "pid:[4026531836]"
+
+// Resolver maps GPU process IDs to their owners through the /proc mounted at
+// its proc root, and checks once that NVML's PIDs can be found there. It is
+// safe for concurrent use.
+type Resolver struct {
+	procRoot string
+	logger   *zap.Logger
+
+	once   sync.Once
+	err    error // the verdict of check: nil, ErrPIDNamespace or an unreadable root
+	warned atomic.Bool
+}
+
+// NewResolver returns a Resolver on the /proc mounted at procRoot ("/proc"
+// with hostPID; the host's /proc mounted elsewhere, e.g. "/host/proc",
+// without). A nil logger logs nothing. Nothing is read before the first
+// Resolve or Check.
+func NewResolver(procRoot string, logger *zap.Logger) *Resolver {
+	if logger == nil {
+		logger = zap.NewNop()
+	}
+	return &Resolver{procRoot: procRoot, logger: logger}
+}
+
+// ProcRoot returns the proc root the Resolver reads.
+func (r *Resolver) ProcRoot() string { return r.procRoot }
+
+// Check reports, once for the Resolver's life, whether the proc root can
+// resolve NVML's PIDs:
+//
+//   - the proc root cannot be read: an error that wraps the os error;
+//   - it shows only the collector's own PID namespace, and that is not the
+//     host's: ErrPIDNamespace. That is a collector in a container without
+//     hostPID and without the host's /proc mounted. NVML reports host PIDs
+//     (or, on newer drivers, hides processes outside the caller's
+//     namespace), so none of them can be attributed;
+//   - otherwise nil: the root is an ancestor namespace's /proc (the host's,
+//     mounted into the container; its self/status lists more than one
+//     NSpid), or the host's own, or a tree that is not a procfs (tests).
+//
+// The first call that finds a problem logs it once, as a warning.
+func (r *Resolver) Check() error {
+	r.once.Do(func() { r.err = r.check() })
+	if r.err != nil && r.warned.CompareAndSwap(false, true) {
+		if errors.Is(r.err, ErrPIDNamespace) {
+			r.logger.Warn("GPU processes cannot be mapped to containers: the collector runs in its own PID namespace. "+
+				"Run it with hostPID: true, or mount the host's /proc and set the proc root to it; "+
+				"GPU metrics go on without container attributes",
+				zap.String("proc_root", r.procRoot))
+		} else {
+			r.logger.Warn("GPU processes cannot be mapped to containers: the proc root cannot be read; "+
+				"GPU metrics go on without container attributes",
+				zap.String("proc_root", r.procRoot), zap.Error(r.err))
+		}
+	}
+	return r.err
+}
+
+func (r *Resolver) check() error {
+	fi, err := os.Stat(r.procRoot)
+	if err != nil {
+		return fmt.Errorf("proc root: %w", err)
+	}
+	if !fi.IsDir() {
+		return fmt.Errorf("proc root %q is not a directory", r.procRoot)
+	}
+	return pidNamespaceVerdict(r.procRoot)
+}
+
+// pidNamespaceVerdict returns ErrPIDNamespace when procRoot shows the
+// caller's own PID namespace and that namespace is not the initial one.
+// Whatever it cannot read counts as no problem: the PIDs then tell.
+func pidNamespaceVerdict(procRoot string) error {
+	nspids, err := selfNSpid(filepath.Join(procRoot, "self", "status"))
+	if err != nil || len(nspids) != 1 {
+		// No self (not a procfs), no NSpid line (Linux < 4.1), or several:
+		// the proc root is an ancestor namespace's, which sees every
+		// process below it.
+		return nil
+	}
+	link, err := os.Readlink(filepath.Join(procRoot, "self", "ns", "pid"))
+	if err != nil || link == initialPIDNamespace {
+		return nil
+	}
+	return ErrPIDNamespace
+}
+
+// selfNSpid returns the NSpid line of a status file: the process's PID in
+// each PID namespace from the proc root's down to its own.
+func selfNSpid(statusPath string) ([]string, error) {
+	f, err := os.Open(statusPath)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	for s.Scan() {
+		if rest, ok := strings.CutPrefix(s.Text(), "NSpid:"); ok {
+			return strings.Fields(rest), nil
+		}
+	}
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	return nil, errors.New("no NSpid line")
+}
+
+// Resolve returns the owner of the process pid (a host PID, as NVML
+// reports it). Errors:
+//
+//   - Check's error (ErrPIDNamespace, or an unreadable root), for every
+//     PID: the caller carries on without container attributes;
+//   - ErrProcessNotFound: the process exited between NVML's list and this
+//     read (normal; leave it out of SingleOwner);
+//   - any other: the cgroup file could not be read or parsed.
+//
+// A host process gets a zero Owner and no error. Resolve reads one small
+// file per call and caches nothing, since PIDs are reused.
+func (r *Resolver) Resolve(pid int) (Owner, error) {
+	if err := r.Check(); err != nil {
+		return Owner{}, err
+	}
+	return ResolveProcess(r.procRoot, pid)
+}
