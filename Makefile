@@ -20,12 +20,12 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle
+.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo
 
 all: build
 
-## test: everything CI runs (vet, generated-code drift, unit tests with -race, the ocb build, a smoke run)
-test: vet check-generated unit build smoke
+## test: everything CI runs (vet, generated-code drift, unit tests with -race, the ocb build, a smoke run, the e2e suite)
+test: vet check-generated unit build smoke e2e
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -96,3 +96,43 @@ h200-bundle: build
 	cp $(OTELCOL) .carry/otelcol-nvml
 	gzip -f -6 .carry/otelcol-nvml .carry/scrapecost
 	@ls -l .carry
+
+# ---- the simulated NVML (internal/fakenvml), the e2e suite and the demo ----
+
+FAKENVML_DIR  := $(DIST_DIR)/fakenvml
+FAKENVML      := $(FAKENVML_DIR)/libnvidia-ml.so.1
+FAKENVML_SRCS := $(sort $(wildcard internal/fakenvml/*.c))
+FAKENVML_DEPS := $(FAKENVML_SRCS) internal/fakenvml/fakenvml.h internal/fakenvml/exports.map go.mod
+# go-nvml ships the nvml.h the fake is compiled against (the ABI go-nvml calls).
+GONVML_DIR     = $(shell $(GO) list -m -f '{{.Dir}}' github.com/NVIDIA/go-nvml)
+# cJSON (Debian: libcjson-dev) goes in statically where libcjson.a exists, so
+# that the .so carries it; Debian 12 ships only the shared libcjson.so.1.
+CJSON_A        = $(shell $(CC) -print-file-name=libcjson.a)
+CJSON_LIBS     = $(if $(filter /%,$(CJSON_A)),$(CJSON_A),-lcjson)
+FAKENVML_CFLAGS := -std=gnu11 -O2 -g -fPIC -Wall -Wextra -Werror -Wno-deprecated-declarations
+PROMETHEUS    ?= $(or $(shell command -v prometheus 2>/dev/null),/usr/bin/prometheus)
+DEMO_SCENARIO ?= internal/fakenvml/scenarios/demo.json
+
+## fakenvml: build the simulated libnvidia-ml.so.1 into _build/fakenvml/
+fakenvml: $(FAKENVML)
+
+$(FAKENVML): $(FAKENVML_DEPS)
+	@echo '#include <cjson/cJSON.h>' | $(CC) -E -x c - >/dev/null 2>&1 || \
+		{ echo "cJSON headers not found: apt-get install libcjson-dev"; exit 1; }
+	@mkdir -p $(FAKENVML_DIR)
+	$(CC) $(FAKENVML_CFLAGS) -I$(GONVML_DIR)/pkg/nvml -Iinternal/fakenvml -shared -o $@ \
+		-Wl,-soname,libnvidia-ml.so.1 -Wl,-z,nodelete -Wl,-z,defs \
+		-Wl,--version-script=internal/fakenvml/exports.map \
+		$(FAKENVML_SRCS) $(CJSON_LIBS) -lm -lpthread
+
+## e2e: the built collector on the simulated NVML, end to end: a backend collector, Prometheus, faults
+e2e: build $(FAKENVML)
+	@test -x $(PROMETHEUS) || { echo "prometheus not found at $(PROMETHEUS): apt-get install prometheus, or set PROMETHEUS="; exit 1; }
+	$(GO) vet -tags e2e ./internal/e2e
+	$(GO) test -tags e2e -count=1 -v -timeout 6m ./internal/e2e \
+		-otelcol=$(OTELCOL) -fakenvml=$(FAKENVML) -prometheus=$(PROMETHEUS) -gonvml=$(GONVML_DIR)
+
+## demo: otelcol-nvml on the SIMULATED NVML (no GPU needed): debug exporter, Prometheus on 127.0.0.1:8889
+demo: build $(FAKENVML)
+	FAKE_NVML_SCENARIO=$(abspath $(DEMO_SCENARIO)) FAKENVML_LIBRARY=$(FAKENVML) \
+		$(OTELCOL) --config deploy/demo.yaml
