@@ -64,4 +64,6 @@ type Sample struct {
 	// GPM is what GPM measured since the previous read; nil on devices
 	// without GPM and on the read that only starts a window.
 	GPM *GPMReading
+
+	Health Health
 }

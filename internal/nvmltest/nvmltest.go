@@ -50,6 +50,14 @@ type GPU struct {
 	GPMErrors map[nvml.GpmMetricId]nvml.Return
 	GPMOff    bool // GpmQueryDeviceSupport says no
 
+	// Health.
+	ECCCorrected, ECCUncorrected    uint64
+	RemappedCorr, RemappedUnc       int
+	RemapPending, RemapFailed       bool
+	ClockEventBits                  uint64
+	ViolationNanos                  map[nvml.PerfPolicyType]uint64
+	PCIeReplays, PCIeGen, PCIeWidth int
+
 	ComputeProcs  []nvml.ProcessInfo
 	GraphicsProcs []nvml.ProcessInfo
 	procSamples   []nvml.ProcessUtilizationSample
@@ -93,7 +101,15 @@ func wrap(s *server.Server) *Machine {
 				nvml.GPM_METRIC_PCIE_TX_PER_SEC: 10, nvml.GPM_METRIC_PCIE_RX_PER_SEC: 20,
 				nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC: 100, nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC: 200,
 			},
-			GPMErrors:     map[nvml.GpmMetricId]nvml.Return{},
+			GPMErrors:      map[nvml.GpmMetricId]nvml.Return{},
+			ECCCorrected:   uint64(i),
+			ClockEventBits: nvml.ClocksEventReasonGpuIdle,
+			ViolationNanos: map[nvml.PerfPolicyType]uint64{
+				nvml.PERF_POLICY_POWER: uint64(i) * 1_500_000_000, nvml.PERF_POLICY_THERMAL: 0,
+				nvml.PERF_POLICY_SYNC_BOOST: 0, nvml.PERF_POLICY_BOARD_LIMIT: 0,
+				nvml.PERF_POLICY_LOW_UTILIZATION: 60_000_000_000, nvml.PERF_POLICY_RELIABILITY: 0,
+			},
+			PCIeGen: 5, PCIeWidth: 16,
 			SamplesBroken: map[nvml.SamplingType]nvml.Return{},
 		}
 		dev.UUID = UUID(i)
@@ -152,6 +168,36 @@ func (g *GPU) setFuncs(i int) {
 		return append([]nvml.ProcessInfo(nil), g.GraphicsProcs...), nvml.SUCCESS
 	}
 	d.GetProcessUtilizationFunc = g.getProcessUtilization
+	d.GetTotalEccErrorsFunc = func(t nvml.MemoryErrorType, _ nvml.EccCounterType) (uint64, nvml.Return) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		if t == nvml.MEMORY_ERROR_TYPE_CORRECTED {
+			return g.ECCCorrected, nvml.SUCCESS
+		}
+		return g.ECCUncorrected, nvml.SUCCESS
+	}
+	d.GetRemappedRowsFunc = func() (int, int, bool, bool, nvml.Return) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.RemappedCorr, g.RemappedUnc, g.RemapPending, g.RemapFailed, nvml.SUCCESS
+	}
+	d.GetCurrentClocksEventReasonsFunc = func() (uint64, nvml.Return) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return g.ClockEventBits, nvml.SUCCESS
+	}
+	d.GetViolationStatusFunc = func(p nvml.PerfPolicyType) (nvml.ViolationTime, nvml.Return) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		v, ok := g.ViolationNanos[p]
+		if !ok {
+			return nvml.ViolationTime{}, nvml.ERROR_NOT_SUPPORTED
+		}
+		return nvml.ViolationTime{ReferenceTime: 1, ViolationTime: v}, nvml.SUCCESS
+	}
+	d.GetPcieReplayCounterFunc = func() (int, nvml.Return) { return g.PCIeReplays, nvml.SUCCESS }
+	d.GetCurrPcieLinkGenerationFunc = func() (int, nvml.Return) { return g.PCIeGen, nvml.SUCCESS }
+	d.GetCurrPcieLinkWidthFunc = func() (int, nvml.Return) { return g.PCIeWidth, nvml.SUCCESS }
 	d.GpmQueryDeviceSupportFunc = func() (nvml.GpmSupport, nvml.Return) {
 		if g.GPMOff {
 			return nvml.GpmSupport{Version: 1}, nvml.SUCCESS
@@ -280,4 +326,12 @@ func gpmMetricsGet(mg *nvml.GpmMetricsGetType) nvml.Return {
 		m.NvmlReturn, m.Value = uint32(nvml.SUCCESS), v
 	}
 	return nvml.SUCCESS
+}
+
+// Set changes the GPU's fields under its lock, for tests that change them
+// while the receiver reads.
+func (g *GPU) Set(f func(g *GPU)) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	f(g)
 }

@@ -125,6 +125,7 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 	if s.GPM != nil {
 		recordGPM(mb, ts, s.GPM)
 	}
+	recordHealth(mb, ts, &s.Health)
 	mb.EmitForResource(metadata.WithResource(gpuResource(mb, info, gpuOwner).Emit()))
 }
 

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
@@ -184,9 +185,12 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	devices := s.client.Devices()
 	samples := s.readAll(ctx, devices)
 	lost := 0
+	now := pcommon.NewTimestampFromTime(time.Now())
 	for i, d := range devices {
 		if d.Lost() {
 			lost++
+			recordLost(s.mb, now, d.Info)
+			continue
 		}
 		if samples[i] != nil {
 			recordGPU(s.mb, s.report(d.Info, samples[i]))

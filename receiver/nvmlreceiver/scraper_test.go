@@ -220,9 +220,18 @@ func TestOneGPULostOthersReported(t *testing.T) {
 	m.GPUs[3].GetPowerUsageFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_GPU_IS_LOST }
 	for range 3 {
 		md := ts.scrapeOK(t)
-		ids := resourceIDs(md)
-		assert.Len(t, ids, 7)
-		assert.NotContains(t, ids, nvmltest.UUID(3))
+		for i := range 8 {
+			names := gpuMetricNames(md, nvmltest.UUID(i))
+			if i == 3 {
+				assert.Equal(t, []string{"hw.status"}, names, "a lost GPU only says it failed")
+				v, _ := statusValue(md, nvmltest.UUID(3), "failed")
+				assert.Equal(t, int64(1), v)
+				continue
+			}
+			assert.Contains(t, names, "hw.temperature", "GPU %d is reported", i)
+			v, _ := statusValue(md, nvmltest.UUID(i), "ok")
+			assert.Equal(t, int64(1), v)
+		}
 	}
 	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("GPU is lost").Len())
 }
@@ -240,10 +249,58 @@ func TestEveryGPULostReinitializes(t *testing.T) {
 			return 40, nvml.SUCCESS
 		}
 	}
-	assert.Empty(t, resourceIDs(ts.scrapeOK(t)))
+	md := ts.scrapeOK(t)
+	for i := range 8 {
+		assert.Equal(t, []string{"hw.status"}, gpuMetricNames(md, nvmltest.UUID(i)))
+	}
 	lost = false // the driver came back
 	ts.clock.Advance(time.Minute)
-	assert.Len(t, resourceIDs(ts.scrapeOK(t)), 8)
+	md = ts.scrapeOK(t)
+	assert.Len(t, resourceIDs(md), 8)
+	assert.Contains(t, gpuMetricNames(md, nvmltest.UUID(0)), "hw.temperature")
+}
+
+// gpuMetricNames lists the metrics on GPU uuid's own resource.
+func gpuMetricNames(md pmetric.Metrics, uuid string) []string {
+	var names []string
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		attrs := rm.Resource().Attributes()
+		id, _ := attrs.Get("hw.id")
+		if _, isProcess := attrs.Get("process.pid"); isProcess || id.Str() != uuid {
+			continue
+		}
+		ms := rm.ScopeMetrics().At(0).Metrics()
+		for j := 0; j < ms.Len(); j++ {
+			names = append(names, ms.At(j).Name())
+		}
+	}
+	return names
+}
+
+// statusValue returns hw.status{hw.state=state} of GPU uuid.
+func statusValue(md pmetric.Metrics, uuid, state string) (int64, bool) {
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		attrs := rm.Resource().Attributes()
+		id, _ := attrs.Get("hw.id")
+		if _, isProcess := attrs.Get("process.pid"); isProcess || id.Str() != uuid {
+			continue
+		}
+		ms := rm.ScopeMetrics().At(0).Metrics()
+		for j := 0; j < ms.Len(); j++ {
+			if ms.At(j).Name() != "hw.status" {
+				continue
+			}
+			dps := ms.At(j).Sum().DataPoints()
+			for k := 0; k < dps.Len(); k++ {
+				if v, _ := dps.At(k).Attributes().Get("hw.state"); v.Str() == state {
+					return dps.At(k).IntValue(), true
+				}
+			}
+		}
+	}
+	return 0, false
 }
 
 func TestNotSupportedLoggedOnceAcrossScrapes(t *testing.T) {

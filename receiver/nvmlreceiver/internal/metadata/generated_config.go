@@ -29,6 +29,54 @@ func (ms *HwEnergyMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+// HwErrorsMetricAttributeKey specifies the key of an attribute for the hw.errors metric.
+type HwErrorsMetricAttributeKey string
+
+const (
+	HwErrorsMetricAttributeKeyErrorType HwErrorsMetricAttributeKey = "error.type"
+)
+
+// HwErrorsMetricConfig provides config for the hw.errors metric.
+type HwErrorsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                       `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []HwErrorsMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *HwErrorsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *HwErrorsMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case HwErrorsMetricAttributeKeyErrorType:
+		default:
+			return fmt.Errorf("metric hw.errors doesn't have an attribute %v, valid attributes: [error.type]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // HwGpuIoMetricAttributeKey specifies the key of an attribute for the hw.gpu.io metric.
 type HwGpuIoMetricAttributeKey string
 
@@ -205,6 +253,54 @@ func (ms *HwPowerMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+// HwStatusMetricAttributeKey specifies the key of an attribute for the hw.status metric.
+type HwStatusMetricAttributeKey string
+
+const (
+	HwStatusMetricAttributeKeyHwState HwStatusMetricAttributeKey = "hw.state"
+)
+
+// HwStatusMetricConfig provides config for the hw.status metric.
+type HwStatusMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                       `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []HwStatusMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *HwStatusMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *HwStatusMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case HwStatusMetricAttributeKeyHwState:
+		default:
+			return fmt.Errorf("metric hw.status doesn't have an attribute %v, valid attributes: [hw.state]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // HwTemperatureMetricConfig provides config for the hw.temperature metric.
 type HwTemperatureMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -222,6 +318,54 @@ func (ms *HwTemperatureMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	}
 
 	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuClockEventActiveMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.clock.event.active metric.
+type NvidiaGpuClockEventActiveMetricAttributeKey string
+
+const (
+	NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason NvidiaGpuClockEventActiveMetricAttributeKey = "nvidia.gpu.clock.event.reason"
+)
+
+// NvidiaGpuClockEventActiveMetricConfig provides config for the nvidia.gpu.clock.event.active metric.
+type NvidiaGpuClockEventActiveMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                        `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuClockEventActiveMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuClockEventActiveMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuClockEventActiveMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.clock.event.active doesn't have an attribute %v, valid attributes: [nvidia.gpu.clock.event.reason]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
 	return nil
 }
 
@@ -261,6 +405,54 @@ func (ms *NvidiaGpuClockFrequencyMetricConfig) Validate() error {
 		case NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType:
 		default:
 			return fmt.Errorf("metric nvidia.gpu.clock.frequency doesn't have an attribute %v, valid attributes: [nvidia.gpu.clock.type]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// NvidiaGpuClockThrottleTimeMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.clock.throttle.time metric.
+type NvidiaGpuClockThrottleTimeMetricAttributeKey string
+
+const (
+	NvidiaGpuClockThrottleTimeMetricAttributeKeyNvidiaGpuThrottleReason NvidiaGpuClockThrottleTimeMetricAttributeKey = "nvidia.gpu.throttle.reason"
+)
+
+// NvidiaGpuClockThrottleTimeMetricConfig provides config for the nvidia.gpu.clock.throttle.time metric.
+type NvidiaGpuClockThrottleTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                         `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuClockThrottleTimeMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuClockThrottleTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuClockThrottleTimeMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuClockThrottleTimeMetricAttributeKeyNvidiaGpuThrottleReason:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.clock.throttle.time doesn't have an attribute %v, valid attributes: [nvidia.gpu.throttle.reason]", val)
 		}
 	}
 
@@ -353,6 +545,94 @@ func (ms *NvidiaGpuMemoryReservedMetricConfig) Unmarshal(parser *confmap.Conf) e
 	return nil
 }
 
+// NvidiaGpuMemoryRowsRemapFailedMetricConfig provides config for the nvidia.gpu.memory.rows.remap.failed metric.
+type NvidiaGpuMemoryRowsRemapFailedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuMemoryRowsRemapFailedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuMemoryRowsRemapPendingMetricConfig provides config for the nvidia.gpu.memory.rows.remap.pending metric.
+type NvidiaGpuMemoryRowsRemapPendingMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuMemoryRowsRemapPendingMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuMemoryRowsRemappedMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.memory.rows.remapped metric.
+type NvidiaGpuMemoryRowsRemappedMetricAttributeKey string
+
+const (
+	NvidiaGpuMemoryRowsRemappedMetricAttributeKeyErrorType NvidiaGpuMemoryRowsRemappedMetricAttributeKey = "error.type"
+)
+
+// NvidiaGpuMemoryRowsRemappedMetricConfig provides config for the nvidia.gpu.memory.rows.remapped metric.
+type NvidiaGpuMemoryRowsRemappedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                          `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuMemoryRowsRemappedMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuMemoryRowsRemappedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuMemoryRowsRemappedMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuMemoryRowsRemappedMetricAttributeKeyErrorType:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.memory.rows.remapped doesn't have an attribute %v, valid attributes: [error.type]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // NvidiaGpuNvlinkIoMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.nvlink.io metric.
 type NvidiaGpuNvlinkIoMetricAttributeKey string
 
@@ -398,6 +678,66 @@ func (ms *NvidiaGpuNvlinkIoMetricConfig) Validate() error {
 		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
 	}
 
+	return nil
+}
+
+// NvidiaGpuPcieLinkGenerationMetricConfig provides config for the nvidia.gpu.pcie.link.generation metric.
+type NvidiaGpuPcieLinkGenerationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuPcieLinkGenerationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuPcieLinkWidthMetricConfig provides config for the nvidia.gpu.pcie.link.width metric.
+type NvidiaGpuPcieLinkWidthMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuPcieLinkWidthMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuPcieReplaysMetricConfig provides config for the nvidia.gpu.pcie.replays metric.
+type NvidiaGpuPcieReplaysMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuPcieReplaysMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
 	return nil
 }
 
@@ -708,19 +1048,29 @@ func (ms *NvidiaGpuTensorPipeActivityMetricConfig) Validate() error {
 // MetricsConfig provides config for nvml metrics.
 type MetricsConfig struct {
 	HwEnergy                            HwEnergyMetricConfig                            `mapstructure:"hw.energy"`
+	HwErrors                            HwErrorsMetricConfig                            `mapstructure:"hw.errors"`
 	HwGpuIo                             HwGpuIoMetricConfig                             `mapstructure:"hw.gpu.io"`
 	HwGpuMemoryLimit                    HwGpuMemoryLimitMetricConfig                    `mapstructure:"hw.gpu.memory.limit"`
 	HwGpuMemoryUsage                    HwGpuMemoryUsageMetricConfig                    `mapstructure:"hw.gpu.memory.usage"`
 	HwGpuMemoryUtilization              HwGpuMemoryUtilizationMetricConfig              `mapstructure:"hw.gpu.memory.utilization"`
 	HwGpuUtilization                    HwGpuUtilizationMetricConfig                    `mapstructure:"hw.gpu.utilization"`
 	HwPower                             HwPowerMetricConfig                             `mapstructure:"hw.power"`
+	HwStatus                            HwStatusMetricConfig                            `mapstructure:"hw.status"`
 	HwTemperature                       HwTemperatureMetricConfig                       `mapstructure:"hw.temperature"`
+	NvidiaGpuClockEventActive           NvidiaGpuClockEventActiveMetricConfig           `mapstructure:"nvidia.gpu.clock.event.active"`
 	NvidiaGpuClockFrequency             NvidiaGpuClockFrequencyMetricConfig             `mapstructure:"nvidia.gpu.clock.frequency"`
+	NvidiaGpuClockThrottleTime          NvidiaGpuClockThrottleTimeMetricConfig          `mapstructure:"nvidia.gpu.clock.throttle.time"`
 	NvidiaGpuFanSpeed                   NvidiaGpuFanSpeedMetricConfig                   `mapstructure:"nvidia.gpu.fan.speed"`
 	NvidiaGpuGraphicsActivity           NvidiaGpuGraphicsActivityMetricConfig           `mapstructure:"nvidia.gpu.graphics.activity"`
 	NvidiaGpuMemoryBandwidthUtilization NvidiaGpuMemoryBandwidthUtilizationMetricConfig `mapstructure:"nvidia.gpu.memory.bandwidth.utilization"`
 	NvidiaGpuMemoryReserved             NvidiaGpuMemoryReservedMetricConfig             `mapstructure:"nvidia.gpu.memory.reserved"`
+	NvidiaGpuMemoryRowsRemapFailed      NvidiaGpuMemoryRowsRemapFailedMetricConfig      `mapstructure:"nvidia.gpu.memory.rows.remap.failed"`
+	NvidiaGpuMemoryRowsRemapPending     NvidiaGpuMemoryRowsRemapPendingMetricConfig     `mapstructure:"nvidia.gpu.memory.rows.remap.pending"`
+	NvidiaGpuMemoryRowsRemapped         NvidiaGpuMemoryRowsRemappedMetricConfig         `mapstructure:"nvidia.gpu.memory.rows.remapped"`
 	NvidiaGpuNvlinkIo                   NvidiaGpuNvlinkIoMetricConfig                   `mapstructure:"nvidia.gpu.nvlink.io"`
+	NvidiaGpuPcieLinkGeneration         NvidiaGpuPcieLinkGenerationMetricConfig         `mapstructure:"nvidia.gpu.pcie.link.generation"`
+	NvidiaGpuPcieLinkWidth              NvidiaGpuPcieLinkWidthMetricConfig              `mapstructure:"nvidia.gpu.pcie.link.width"`
+	NvidiaGpuPcieReplays                NvidiaGpuPcieReplaysMetricConfig                `mapstructure:"nvidia.gpu.pcie.replays"`
 	NvidiaGpuPerformanceState           NvidiaGpuPerformanceStateMetricConfig           `mapstructure:"nvidia.gpu.performance_state"`
 	NvidiaGpuPipeActivity               NvidiaGpuPipeActivityMetricConfig               `mapstructure:"nvidia.gpu.pipe.activity"`
 	NvidiaGpuPowerLimit                 NvidiaGpuPowerLimitMetricConfig                 `mapstructure:"nvidia.gpu.power.limit"`
@@ -738,6 +1088,11 @@ func DefaultMetricsConfig() MetricsConfig {
 	return MetricsConfig{
 		HwEnergy: HwEnergyMetricConfig{
 			Enabled: true,
+		},
+		HwErrors: HwErrorsMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []HwErrorsMetricAttributeKey{HwErrorsMetricAttributeKeyErrorType},
 		},
 		HwGpuIo: HwGpuIoMetricConfig{
 			Enabled:             true,
@@ -761,13 +1116,28 @@ func DefaultMetricsConfig() MetricsConfig {
 		HwPower: HwPowerMetricConfig{
 			Enabled: true,
 		},
+		HwStatus: HwStatusMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []HwStatusMetricAttributeKey{HwStatusMetricAttributeKeyHwState},
+		},
 		HwTemperature: HwTemperatureMetricConfig{
 			Enabled: true,
+		},
+		NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuClockEventActiveMetricAttributeKey{NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason},
 		},
 		NvidiaGpuClockFrequency: NvidiaGpuClockFrequencyMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategyAvg,
 			EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
+		},
+		NvidiaGpuClockThrottleTime: NvidiaGpuClockThrottleTimeMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuClockThrottleTimeMetricAttributeKey{NvidiaGpuClockThrottleTimeMetricAttributeKeyNvidiaGpuThrottleReason},
 		},
 		NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 			Enabled: true,
@@ -781,10 +1151,30 @@ func DefaultMetricsConfig() MetricsConfig {
 		NvidiaGpuMemoryReserved: NvidiaGpuMemoryReservedMetricConfig{
 			Enabled: true,
 		},
+		NvidiaGpuMemoryRowsRemapFailed: NvidiaGpuMemoryRowsRemapFailedMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuMemoryRowsRemapPending: NvidiaGpuMemoryRowsRemapPendingMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuMemoryRowsRemapped: NvidiaGpuMemoryRowsRemappedMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuMemoryRowsRemappedMetricAttributeKey{NvidiaGpuMemoryRowsRemappedMetricAttributeKeyErrorType},
+		},
 		NvidiaGpuNvlinkIo: NvidiaGpuNvlinkIoMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []NvidiaGpuNvlinkIoMetricAttributeKey{NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection},
+		},
+		NvidiaGpuPcieLinkGeneration: NvidiaGpuPcieLinkGenerationMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuPcieLinkWidth: NvidiaGpuPcieLinkWidthMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuPcieReplays: NvidiaGpuPcieReplaysMetricConfig{
+			Enabled: true,
 		},
 		NvidiaGpuPerformanceState: NvidiaGpuPerformanceStateMetricConfig{
 			Enabled: true,

@@ -29,6 +29,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					HwEnergy: HwEnergyMetricConfig{
 						Enabled: true,
 					},
+					HwErrors: HwErrorsMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwErrorsMetricAttributeKey{HwErrorsMetricAttributeKeyErrorType},
+					},
 					HwGpuIo: HwGpuIoMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
@@ -51,13 +56,28 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					HwPower: HwPowerMetricConfig{
 						Enabled: true,
 					},
+					HwStatus: HwStatusMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwStatusMetricAttributeKey{HwStatusMetricAttributeKeyHwState},
+					},
 					HwTemperature: HwTemperatureMetricConfig{
 						Enabled: true,
+					},
+					NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuClockEventActiveMetricAttributeKey{NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason},
 					},
 					NvidiaGpuClockFrequency: NvidiaGpuClockFrequencyMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
+					},
+					NvidiaGpuClockThrottleTime: NvidiaGpuClockThrottleTimeMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuClockThrottleTimeMetricAttributeKey{NvidiaGpuClockThrottleTimeMetricAttributeKeyNvidiaGpuThrottleReason},
 					},
 					NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 						Enabled: true,
@@ -71,10 +91,30 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuMemoryReserved: NvidiaGpuMemoryReservedMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuMemoryRowsRemapFailed: NvidiaGpuMemoryRowsRemapFailedMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuMemoryRowsRemapPending: NvidiaGpuMemoryRowsRemapPendingMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuMemoryRowsRemapped: NvidiaGpuMemoryRowsRemappedMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuMemoryRowsRemappedMetricAttributeKey{NvidiaGpuMemoryRowsRemappedMetricAttributeKeyErrorType},
+					},
 					NvidiaGpuNvlinkIo: NvidiaGpuNvlinkIoMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []NvidiaGpuNvlinkIoMetricAttributeKey{NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection},
+					},
+					NvidiaGpuPcieLinkGeneration: NvidiaGpuPcieLinkGenerationMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuPcieLinkWidth: NvidiaGpuPcieLinkWidthMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuPcieReplays: NvidiaGpuPcieReplaysMetricConfig{
+						Enabled: true,
 					},
 					NvidiaGpuPerformanceState: NvidiaGpuPerformanceStateMetricConfig{
 						Enabled: true,
@@ -144,6 +184,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					HwEnergy: HwEnergyMetricConfig{
 						Enabled: false,
 					},
+					HwErrors: HwErrorsMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwErrorsMetricAttributeKey{HwErrorsMetricAttributeKeyErrorType},
+					},
 					HwGpuIo: HwGpuIoMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
@@ -166,13 +211,28 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					HwPower: HwPowerMetricConfig{
 						Enabled: false,
 					},
+					HwStatus: HwStatusMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []HwStatusMetricAttributeKey{HwStatusMetricAttributeKeyHwState},
+					},
 					HwTemperature: HwTemperatureMetricConfig{
 						Enabled: false,
+					},
+					NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuClockEventActiveMetricAttributeKey{NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason},
 					},
 					NvidiaGpuClockFrequency: NvidiaGpuClockFrequencyMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
+					},
+					NvidiaGpuClockThrottleTime: NvidiaGpuClockThrottleTimeMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuClockThrottleTimeMetricAttributeKey{NvidiaGpuClockThrottleTimeMetricAttributeKeyNvidiaGpuThrottleReason},
 					},
 					NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 						Enabled: false,
@@ -186,10 +246,30 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuMemoryReserved: NvidiaGpuMemoryReservedMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuMemoryRowsRemapFailed: NvidiaGpuMemoryRowsRemapFailedMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuMemoryRowsRemapPending: NvidiaGpuMemoryRowsRemapPendingMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuMemoryRowsRemapped: NvidiaGpuMemoryRowsRemappedMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []NvidiaGpuMemoryRowsRemappedMetricAttributeKey{NvidiaGpuMemoryRowsRemappedMetricAttributeKeyErrorType},
+					},
 					NvidiaGpuNvlinkIo: NvidiaGpuNvlinkIoMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []NvidiaGpuNvlinkIoMetricAttributeKey{NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection},
+					},
+					NvidiaGpuPcieLinkGeneration: NvidiaGpuPcieLinkGenerationMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuPcieLinkWidth: NvidiaGpuPcieLinkWidthMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuPcieReplays: NvidiaGpuPcieReplaysMetricConfig{
+						Enabled: false,
 					},
 					NvidiaGpuPerformanceState: NvidiaGpuPerformanceStateMetricConfig{
 						Enabled: false,
@@ -256,10 +336,22 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuProcessesDroppedMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuClockThrottleTimeMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRowsRemapFailedMetricConfig{}, NvidiaGpuMemoryRowsRemapPendingMetricConfig{}, NvidiaGpuMemoryRowsRemappedMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuProcessesDroppedMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
+}
+
+func TestHwErrorsMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().HwErrors
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []HwErrorsMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric hw.errors doesn't have an attribute invalid, valid attributes: [error.type]")
+
+	cfg = DefaultMetricsConfig().HwErrors
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
 func TestHwGpuIoMetricsConfig_Validate(t *testing.T) {
@@ -286,6 +378,30 @@ func TestHwGpuUtilizationMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
+func TestHwStatusMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().HwStatus
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []HwStatusMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric hw.status doesn't have an attribute invalid, valid attributes: [hw.state]")
+
+	cfg = DefaultMetricsConfig().HwStatus
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuClockEventActiveMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuClockEventActive
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuClockEventActiveMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.clock.event.active doesn't have an attribute invalid, valid attributes: [nvidia.gpu.clock.event.reason]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuClockEventActive
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
 func TestNvidiaGpuClockFrequencyMetricsConfig_Validate(t *testing.T) {
 	cfg := DefaultMetricsConfig().NvidiaGpuClockFrequency
 	require.NoError(t, cfg.Validate())
@@ -294,6 +410,30 @@ func TestNvidiaGpuClockFrequencyMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.clock.frequency doesn't have an attribute invalid, valid attributes: [nvidia.gpu.clock.type]")
 
 	cfg = DefaultMetricsConfig().NvidiaGpuClockFrequency
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuClockThrottleTimeMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuClockThrottleTime
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuClockThrottleTimeMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.clock.throttle.time doesn't have an attribute invalid, valid attributes: [nvidia.gpu.throttle.reason]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuClockThrottleTime
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuMemoryRowsRemappedMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuMemoryRowsRemapped
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuMemoryRowsRemappedMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.memory.rows.remapped doesn't have an attribute invalid, valid attributes: [error.type]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuMemoryRowsRemapped
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

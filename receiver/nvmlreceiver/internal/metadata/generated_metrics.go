@@ -19,6 +19,32 @@ const (
 	AggregationStrategyMax = "max"
 )
 
+// AttributeErrorType specifies the value error.type attribute.
+type AttributeErrorType int
+
+const (
+	_ AttributeErrorType = iota
+	AttributeErrorTypeCorrected
+	AttributeErrorTypeUncorrected
+)
+
+// String returns the string representation of the AttributeErrorType.
+func (av AttributeErrorType) String() string {
+	switch av {
+	case AttributeErrorTypeCorrected:
+		return "corrected"
+	case AttributeErrorTypeUncorrected:
+		return "uncorrected"
+	}
+	return ""
+}
+
+// MapAttributeErrorType is a helper map of string to AttributeErrorType attribute value.
+var MapAttributeErrorType = map[string]AttributeErrorType{
+	"corrected":   AttributeErrorTypeCorrected,
+	"uncorrected": AttributeErrorTypeUncorrected,
+}
+
 // AttributeHwGpuTask specifies the value hw.gpu.task attribute.
 type AttributeHwGpuTask int
 
@@ -49,6 +75,36 @@ var MapAttributeHwGpuTask = map[string]AttributeHwGpuTask{
 	"decoder": AttributeHwGpuTaskDecoder,
 }
 
+// AttributeHwState specifies the value hw.state attribute.
+type AttributeHwState int
+
+const (
+	_ AttributeHwState = iota
+	AttributeHwStateOk
+	AttributeHwStateDegraded
+	AttributeHwStateFailed
+)
+
+// String returns the string representation of the AttributeHwState.
+func (av AttributeHwState) String() string {
+	switch av {
+	case AttributeHwStateOk:
+		return "ok"
+	case AttributeHwStateDegraded:
+		return "degraded"
+	case AttributeHwStateFailed:
+		return "failed"
+	}
+	return ""
+}
+
+// MapAttributeHwState is a helper map of string to AttributeHwState attribute value.
+var MapAttributeHwState = map[string]AttributeHwState{
+	"ok":       AttributeHwStateOk,
+	"degraded": AttributeHwStateDegraded,
+	"failed":   AttributeHwStateFailed,
+}
+
 // AttributeNetworkIoDirection specifies the value network.io.direction attribute.
 type AttributeNetworkIoDirection int
 
@@ -73,6 +129,60 @@ func (av AttributeNetworkIoDirection) String() string {
 var MapAttributeNetworkIoDirection = map[string]AttributeNetworkIoDirection{
 	"transmit": AttributeNetworkIoDirectionTransmit,
 	"receive":  AttributeNetworkIoDirectionReceive,
+}
+
+// AttributeNvidiaGpuClockEventReason specifies the value nvidia.gpu.clock.event.reason attribute.
+type AttributeNvidiaGpuClockEventReason int
+
+const (
+	_ AttributeNvidiaGpuClockEventReason = iota
+	AttributeNvidiaGpuClockEventReasonGpuIdle
+	AttributeNvidiaGpuClockEventReasonApplicationsClocks
+	AttributeNvidiaGpuClockEventReasonSwPowerCap
+	AttributeNvidiaGpuClockEventReasonHwSlowdown
+	AttributeNvidiaGpuClockEventReasonSyncBoost
+	AttributeNvidiaGpuClockEventReasonSwThermalSlowdown
+	AttributeNvidiaGpuClockEventReasonHwThermalSlowdown
+	AttributeNvidiaGpuClockEventReasonHwPowerBrakeSlowdown
+	AttributeNvidiaGpuClockEventReasonDisplayClocks
+)
+
+// String returns the string representation of the AttributeNvidiaGpuClockEventReason.
+func (av AttributeNvidiaGpuClockEventReason) String() string {
+	switch av {
+	case AttributeNvidiaGpuClockEventReasonGpuIdle:
+		return "gpu_idle"
+	case AttributeNvidiaGpuClockEventReasonApplicationsClocks:
+		return "applications_clocks"
+	case AttributeNvidiaGpuClockEventReasonSwPowerCap:
+		return "sw_power_cap"
+	case AttributeNvidiaGpuClockEventReasonHwSlowdown:
+		return "hw_slowdown"
+	case AttributeNvidiaGpuClockEventReasonSyncBoost:
+		return "sync_boost"
+	case AttributeNvidiaGpuClockEventReasonSwThermalSlowdown:
+		return "sw_thermal_slowdown"
+	case AttributeNvidiaGpuClockEventReasonHwThermalSlowdown:
+		return "hw_thermal_slowdown"
+	case AttributeNvidiaGpuClockEventReasonHwPowerBrakeSlowdown:
+		return "hw_power_brake_slowdown"
+	case AttributeNvidiaGpuClockEventReasonDisplayClocks:
+		return "display_clocks"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuClockEventReason is a helper map of string to AttributeNvidiaGpuClockEventReason attribute value.
+var MapAttributeNvidiaGpuClockEventReason = map[string]AttributeNvidiaGpuClockEventReason{
+	"gpu_idle":                AttributeNvidiaGpuClockEventReasonGpuIdle,
+	"applications_clocks":     AttributeNvidiaGpuClockEventReasonApplicationsClocks,
+	"sw_power_cap":            AttributeNvidiaGpuClockEventReasonSwPowerCap,
+	"hw_slowdown":             AttributeNvidiaGpuClockEventReasonHwSlowdown,
+	"sync_boost":              AttributeNvidiaGpuClockEventReasonSyncBoost,
+	"sw_thermal_slowdown":     AttributeNvidiaGpuClockEventReasonSwThermalSlowdown,
+	"hw_thermal_slowdown":     AttributeNvidiaGpuClockEventReasonHwThermalSlowdown,
+	"hw_power_brake_slowdown": AttributeNvidiaGpuClockEventReasonHwPowerBrakeSlowdown,
+	"display_clocks":          AttributeNvidiaGpuClockEventReasonDisplayClocks,
 }
 
 // AttributeNvidiaGpuClockType specifies the value nvidia.gpu.clock.type attribute.
@@ -211,9 +321,55 @@ var MapAttributeNvidiaGpuTensorPipe = map[string]AttributeNvidiaGpuTensorPipe{
 	"dfma": AttributeNvidiaGpuTensorPipeDfma,
 }
 
+// AttributeNvidiaGpuThrottleReason specifies the value nvidia.gpu.throttle.reason attribute.
+type AttributeNvidiaGpuThrottleReason int
+
+const (
+	_ AttributeNvidiaGpuThrottleReason = iota
+	AttributeNvidiaGpuThrottleReasonPower
+	AttributeNvidiaGpuThrottleReasonThermal
+	AttributeNvidiaGpuThrottleReasonSyncBoost
+	AttributeNvidiaGpuThrottleReasonBoardLimit
+	AttributeNvidiaGpuThrottleReasonLowUtilization
+	AttributeNvidiaGpuThrottleReasonReliability
+)
+
+// String returns the string representation of the AttributeNvidiaGpuThrottleReason.
+func (av AttributeNvidiaGpuThrottleReason) String() string {
+	switch av {
+	case AttributeNvidiaGpuThrottleReasonPower:
+		return "power"
+	case AttributeNvidiaGpuThrottleReasonThermal:
+		return "thermal"
+	case AttributeNvidiaGpuThrottleReasonSyncBoost:
+		return "sync_boost"
+	case AttributeNvidiaGpuThrottleReasonBoardLimit:
+		return "board_limit"
+	case AttributeNvidiaGpuThrottleReasonLowUtilization:
+		return "low_utilization"
+	case AttributeNvidiaGpuThrottleReasonReliability:
+		return "reliability"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuThrottleReason is a helper map of string to AttributeNvidiaGpuThrottleReason attribute value.
+var MapAttributeNvidiaGpuThrottleReason = map[string]AttributeNvidiaGpuThrottleReason{
+	"power":           AttributeNvidiaGpuThrottleReasonPower,
+	"thermal":         AttributeNvidiaGpuThrottleReasonThermal,
+	"sync_boost":      AttributeNvidiaGpuThrottleReasonSyncBoost,
+	"board_limit":     AttributeNvidiaGpuThrottleReasonBoardLimit,
+	"low_utilization": AttributeNvidiaGpuThrottleReasonLowUtilization,
+	"reliability":     AttributeNvidiaGpuThrottleReasonReliability,
+}
+
 var MetricsInfo = metricsInfo{
 	HwEnergy: metricInfo{
 		Name: "hw.energy",
+	},
+	HwErrors: metricInfo{
+		Name:       "hw.errors",
+		Attributes: []string{"error.type"},
 	},
 	HwGpuIo: metricInfo{
 		Name:       "hw.gpu.io",
@@ -235,12 +391,24 @@ var MetricsInfo = metricsInfo{
 	HwPower: metricInfo{
 		Name: "hw.power",
 	},
+	HwStatus: metricInfo{
+		Name:       "hw.status",
+		Attributes: []string{"hw.state"},
+	},
 	HwTemperature: metricInfo{
 		Name: "hw.temperature",
+	},
+	NvidiaGpuClockEventActive: metricInfo{
+		Name:       "nvidia.gpu.clock.event.active",
+		Attributes: []string{"nvidia.gpu.clock.event.reason"},
 	},
 	NvidiaGpuClockFrequency: metricInfo{
 		Name:       "nvidia.gpu.clock.frequency",
 		Attributes: []string{"nvidia.gpu.clock.type"},
+	},
+	NvidiaGpuClockThrottleTime: metricInfo{
+		Name:       "nvidia.gpu.clock.throttle.time",
+		Attributes: []string{"nvidia.gpu.throttle.reason"},
 	},
 	NvidiaGpuFanSpeed: metricInfo{
 		Name: "nvidia.gpu.fan.speed",
@@ -254,9 +422,28 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuMemoryReserved: metricInfo{
 		Name: "nvidia.gpu.memory.reserved",
 	},
+	NvidiaGpuMemoryRowsRemapFailed: metricInfo{
+		Name: "nvidia.gpu.memory.rows.remap.failed",
+	},
+	NvidiaGpuMemoryRowsRemapPending: metricInfo{
+		Name: "nvidia.gpu.memory.rows.remap.pending",
+	},
+	NvidiaGpuMemoryRowsRemapped: metricInfo{
+		Name:       "nvidia.gpu.memory.rows.remapped",
+		Attributes: []string{"error.type"},
+	},
 	NvidiaGpuNvlinkIo: metricInfo{
 		Name:       "nvidia.gpu.nvlink.io",
 		Attributes: []string{"network.io.direction"},
+	},
+	NvidiaGpuPcieLinkGeneration: metricInfo{
+		Name: "nvidia.gpu.pcie.link.generation",
+	},
+	NvidiaGpuPcieLinkWidth: metricInfo{
+		Name: "nvidia.gpu.pcie.link.width",
+	},
+	NvidiaGpuPcieReplays: metricInfo{
+		Name: "nvidia.gpu.pcie.replays",
 	},
 	NvidiaGpuPerformanceState: metricInfo{
 		Name: "nvidia.gpu.performance_state",
@@ -298,19 +485,29 @@ var MetricsInfo = metricsInfo{
 
 type metricsInfo struct {
 	HwEnergy                            metricInfo
+	HwErrors                            metricInfo
 	HwGpuIo                             metricInfo
 	HwGpuMemoryLimit                    metricInfo
 	HwGpuMemoryUsage                    metricInfo
 	HwGpuMemoryUtilization              metricInfo
 	HwGpuUtilization                    metricInfo
 	HwPower                             metricInfo
+	HwStatus                            metricInfo
 	HwTemperature                       metricInfo
+	NvidiaGpuClockEventActive           metricInfo
 	NvidiaGpuClockFrequency             metricInfo
+	NvidiaGpuClockThrottleTime          metricInfo
 	NvidiaGpuFanSpeed                   metricInfo
 	NvidiaGpuGraphicsActivity           metricInfo
 	NvidiaGpuMemoryBandwidthUtilization metricInfo
 	NvidiaGpuMemoryReserved             metricInfo
+	NvidiaGpuMemoryRowsRemapFailed      metricInfo
+	NvidiaGpuMemoryRowsRemapPending     metricInfo
+	NvidiaGpuMemoryRowsRemapped         metricInfo
 	NvidiaGpuNvlinkIo                   metricInfo
+	NvidiaGpuPcieLinkGeneration         metricInfo
+	NvidiaGpuPcieLinkWidth              metricInfo
+	NvidiaGpuPcieReplays                metricInfo
 	NvidiaGpuPerformanceState           metricInfo
 	NvidiaGpuPipeActivity               metricInfo
 	NvidiaGpuPowerLimit                 metricInfo
@@ -373,6 +570,97 @@ func (m *metricHwEnergy) emit(metrics pmetric.MetricSlice) {
 
 func newMetricHwEnergy(cfg HwEnergyMetricConfig) metricHwEnergy {
 	m := metricHwEnergy{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricHwErrors struct {
+	data          pmetric.Metric       // data buffer for generated metric.
+	config        HwErrorsMetricConfig // metric config provided by user.
+	capacity      int                  // max observed number of data points added to the metric.
+	aggDataPoints []int64              // slice containing number of aggregated datapoints at each index
+}
+
+// init fills hw.errors metric with initial data.
+func (m *metricHwErrors) init() {
+	m.data.SetName("hw.errors")
+	m.data.SetDescription("ECC memory errors since the driver loaded (volatile counters).")
+	m.data.SetUnit("{error}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricHwErrors) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, errorTypeAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, HwErrorsMetricAttributeKeyErrorType) {
+		dp.Attributes().PutStr("error.type", errorTypeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricHwErrors) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricHwErrors) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricHwErrors(cfg HwErrorsMetricConfig) metricHwErrors {
+	m := metricHwErrors{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -765,6 +1053,97 @@ func newMetricHwPower(cfg HwPowerMetricConfig) metricHwPower {
 	return m
 }
 
+type metricHwStatus struct {
+	data          pmetric.Metric       // data buffer for generated metric.
+	config        HwStatusMetricConfig // metric config provided by user.
+	capacity      int                  // max observed number of data points added to the metric.
+	aggDataPoints []int64              // slice containing number of aggregated datapoints at each index
+}
+
+// init fills hw.status metric with initial data.
+func (m *metricHwStatus) init() {
+	m.data.SetName("hw.status")
+	m.data.SetDescription("1 for the GPU's current state, 0 for the others.")
+	m.data.SetUnit("1")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricHwStatus) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, hwStateAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, HwStatusMetricAttributeKeyHwState) {
+		dp.Attributes().PutStr("hw.state", hwStateAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricHwStatus) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricHwStatus) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricHwStatus(cfg HwStatusMetricConfig) metricHwStatus {
+	m := metricHwStatus{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricHwTemperature struct {
 	data     pmetric.Metric            // data buffer for generated metric.
 	config   HwTemperatureMetricConfig // metric config provided by user.
@@ -807,6 +1186,95 @@ func (m *metricHwTemperature) emit(metrics pmetric.MetricSlice) {
 
 func newMetricHwTemperature(cfg HwTemperatureMetricConfig) metricHwTemperature {
 	m := metricHwTemperature{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuClockEventActive struct {
+	data          pmetric.Metric                        // data buffer for generated metric.
+	config        NvidiaGpuClockEventActiveMetricConfig // metric config provided by user.
+	capacity      int                                   // max observed number of data points added to the metric.
+	aggDataPoints []int64                               // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.clock.event.active metric with initial data.
+func (m *metricNvidiaGpuClockEventActive) init() {
+	m.data.SetName("nvidia.gpu.clock.event.active")
+	m.data.SetDescription("1 while a clock-event reason (idle, power cap, thermal slowdown, ...) is active, 0 otherwise.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuClockEventActive) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaGpuClockEventReasonAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason) {
+		dp.Attributes().PutStr("nvidia.gpu.clock.event.reason", nvidiaGpuClockEventReasonAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuClockEventActive) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuClockEventActive) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetIntValue(m.data.Gauge().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuClockEventActive(cfg NvidiaGpuClockEventActiveMetricConfig) metricNvidiaGpuClockEventActive {
+	m := metricNvidiaGpuClockEventActive{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -896,6 +1364,97 @@ func (m *metricNvidiaGpuClockFrequency) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuClockFrequency(cfg NvidiaGpuClockFrequencyMetricConfig) metricNvidiaGpuClockFrequency {
 	m := metricNvidiaGpuClockFrequency{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuClockThrottleTime struct {
+	data          pmetric.Metric                         // data buffer for generated metric.
+	config        NvidiaGpuClockThrottleTimeMetricConfig // metric config provided by user.
+	capacity      int                                    // max observed number of data points added to the metric.
+	aggDataPoints []float64                              // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.clock.throttle.time metric with initial data.
+func (m *metricNvidiaGpuClockThrottleTime) init() {
+	m.data.SetName("nvidia.gpu.clock.throttle.time")
+	m.data.SetDescription("Time the clocks were held below what was asked for, per policy, since the driver loaded.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuClockThrottleTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, nvidiaGpuThrottleReasonAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuClockThrottleTimeMetricAttributeKeyNvidiaGpuThrottleReason) {
+		dp.Attributes().PutStr("nvidia.gpu.throttle.reason", nvidiaGpuThrottleReasonAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuClockThrottleTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuClockThrottleTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetDoubleValue(m.data.Sum().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuClockThrottleTime(cfg NvidiaGpuClockThrottleTimeMetricConfig) metricNvidiaGpuClockThrottleTime {
+	m := metricNvidiaGpuClockThrottleTime{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -1106,6 +1665,195 @@ func newMetricNvidiaGpuMemoryReserved(cfg NvidiaGpuMemoryReservedMetricConfig) m
 	return m
 }
 
+type metricNvidiaGpuMemoryRowsRemapFailed struct {
+	data     pmetric.Metric                             // data buffer for generated metric.
+	config   NvidiaGpuMemoryRowsRemapFailedMetricConfig // metric config provided by user.
+	capacity int                                        // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.memory.rows.remap.failed metric with initial data.
+func (m *metricNvidiaGpuMemoryRowsRemapFailed) init() {
+	m.data.SetName("nvidia.gpu.memory.rows.remap.failed")
+	m.data.SetDescription("1 when a row remap has failed (the GPU should be replaced), 0 otherwise.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuMemoryRowsRemapFailed) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuMemoryRowsRemapFailed) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuMemoryRowsRemapFailed) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuMemoryRowsRemapFailed(cfg NvidiaGpuMemoryRowsRemapFailedMetricConfig) metricNvidiaGpuMemoryRowsRemapFailed {
+	m := metricNvidiaGpuMemoryRowsRemapFailed{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuMemoryRowsRemapPending struct {
+	data     pmetric.Metric                              // data buffer for generated metric.
+	config   NvidiaGpuMemoryRowsRemapPendingMetricConfig // metric config provided by user.
+	capacity int                                         // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.memory.rows.remap.pending metric with initial data.
+func (m *metricNvidiaGpuMemoryRowsRemapPending) init() {
+	m.data.SetName("nvidia.gpu.memory.rows.remap.pending")
+	m.data.SetDescription("1 when a row remap waits for a GPU reset, 0 otherwise.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuMemoryRowsRemapPending) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuMemoryRowsRemapPending) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuMemoryRowsRemapPending) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuMemoryRowsRemapPending(cfg NvidiaGpuMemoryRowsRemapPendingMetricConfig) metricNvidiaGpuMemoryRowsRemapPending {
+	m := metricNvidiaGpuMemoryRowsRemapPending{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuMemoryRowsRemapped struct {
+	data          pmetric.Metric                          // data buffer for generated metric.
+	config        NvidiaGpuMemoryRowsRemappedMetricConfig // metric config provided by user.
+	capacity      int                                     // max observed number of data points added to the metric.
+	aggDataPoints []int64                                 // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.memory.rows.remapped metric with initial data.
+func (m *metricNvidiaGpuMemoryRowsRemapped) init() {
+	m.data.SetName("nvidia.gpu.memory.rows.remapped")
+	m.data.SetDescription("Memory rows remapped, by the kind of error that caused it (Ampere and newer).")
+	m.data.SetUnit("{row}")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuMemoryRowsRemapped) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, errorTypeAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuMemoryRowsRemappedMetricAttributeKeyErrorType) {
+		dp.Attributes().PutStr("error.type", errorTypeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuMemoryRowsRemapped) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuMemoryRowsRemapped) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetIntValue(m.data.Gauge().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuMemoryRowsRemapped(cfg NvidiaGpuMemoryRowsRemappedMetricConfig) metricNvidiaGpuMemoryRowsRemapped {
+	m := metricNvidiaGpuMemoryRowsRemapped{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuNvlinkIo struct {
 	data          pmetric.Metric                // data buffer for generated metric.
 	config        NvidiaGpuNvlinkIoMetricConfig // metric config provided by user.
@@ -1189,6 +1937,158 @@ func (m *metricNvidiaGpuNvlinkIo) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuNvlinkIo(cfg NvidiaGpuNvlinkIoMetricConfig) metricNvidiaGpuNvlinkIo {
 	m := metricNvidiaGpuNvlinkIo{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPcieLinkGeneration struct {
+	data     pmetric.Metric                          // data buffer for generated metric.
+	config   NvidiaGpuPcieLinkGenerationMetricConfig // metric config provided by user.
+	capacity int                                     // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.pcie.link.generation metric with initial data.
+func (m *metricNvidiaGpuPcieLinkGeneration) init() {
+	m.data.SetName("nvidia.gpu.pcie.link.generation")
+	m.data.SetDescription("The current PCIe link generation.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuPcieLinkGeneration) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPcieLinkGeneration) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPcieLinkGeneration) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPcieLinkGeneration(cfg NvidiaGpuPcieLinkGenerationMetricConfig) metricNvidiaGpuPcieLinkGeneration {
+	m := metricNvidiaGpuPcieLinkGeneration{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPcieLinkWidth struct {
+	data     pmetric.Metric                     // data buffer for generated metric.
+	config   NvidiaGpuPcieLinkWidthMetricConfig // metric config provided by user.
+	capacity int                                // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.pcie.link.width metric with initial data.
+func (m *metricNvidiaGpuPcieLinkWidth) init() {
+	m.data.SetName("nvidia.gpu.pcie.link.width")
+	m.data.SetDescription("The current PCIe link width.")
+	m.data.SetUnit("{lane}")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuPcieLinkWidth) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPcieLinkWidth) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPcieLinkWidth) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPcieLinkWidth(cfg NvidiaGpuPcieLinkWidthMetricConfig) metricNvidiaGpuPcieLinkWidth {
+	m := metricNvidiaGpuPcieLinkWidth{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPcieReplays struct {
+	data     pmetric.Metric                   // data buffer for generated metric.
+	config   NvidiaGpuPcieReplaysMetricConfig // metric config provided by user.
+	capacity int                              // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.pcie.replays metric with initial data.
+func (m *metricNvidiaGpuPcieReplays) init() {
+	m.data.SetName("nvidia.gpu.pcie.replays")
+	m.data.SetDescription("PCIe replays since the driver loaded; a rising count points at a bad link.")
+	m.data.SetUnit("{replay}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuPcieReplays) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPcieReplays) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPcieReplays) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPcieReplays(cfg NvidiaGpuPcieReplaysMetricConfig) metricNvidiaGpuPcieReplays {
+	m := metricNvidiaGpuPcieReplays{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -1879,19 +2779,29 @@ type MetricsBuilder struct {
 	resourceAttributeIncludeFilter            map[string]filter.Filter
 	resourceAttributeExcludeFilter            map[string]filter.Filter
 	metricHwEnergy                            metricHwEnergy
+	metricHwErrors                            metricHwErrors
 	metricHwGpuIo                             metricHwGpuIo
 	metricHwGpuMemoryLimit                    metricHwGpuMemoryLimit
 	metricHwGpuMemoryUsage                    metricHwGpuMemoryUsage
 	metricHwGpuMemoryUtilization              metricHwGpuMemoryUtilization
 	metricHwGpuUtilization                    metricHwGpuUtilization
 	metricHwPower                             metricHwPower
+	metricHwStatus                            metricHwStatus
 	metricHwTemperature                       metricHwTemperature
+	metricNvidiaGpuClockEventActive           metricNvidiaGpuClockEventActive
 	metricNvidiaGpuClockFrequency             metricNvidiaGpuClockFrequency
+	metricNvidiaGpuClockThrottleTime          metricNvidiaGpuClockThrottleTime
 	metricNvidiaGpuFanSpeed                   metricNvidiaGpuFanSpeed
 	metricNvidiaGpuGraphicsActivity           metricNvidiaGpuGraphicsActivity
 	metricNvidiaGpuMemoryBandwidthUtilization metricNvidiaGpuMemoryBandwidthUtilization
 	metricNvidiaGpuMemoryReserved             metricNvidiaGpuMemoryReserved
+	metricNvidiaGpuMemoryRowsRemapFailed      metricNvidiaGpuMemoryRowsRemapFailed
+	metricNvidiaGpuMemoryRowsRemapPending     metricNvidiaGpuMemoryRowsRemapPending
+	metricNvidiaGpuMemoryRowsRemapped         metricNvidiaGpuMemoryRowsRemapped
 	metricNvidiaGpuNvlinkIo                   metricNvidiaGpuNvlinkIo
+	metricNvidiaGpuPcieLinkGeneration         metricNvidiaGpuPcieLinkGeneration
+	metricNvidiaGpuPcieLinkWidth              metricNvidiaGpuPcieLinkWidth
+	metricNvidiaGpuPcieReplays                metricNvidiaGpuPcieReplays
 	metricNvidiaGpuPerformanceState           metricNvidiaGpuPerformanceState
 	metricNvidiaGpuPipeActivity               metricNvidiaGpuPipeActivity
 	metricNvidiaGpuPowerLimit                 metricNvidiaGpuPowerLimit
@@ -1929,19 +2839,29 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricsBuffer:                             pmetric.NewMetrics(),
 		buildInfo:                                 settings.BuildInfo,
 		metricHwEnergy:                            newMetricHwEnergy(mbc.Metrics.HwEnergy),
+		metricHwErrors:                            newMetricHwErrors(mbc.Metrics.HwErrors),
 		metricHwGpuIo:                             newMetricHwGpuIo(mbc.Metrics.HwGpuIo),
 		metricHwGpuMemoryLimit:                    newMetricHwGpuMemoryLimit(mbc.Metrics.HwGpuMemoryLimit),
 		metricHwGpuMemoryUsage:                    newMetricHwGpuMemoryUsage(mbc.Metrics.HwGpuMemoryUsage),
 		metricHwGpuMemoryUtilization:              newMetricHwGpuMemoryUtilization(mbc.Metrics.HwGpuMemoryUtilization),
 		metricHwGpuUtilization:                    newMetricHwGpuUtilization(mbc.Metrics.HwGpuUtilization),
 		metricHwPower:                             newMetricHwPower(mbc.Metrics.HwPower),
+		metricHwStatus:                            newMetricHwStatus(mbc.Metrics.HwStatus),
 		metricHwTemperature:                       newMetricHwTemperature(mbc.Metrics.HwTemperature),
+		metricNvidiaGpuClockEventActive:           newMetricNvidiaGpuClockEventActive(mbc.Metrics.NvidiaGpuClockEventActive),
 		metricNvidiaGpuClockFrequency:             newMetricNvidiaGpuClockFrequency(mbc.Metrics.NvidiaGpuClockFrequency),
+		metricNvidiaGpuClockThrottleTime:          newMetricNvidiaGpuClockThrottleTime(mbc.Metrics.NvidiaGpuClockThrottleTime),
 		metricNvidiaGpuFanSpeed:                   newMetricNvidiaGpuFanSpeed(mbc.Metrics.NvidiaGpuFanSpeed),
 		metricNvidiaGpuGraphicsActivity:           newMetricNvidiaGpuGraphicsActivity(mbc.Metrics.NvidiaGpuGraphicsActivity),
 		metricNvidiaGpuMemoryBandwidthUtilization: newMetricNvidiaGpuMemoryBandwidthUtilization(mbc.Metrics.NvidiaGpuMemoryBandwidthUtilization),
 		metricNvidiaGpuMemoryReserved:             newMetricNvidiaGpuMemoryReserved(mbc.Metrics.NvidiaGpuMemoryReserved),
+		metricNvidiaGpuMemoryRowsRemapFailed:      newMetricNvidiaGpuMemoryRowsRemapFailed(mbc.Metrics.NvidiaGpuMemoryRowsRemapFailed),
+		metricNvidiaGpuMemoryRowsRemapPending:     newMetricNvidiaGpuMemoryRowsRemapPending(mbc.Metrics.NvidiaGpuMemoryRowsRemapPending),
+		metricNvidiaGpuMemoryRowsRemapped:         newMetricNvidiaGpuMemoryRowsRemapped(mbc.Metrics.NvidiaGpuMemoryRowsRemapped),
 		metricNvidiaGpuNvlinkIo:                   newMetricNvidiaGpuNvlinkIo(mbc.Metrics.NvidiaGpuNvlinkIo),
+		metricNvidiaGpuPcieLinkGeneration:         newMetricNvidiaGpuPcieLinkGeneration(mbc.Metrics.NvidiaGpuPcieLinkGeneration),
+		metricNvidiaGpuPcieLinkWidth:              newMetricNvidiaGpuPcieLinkWidth(mbc.Metrics.NvidiaGpuPcieLinkWidth),
+		metricNvidiaGpuPcieReplays:                newMetricNvidiaGpuPcieReplays(mbc.Metrics.NvidiaGpuPcieReplays),
 		metricNvidiaGpuPerformanceState:           newMetricNvidiaGpuPerformanceState(mbc.Metrics.NvidiaGpuPerformanceState),
 		metricNvidiaGpuPipeActivity:               newMetricNvidiaGpuPipeActivity(mbc.Metrics.NvidiaGpuPipeActivity),
 		metricNvidiaGpuPowerLimit:                 newMetricNvidiaGpuPowerLimit(mbc.Metrics.NvidiaGpuPowerLimit),
@@ -2128,19 +3048,29 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	ils.Scope().SetVersion(mb.buildInfo.Version)
 	ils.Metrics().EnsureCapacity(mb.metricsCapacity)
 	mb.metricHwEnergy.emit(ils.Metrics())
+	mb.metricHwErrors.emit(ils.Metrics())
 	mb.metricHwGpuIo.emit(ils.Metrics())
 	mb.metricHwGpuMemoryLimit.emit(ils.Metrics())
 	mb.metricHwGpuMemoryUsage.emit(ils.Metrics())
 	mb.metricHwGpuMemoryUtilization.emit(ils.Metrics())
 	mb.metricHwGpuUtilization.emit(ils.Metrics())
 	mb.metricHwPower.emit(ils.Metrics())
+	mb.metricHwStatus.emit(ils.Metrics())
 	mb.metricHwTemperature.emit(ils.Metrics())
+	mb.metricNvidiaGpuClockEventActive.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockFrequency.emit(ils.Metrics())
+	mb.metricNvidiaGpuClockThrottleTime.emit(ils.Metrics())
 	mb.metricNvidiaGpuFanSpeed.emit(ils.Metrics())
 	mb.metricNvidiaGpuGraphicsActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryBandwidthUtilization.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryReserved.emit(ils.Metrics())
+	mb.metricNvidiaGpuMemoryRowsRemapFailed.emit(ils.Metrics())
+	mb.metricNvidiaGpuMemoryRowsRemapPending.emit(ils.Metrics())
+	mb.metricNvidiaGpuMemoryRowsRemapped.emit(ils.Metrics())
 	mb.metricNvidiaGpuNvlinkIo.emit(ils.Metrics())
+	mb.metricNvidiaGpuPcieLinkGeneration.emit(ils.Metrics())
+	mb.metricNvidiaGpuPcieLinkWidth.emit(ils.Metrics())
+	mb.metricNvidiaGpuPcieReplays.emit(ils.Metrics())
 	mb.metricNvidiaGpuPerformanceState.emit(ils.Metrics())
 	mb.metricNvidiaGpuPipeActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuPowerLimit.emit(ils.Metrics())
@@ -2188,6 +3118,11 @@ func (mb *MetricsBuilder) RecordHwEnergyDataPoint(ts pcommon.Timestamp, val floa
 	mb.metricHwEnergy.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordHwErrorsDataPoint adds a data point to hw.errors metric.
+func (mb *MetricsBuilder) RecordHwErrorsDataPoint(ts pcommon.Timestamp, val int64, errorTypeAttributeValue AttributeErrorType) {
+	mb.metricHwErrors.recordDataPoint(mb.startTime, ts, val, errorTypeAttributeValue.String())
+}
+
 // RecordHwGpuIoDataPoint adds a data point to hw.gpu.io metric.
 func (mb *MetricsBuilder) RecordHwGpuIoDataPoint(ts pcommon.Timestamp, val float64, networkIoDirectionAttributeValue AttributeNetworkIoDirection) {
 	mb.metricHwGpuIo.recordDataPoint(mb.startTime, ts, val, networkIoDirectionAttributeValue.String())
@@ -2218,14 +3153,29 @@ func (mb *MetricsBuilder) RecordHwPowerDataPoint(ts pcommon.Timestamp, val float
 	mb.metricHwPower.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordHwStatusDataPoint adds a data point to hw.status metric.
+func (mb *MetricsBuilder) RecordHwStatusDataPoint(ts pcommon.Timestamp, val int64, hwStateAttributeValue AttributeHwState) {
+	mb.metricHwStatus.recordDataPoint(mb.startTime, ts, val, hwStateAttributeValue.String())
+}
+
 // RecordHwTemperatureDataPoint adds a data point to hw.temperature metric.
 func (mb *MetricsBuilder) RecordHwTemperatureDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricHwTemperature.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordNvidiaGpuClockEventActiveDataPoint adds a data point to nvidia.gpu.clock.event.active metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuClockEventActiveDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuClockEventReasonAttributeValue AttributeNvidiaGpuClockEventReason) {
+	mb.metricNvidiaGpuClockEventActive.recordDataPoint(mb.startTime, ts, val, nvidiaGpuClockEventReasonAttributeValue.String())
+}
+
 // RecordNvidiaGpuClockFrequencyDataPoint adds a data point to nvidia.gpu.clock.frequency metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuClockFrequencyDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuClockTypeAttributeValue AttributeNvidiaGpuClockType) {
 	mb.metricNvidiaGpuClockFrequency.recordDataPoint(mb.startTime, ts, val, nvidiaGpuClockTypeAttributeValue.String())
+}
+
+// RecordNvidiaGpuClockThrottleTimeDataPoint adds a data point to nvidia.gpu.clock.throttle.time metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuClockThrottleTimeDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuThrottleReasonAttributeValue AttributeNvidiaGpuThrottleReason) {
+	mb.metricNvidiaGpuClockThrottleTime.recordDataPoint(mb.startTime, ts, val, nvidiaGpuThrottleReasonAttributeValue.String())
 }
 
 // RecordNvidiaGpuFanSpeedDataPoint adds a data point to nvidia.gpu.fan.speed metric.
@@ -2248,9 +3198,39 @@ func (mb *MetricsBuilder) RecordNvidiaGpuMemoryReservedDataPoint(ts pcommon.Time
 	mb.metricNvidiaGpuMemoryReserved.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordNvidiaGpuMemoryRowsRemapFailedDataPoint adds a data point to nvidia.gpu.memory.rows.remap.failed metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRowsRemapFailedDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuMemoryRowsRemapFailed.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuMemoryRowsRemapPendingDataPoint adds a data point to nvidia.gpu.memory.rows.remap.pending metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRowsRemapPendingDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuMemoryRowsRemapPending.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuMemoryRowsRemappedDataPoint adds a data point to nvidia.gpu.memory.rows.remapped metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRowsRemappedDataPoint(ts pcommon.Timestamp, val int64, errorTypeAttributeValue AttributeErrorType) {
+	mb.metricNvidiaGpuMemoryRowsRemapped.recordDataPoint(mb.startTime, ts, val, errorTypeAttributeValue.String())
+}
+
 // RecordNvidiaGpuNvlinkIoDataPoint adds a data point to nvidia.gpu.nvlink.io metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuNvlinkIoDataPoint(ts pcommon.Timestamp, val float64, networkIoDirectionAttributeValue AttributeNetworkIoDirection) {
 	mb.metricNvidiaGpuNvlinkIo.recordDataPoint(mb.startTime, ts, val, networkIoDirectionAttributeValue.String())
+}
+
+// RecordNvidiaGpuPcieLinkGenerationDataPoint adds a data point to nvidia.gpu.pcie.link.generation metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPcieLinkGenerationDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuPcieLinkGeneration.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuPcieLinkWidthDataPoint adds a data point to nvidia.gpu.pcie.link.width metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPcieLinkWidthDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuPcieLinkWidth.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuPcieReplaysDataPoint adds a data point to nvidia.gpu.pcie.replays metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPcieReplaysDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuPcieReplays.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuPerformanceStateDataPoint adds a data point to nvidia.gpu.performance_state metric.

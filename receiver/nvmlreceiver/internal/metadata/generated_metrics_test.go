@@ -67,9 +67,14 @@ func TestMetricsBuilder(t *testing.T) {
 			settings.Logger = zap.New(observedZapCore)
 			mb := NewMetricsBuilder(loadMetricsBuilderConfig(t, tt.name), settings, WithStartTime(start))
 			aggMap := make(map[string]string) // contains the aggregation strategies for each metric name
+			aggMap["hw.errors"] = mb.metricHwErrors.config.AggregationStrategy
 			aggMap["hw.gpu.io"] = mb.metricHwGpuIo.config.AggregationStrategy
 			aggMap["hw.gpu.utilization"] = mb.metricHwGpuUtilization.config.AggregationStrategy
+			aggMap["hw.status"] = mb.metricHwStatus.config.AggregationStrategy
+			aggMap["nvidia.gpu.clock.event.active"] = mb.metricNvidiaGpuClockEventActive.config.AggregationStrategy
 			aggMap["nvidia.gpu.clock.frequency"] = mb.metricNvidiaGpuClockFrequency.config.AggregationStrategy
+			aggMap["nvidia.gpu.clock.throttle.time"] = mb.metricNvidiaGpuClockThrottleTime.config.AggregationStrategy
+			aggMap["nvidia.gpu.memory.rows.remapped"] = mb.metricNvidiaGpuMemoryRowsRemapped.config.AggregationStrategy
 			aggMap["nvidia.gpu.nvlink.io"] = mb.metricNvidiaGpuNvlinkIo.config.AggregationStrategy
 			aggMap["nvidia.gpu.pipe.activity"] = mb.metricNvidiaGpuPipeActivity.config.AggregationStrategy
 			aggMap["nvidia.gpu.process.utilization"] = mb.metricNvidiaGpuProcessUtilization.config.AggregationStrategy
@@ -85,6 +90,12 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordHwEnergyDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordHwErrorsDataPoint(ts, 1, AttributeErrorTypeCorrected)
+			if tt.name == "reaggregate_set" {
+				mb.RecordHwErrorsDataPoint(ts, 3, AttributeErrorTypeUncorrected)
+			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordHwGpuIoDataPoint(ts, 1, AttributeNetworkIoDirectionTransmit)
@@ -111,12 +122,30 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordHwPowerDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordHwStatusDataPoint(ts, 1, AttributeHwStateOk)
+			if tt.name == "reaggregate_set" {
+				mb.RecordHwStatusDataPoint(ts, 3, AttributeHwStateDegraded)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordHwTemperatureDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuClockEventActiveDataPoint(ts, 1, AttributeNvidiaGpuClockEventReasonGpuIdle)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuClockEventActiveDataPoint(ts, 3, AttributeNvidiaGpuClockEventReasonApplicationsClocks)
+			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, 1, AttributeNvidiaGpuClockTypeSm)
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, 3, AttributeNvidiaGpuClockTypeMemory)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuClockThrottleTimeDataPoint(ts, 1, AttributeNvidiaGpuThrottleReasonPower)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuClockThrottleTimeDataPoint(ts, 3, AttributeNvidiaGpuThrottleReasonThermal)
 			}
 			defaultMetricsCount++
 			allMetricsCount++
@@ -132,10 +161,31 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaGpuMemoryReservedDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuMemoryRowsRemapFailedDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuMemoryRowsRemapPendingDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuMemoryRowsRemappedDataPoint(ts, 1, AttributeErrorTypeCorrected)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuMemoryRowsRemappedDataPoint(ts, 3, AttributeErrorTypeUncorrected)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, 1, AttributeNetworkIoDirectionTransmit)
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, 3, AttributeNetworkIoDirectionReceive)
 			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuPcieLinkGenerationDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuPcieLinkWidthDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuPcieReplaysDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuPerformanceStateDataPoint(ts, 1)
@@ -200,9 +250,14 @@ func TestMetricsBuilder(t *testing.T) {
 			res := rb.Emit()
 			metrics := mb.Emit(WithResource(res))
 			if tt.name == "reaggregate_set" {
+				assert.Empty(t, mb.metricHwErrors.aggDataPoints)
 				assert.Empty(t, mb.metricHwGpuIo.aggDataPoints)
 				assert.Empty(t, mb.metricHwGpuUtilization.aggDataPoints)
+				assert.Empty(t, mb.metricHwStatus.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuClockEventActive.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuClockFrequency.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuClockThrottleTime.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuMemoryRowsRemapped.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuNvlinkIo.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuPipeActivity.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuProcessUtilization.aggDataPoints)
@@ -248,6 +303,50 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "hw.errors":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["hw.errors"], "Found a duplicate in the metrics slice: hw.errors")
+						validatedMetrics["hw.errors"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "ECC memory errors since the driver loaded (volatile counters).", mi.Description())
+						assert.Equal(t, "{error}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						errorTypeAttrVal, ok := dp.Attributes().Get("error.type")
+						assert.True(t, ok)
+						assert.Equal(t, "corrected", errorTypeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["hw.errors"], "Found a duplicate in the metrics slice: hw.errors")
+						validatedMetrics["hw.errors"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "ECC memory errors since the driver loaded (volatile counters).", mi.Description())
+						assert.Equal(t, "{error}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["hw.errors"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("error.type")
+						assert.False(t, ok)
+					}
 				case "hw.gpu.io":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["hw.gpu.io"], "Found a duplicate in the metrics slice: hw.gpu.io")
@@ -384,6 +483,50 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "hw.status":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["hw.status"], "Found a duplicate in the metrics slice: hw.status")
+						validatedMetrics["hw.status"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "1 for the GPU's current state, 0 for the others.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						hwStateAttrVal, ok := dp.Attributes().Get("hw.state")
+						assert.True(t, ok)
+						assert.Equal(t, "ok", hwStateAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["hw.status"], "Found a duplicate in the metrics slice: hw.status")
+						validatedMetrics["hw.status"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "1 for the GPU's current state, 0 for the others.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["hw.status"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("hw.state")
+						assert.False(t, ok)
+					}
 				case "hw.temperature":
 					assert.False(t, validatedMetrics["hw.temperature"], "Found a duplicate in the metrics slice: hw.temperature")
 					validatedMetrics["hw.temperature"] = true
@@ -396,6 +539,46 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.clock.event.active":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.clock.event.active"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.event.active")
+						validatedMetrics["nvidia.gpu.clock.event.active"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "1 while a clock-event reason (idle, power cap, thermal slowdown, ...) is active, 0 otherwise.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						nvidiaGpuClockEventReasonAttrVal, ok := dp.Attributes().Get("nvidia.gpu.clock.event.reason")
+						assert.True(t, ok)
+						assert.Equal(t, "gpu_idle", nvidiaGpuClockEventReasonAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.clock.event.active"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.event.active")
+						validatedMetrics["nvidia.gpu.clock.event.active"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "1 while a clock-event reason (idle, power cap, thermal slowdown, ...) is active, 0 otherwise.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.clock.event.active"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.clock.event.reason")
+						assert.False(t, ok)
+					}
 				case "nvidia.gpu.clock.frequency":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["nvidia.gpu.clock.frequency"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.frequency")
@@ -434,6 +617,50 @@ func TestMetricsBuilder(t *testing.T) {
 							assert.Equal(t, int64(3), dp.IntValue())
 						}
 						_, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.clock.throttle.time":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.clock.throttle.time"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.throttle.time")
+						validatedMetrics["nvidia.gpu.clock.throttle.time"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Time the clocks were held below what was asked for, per policy, since the driver loaded.", mi.Description())
+						assert.Equal(t, "s", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						nvidiaGpuThrottleReasonAttrVal, ok := dp.Attributes().Get("nvidia.gpu.throttle.reason")
+						assert.True(t, ok)
+						assert.Equal(t, "power", nvidiaGpuThrottleReasonAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.clock.throttle.time"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.throttle.time")
+						validatedMetrics["nvidia.gpu.clock.throttle.time"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Time the clocks were held below what was asked for, per policy, since the driver loaded.", mi.Description())
+						assert.Equal(t, "s", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["nvidia.gpu.clock.throttle.time"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.throttle.reason")
 						assert.False(t, ok)
 					}
 				case "nvidia.gpu.fan.speed":
@@ -486,6 +713,70 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.memory.rows.remap.failed":
+					assert.False(t, validatedMetrics["nvidia.gpu.memory.rows.remap.failed"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.rows.remap.failed")
+					validatedMetrics["nvidia.gpu.memory.rows.remap.failed"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "1 when a row remap has failed (the GPU should be replaced), 0 otherwise.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.memory.rows.remap.pending":
+					assert.False(t, validatedMetrics["nvidia.gpu.memory.rows.remap.pending"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.rows.remap.pending")
+					validatedMetrics["nvidia.gpu.memory.rows.remap.pending"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "1 when a row remap waits for a GPU reset, 0 otherwise.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.memory.rows.remapped":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.memory.rows.remapped"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.rows.remapped")
+						validatedMetrics["nvidia.gpu.memory.rows.remapped"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Memory rows remapped, by the kind of error that caused it (Ampere and newer).", mi.Description())
+						assert.Equal(t, "{row}", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						errorTypeAttrVal, ok := dp.Attributes().Get("error.type")
+						assert.True(t, ok)
+						assert.Equal(t, "corrected", errorTypeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.memory.rows.remapped"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.rows.remapped")
+						validatedMetrics["nvidia.gpu.memory.rows.remapped"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Memory rows remapped, by the kind of error that caused it (Ampere and newer).", mi.Description())
+						assert.Equal(t, "{row}", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.memory.rows.remapped"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("error.type")
+						assert.False(t, ok)
+					}
 				case "nvidia.gpu.nvlink.io":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.io"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.io")
@@ -530,6 +821,44 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok := dp.Attributes().Get("network.io.direction")
 						assert.False(t, ok)
 					}
+				case "nvidia.gpu.pcie.link.generation":
+					assert.False(t, validatedMetrics["nvidia.gpu.pcie.link.generation"], "Found a duplicate in the metrics slice: nvidia.gpu.pcie.link.generation")
+					validatedMetrics["nvidia.gpu.pcie.link.generation"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "The current PCIe link generation.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.pcie.link.width":
+					assert.False(t, validatedMetrics["nvidia.gpu.pcie.link.width"], "Found a duplicate in the metrics slice: nvidia.gpu.pcie.link.width")
+					validatedMetrics["nvidia.gpu.pcie.link.width"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "The current PCIe link width.", mi.Description())
+					assert.Equal(t, "{lane}", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.pcie.replays":
+					assert.False(t, validatedMetrics["nvidia.gpu.pcie.replays"], "Found a duplicate in the metrics slice: nvidia.gpu.pcie.replays")
+					validatedMetrics["nvidia.gpu.pcie.replays"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "PCIe replays since the driver loaded; a rising count points at a bad link.", mi.Description())
+					assert.Equal(t, "{replay}", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
 				case "nvidia.gpu.performance_state":
 					assert.False(t, validatedMetrics["nvidia.gpu.performance_state"], "Found a duplicate in the metrics slice: nvidia.gpu.performance_state")
 					validatedMetrics["nvidia.gpu.performance_state"] = true

@@ -1,0 +1,105 @@
+package nvmlreceiver
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+)
+
+var clockEventReasons = [...]struct {
+	r    nvmlclient.ClockEventReason
+	attr metadata.AttributeNvidiaGpuClockEventReason
+}{
+	{nvmlclient.ReasonGPUIdle, metadata.AttributeNvidiaGpuClockEventReasonGpuIdle},
+	{nvmlclient.ReasonApplicationsClocks, metadata.AttributeNvidiaGpuClockEventReasonApplicationsClocks},
+	{nvmlclient.ReasonSWPowerCap, metadata.AttributeNvidiaGpuClockEventReasonSwPowerCap},
+	{nvmlclient.ReasonHWSlowdown, metadata.AttributeNvidiaGpuClockEventReasonHwSlowdown},
+	{nvmlclient.ReasonSyncBoost, metadata.AttributeNvidiaGpuClockEventReasonSyncBoost},
+	{nvmlclient.ReasonSWThermalSlowdown, metadata.AttributeNvidiaGpuClockEventReasonSwThermalSlowdown},
+	{nvmlclient.ReasonHWThermalSlowdown, metadata.AttributeNvidiaGpuClockEventReasonHwThermalSlowdown},
+	{nvmlclient.ReasonHWPowerBrakeSlowdown, metadata.AttributeNvidiaGpuClockEventReasonHwPowerBrakeSlowdown},
+	{nvmlclient.ReasonDisplayClocks, metadata.AttributeNvidiaGpuClockEventReasonDisplayClocks},
+}
+
+var throttleReasons = [...]struct {
+	p    nvmlclient.ViolationPolicy
+	attr metadata.AttributeNvidiaGpuThrottleReason
+}{
+	{nvmlclient.ViolationPower, metadata.AttributeNvidiaGpuThrottleReasonPower},
+	{nvmlclient.ViolationThermal, metadata.AttributeNvidiaGpuThrottleReasonThermal},
+	{nvmlclient.ViolationSyncBoost, metadata.AttributeNvidiaGpuThrottleReasonSyncBoost},
+	{nvmlclient.ViolationBoardLimit, metadata.AttributeNvidiaGpuThrottleReasonBoardLimit},
+	{nvmlclient.ViolationLowUtilization, metadata.AttributeNvidiaGpuThrottleReasonLowUtilization},
+	{nvmlclient.ViolationReliability, metadata.AttributeNvidiaGpuThrottleReasonReliability},
+}
+
+var hwStates = [...]metadata.AttributeHwState{
+	metadata.AttributeHwStateOk, metadata.AttributeHwStateDegraded, metadata.AttributeHwStateFailed,
+}
+
+func boolInt(b bool) int64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// recordHealth records a GPU's health signals and its hw.status.
+func recordHealth(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, h *nvmlclient.Health) {
+	if v := h.ECCCorrected; v.OK {
+		mb.RecordHwErrorsDataPoint(ts, int64(v.Value), metadata.AttributeErrorTypeCorrected)
+	}
+	if v := h.ECCUncorrected; v.OK {
+		mb.RecordHwErrorsDataPoint(ts, int64(v.Value), metadata.AttributeErrorTypeUncorrected)
+	}
+	if v := h.RemappedCorrected; v.OK {
+		mb.RecordNvidiaGpuMemoryRowsRemappedDataPoint(ts, v.Value, metadata.AttributeErrorTypeCorrected)
+	}
+	if v := h.RemappedUncorrected; v.OK {
+		mb.RecordNvidiaGpuMemoryRowsRemappedDataPoint(ts, v.Value, metadata.AttributeErrorTypeUncorrected)
+	}
+	if v := h.RemapPending; v.OK {
+		mb.RecordNvidiaGpuMemoryRowsRemapPendingDataPoint(ts, boolInt(v.Value))
+	}
+	if v := h.RemapFailed; v.OK {
+		mb.RecordNvidiaGpuMemoryRowsRemapFailedDataPoint(ts, boolInt(v.Value))
+	}
+	for _, c := range clockEventReasons {
+		if v := h.ClockEvents[c.r]; v.OK {
+			mb.RecordNvidiaGpuClockEventActiveDataPoint(ts, boolInt(v.Value), c.attr)
+		}
+	}
+	for _, t := range throttleReasons {
+		if v := h.ViolationSeconds[t.p]; v.OK {
+			mb.RecordNvidiaGpuClockThrottleTimeDataPoint(ts, v.Value, t.attr)
+		}
+	}
+	if v := h.PCIeReplays; v.OK {
+		mb.RecordNvidiaGpuPcieReplaysDataPoint(ts, v.Value)
+	}
+	if v := h.PCIeGeneration; v.OK {
+		mb.RecordNvidiaGpuPcieLinkGenerationDataPoint(ts, v.Value)
+	}
+	if v := h.PCIeWidth; v.OK {
+		mb.RecordNvidiaGpuPcieLinkWidthDataPoint(ts, v.Value)
+	}
+	state := metadata.AttributeHwStateOk
+	if h.Degraded() {
+		state = metadata.AttributeHwStateDegraded
+	}
+	recordStatus(mb, ts, state)
+}
+
+// recordStatus records hw.status: 1 for state, 0 for the other states.
+func recordStatus(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, state metadata.AttributeHwState) {
+	for _, s := range hwStates {
+		mb.RecordHwStatusDataPoint(ts, boolInt(s == state), s)
+	}
+}
+
+// recordLost records the only thing left to say of a lost GPU: it failed.
+func recordLost(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, info nvmlclient.DeviceInfo) {
+	recordStatus(mb, ts, metadata.AttributeHwStateFailed)
+	mb.EmitForResource(metadata.WithResource(gpuResource(mb, info, owner{}).Emit()))
+}
