@@ -9,8 +9,11 @@ package nvmltest
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 )
@@ -19,6 +22,9 @@ import (
 type Machine struct {
 	*server.Server
 	GPUs []*GPU
+	// Events feeds nvmlEventSetWait; EventSetsFreed counts nvmlEventSetFree.
+	Events         chan nvml.EventData
+	EventSetsFreed atomic.Int32
 }
 
 // GPU is one mock device and the values its getters return. Tests change
@@ -73,6 +79,20 @@ func wrap(s *server.Server) *Machine {
 	m := &Machine{Server: s}
 	s.GpmSampleAllocFunc = func() (nvml.GpmSample, nvml.Return) { return &GPMSample{}, nvml.SUCCESS }
 	s.GpmMetricsGetFunc = gpmMetricsGet
+	m.Events = make(chan nvml.EventData, 16)
+	s.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
+		return &mock.EventSet{
+			WaitFunc: func(timeoutMs uint32) (nvml.EventData, nvml.Return) {
+				select {
+				case e := <-m.Events:
+					return e, nvml.SUCCESS
+				case <-time.After(time.Duration(timeoutMs) * time.Millisecond):
+					return nvml.EventData{}, nvml.ERROR_TIMEOUT
+				}
+			},
+			FreeFunc: func() nvml.Return { m.EventSetsFreed.Add(1); return nvml.SUCCESS },
+		}, nvml.SUCCESS
+	}
 	for i, d := range s.Devices {
 		dev := d.(*server.Device)
 		g := &GPU{
@@ -198,6 +218,10 @@ func (g *GPU) setFuncs(i int) {
 	d.GetPcieReplayCounterFunc = func() (int, nvml.Return) { return g.PCIeReplays, nvml.SUCCESS }
 	d.GetCurrPcieLinkGenerationFunc = func() (int, nvml.Return) { return g.PCIeGen, nvml.SUCCESS }
 	d.GetCurrPcieLinkWidthFunc = func() (int, nvml.Return) { return g.PCIeWidth, nvml.SUCCESS }
+	d.GetSupportedEventTypesFunc = func() (uint64, nvml.Return) {
+		return nvml.EventTypeXidCriticalError | nvml.EventTypeSingleBitEccError | nvml.EventTypeDoubleBitEccError | nvml.EventTypePState, nvml.SUCCESS
+	}
+	d.RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { return nvml.SUCCESS }
 	d.GpmQueryDeviceSupportFunc = func() (nvml.GpmSupport, nvml.Return) {
 		if g.GPMOff {
 			return nvml.GpmSupport{Version: 1}, nvml.SUCCESS
@@ -334,4 +358,10 @@ func (g *GPU) Set(f func(g *GPU)) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	f(g)
+}
+
+// XID queues an Xid event for GPU i, as the driver would raise it.
+func (m *Machine) XID(i int, code uint64) {
+	m.Events <- nvml.EventData{Device: m.GPUs[i].Device, EventType: nvml.EventTypeXidCriticalError, EventData: code,
+		GpuInstanceId: 0xFFFFFFFF, ComputeInstanceId: 0xFFFFFFFF}
 }

@@ -11,7 +11,6 @@ import (
 	"go.opentelemetry.io/collector/scraper"
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -21,6 +20,7 @@ func NewFactory() receiver.Factory {
 		metadata.Type,
 		createDefaultConfig,
 		receiver.WithMetrics(createMetrics, metadata.MetricsStability),
+		receiver.WithLogs(createLogs, metadata.LogsStability),
 	)
 }
 
@@ -47,10 +47,21 @@ func createMetrics(_ context.Context, set receiver.Settings, baseCfg component.C
 	if !ok {
 		return nil, errors.New("nvml: unexpected config type")
 	}
-	s := newScraper(cfg, set, nvmlclient.NewSystem(cfg.LibraryPath, set.Logger, nvmlclient.WithProcesses(cfg.Processes.Enabled)))
+	s := sharedScraper(cfg, set)
+	s.hasMetrics = true
 	sc, err := scraper.NewMetrics(s.scrape, scraper.WithStart(s.start), scraper.WithShutdown(s.shutdown))
 	if err != nil {
 		return nil, err
 	}
 	return scraperhelper.NewMetricsController(&cfg.ControllerConfig, set, next, scraperhelper.AddMetricsScraper(metadata.Type, sc))
+}
+
+func createLogs(_ context.Context, set receiver.Settings, baseCfg component.Config, next consumer.Logs) (receiver.Logs, error) {
+	cfg, ok := baseCfg.(*Config)
+	if !ok {
+		return nil, errors.New("nvml: unexpected config type")
+	}
+	s := sharedScraper(cfg, set)
+	s.logsConsumer = next
+	return &logsReceiver{s: s}, nil
 }

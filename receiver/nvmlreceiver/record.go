@@ -37,6 +37,7 @@ type gpuReport struct {
 	processes []ownedProcess
 	dropped   int64 // cumulative
 	owner     owner // set only when the GPU has exactly one owner
+	xids      map[int64]int64
 }
 
 // recordGPU turns one GPU's sample into data points on the GPU's resource,
@@ -45,6 +46,7 @@ func recordGPU(mb *metadata.MetricsBuilder, r gpuReport) {
 	if r.sample.ProcessesListed {
 		mb.RecordNvidiaGpuProcessesDroppedDataPoint(pcommon.NewTimestampFromTime(r.sample.Time), r.dropped)
 	}
+	recordXIDs(mb, pcommon.NewTimestampFromTime(r.sample.Time), r.xids)
 	recordSample(mb, r.info, r.sample, r.owner)
 	if !r.sample.ProcessesListed {
 		return
@@ -132,6 +134,12 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 // gpuResource starts a resource with the GPU's attributes and the owner's.
 func gpuResource(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, o owner) *metadata.ResourceBuilder {
 	rb := mb.NewResourceBuilder()
+	setGPUAttributes(rb, info, o)
+	return rb
+}
+
+// setGPUAttributes sets the GPU's identity and its owner's on rb.
+func setGPUAttributes(rb *metadata.ResourceBuilder, info nvmlclient.DeviceInfo, o owner) {
 	rb.SetHwID(info.UUID)
 	rb.SetHwType("gpu")
 	rb.SetHwVendor("NVIDIA")
@@ -156,7 +164,6 @@ func gpuResource(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, o owne
 			a.set(a.v)
 		}
 	}
-	return rb
 }
 
 // recordGPM records what GPM measured over the window.

@@ -8,6 +8,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
@@ -45,6 +46,16 @@ type nvmlScraper struct {
 
 	owners  processOwners
 	dropped map[string]int64 // per GPU UUID: processes left out, cumulative
+
+	// Shared by the metrics and logs sides of one configured receiver
+	// (shared.go): starts counts their Start calls.
+	starts       int
+	hasMetrics   bool
+	logsConsumer consumer.Logs
+	watcher      *eventWatcher
+	xidMu        sync.Mutex
+	xids         map[string]map[int64]int64 // per GPU UUID, per Xid code
+	onLastStop   func()
 }
 
 func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *nvmlScraper {
@@ -60,10 +71,15 @@ func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *
 			withCmdline: cfg.ResourceAttributes.ProcessCommandLine.Enabled,
 		},
 		dropped: map[string]int64{},
+		xids:    map[string]map[int64]int64{},
 	}
 }
 
 func (s *nvmlScraper) start(_ context.Context, host component.Host) error {
+	s.starts++
+	if s.starts > 1 {
+		return nil // the other side of this receiver started it
+	}
 	s.host = host
 	s.mb = metadata.NewMetricsBuilder(s.cfg.MetricsBuilderConfig, s.set)
 	if s.cfg.Processes.Enabled {
@@ -97,6 +113,18 @@ func (s *nvmlScraper) start(_ context.Context, host component.Host) error {
 }
 
 func (s *nvmlScraper) shutdown(ctx context.Context) error {
+	if s.starts > 1 {
+		s.starts--
+		return nil
+	}
+	s.starts = 0
+	if s.onLastStop != nil {
+		s.onLastStop()
+	}
+	if err := s.stopEvents(ctx); err != nil {
+		s.logger.Warn("Not shutting NVML down", zap.Error(err))
+		return nil
+	}
 	if s.owners.pods != nil {
 		if err := s.owners.pods.Shutdown(ctx); err != nil {
 			s.logger.Warn("PodResources client did not stop in time", zap.Error(err))
@@ -144,6 +172,7 @@ func (s *nvmlScraper) available() {
 			zap.String("architecture", d.Architecture), zap.String("compute_capability", d.ComputeCapability))
 	}
 	s.reportStatus(componentstatus.NewEvent(componentstatus.StatusOK))
+	s.startEvents()
 }
 
 func (s *nvmlScraper) reportStatus(ev *componentstatus.Event) {
@@ -189,7 +218,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	for i, d := range devices {
 		if d.Lost() {
 			lost++
-			recordLost(s.mb, now, d.Info)
+			recordLost(s.mb, now, d.Info, s.xidCounts(d.Info.UUID))
 			continue
 		}
 		if samples[i] != nil {
@@ -200,7 +229,12 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		// Every GPU is gone (driver reload, reset): start over with a new
 		// Init and inventory once NVML answers again.
 		s.ready = false
-		_ = s.client.Close()
+		stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := s.stopEvents(stopCtx)
+		cancel()
+		if err == nil {
+			_ = s.client.Close()
+		}
 		s.unavailable(errors.New("every GPU is lost"))
 	}
 	return s.mb.Emit(), nil
@@ -209,7 +243,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 // report attributes one GPU's sample: its processes' owners and, when they
 // all share one, the GPU's own.
 func (s *nvmlScraper) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample) gpuReport {
-	r := gpuReport{info: info, sample: smp}
+	r := gpuReport{info: info, sample: smp, xids: s.xidCounts(info.UUID)}
 	if !smp.ProcessesListed {
 		return r
 	}

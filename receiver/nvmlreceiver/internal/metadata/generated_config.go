@@ -1045,6 +1045,54 @@ func (ms *NvidiaGpuTensorPipeActivityMetricConfig) Validate() error {
 	return nil
 }
 
+// NvidiaGpuXidErrorsMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.xid.errors metric.
+type NvidiaGpuXidErrorsMetricAttributeKey string
+
+const (
+	NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid NvidiaGpuXidErrorsMetricAttributeKey = "nvidia.gpu.xid"
+)
+
+// NvidiaGpuXidErrorsMetricConfig provides config for the nvidia.gpu.xid.errors metric.
+type NvidiaGpuXidErrorsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                 `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuXidErrorsMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuXidErrorsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuXidErrorsMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.xid.errors doesn't have an attribute %v, valid attributes: [nvidia.gpu.xid]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // MetricsConfig provides config for nvml metrics.
 type MetricsConfig struct {
 	HwEnergy                            HwEnergyMetricConfig                            `mapstructure:"hw.energy"`
@@ -1082,6 +1130,7 @@ type MetricsConfig struct {
 	NvidiaGpuSmOccupancy                NvidiaGpuSmOccupancyMetricConfig                `mapstructure:"nvidia.gpu.sm.occupancy"`
 	NvidiaGpuTensorActivity             NvidiaGpuTensorActivityMetricConfig             `mapstructure:"nvidia.gpu.tensor.activity"`
 	NvidiaGpuTensorPipeActivity         NvidiaGpuTensorPipeActivityMetricConfig         `mapstructure:"nvidia.gpu.tensor.pipe.activity"`
+	NvidiaGpuXidErrors                  NvidiaGpuXidErrorsMetricConfig                  `mapstructure:"nvidia.gpu.xid.errors"`
 }
 
 func DefaultMetricsConfig() MetricsConfig {
@@ -1214,6 +1263,11 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled:             false,
 			AggregationStrategy: AggregationStrategyAvg,
 			EnabledAttributes:   []NvidiaGpuTensorPipeActivityMetricAttributeKey{NvidiaGpuTensorPipeActivityMetricAttributeKeyNvidiaGpuTensorPipe},
+		},
+		NvidiaGpuXidErrors: NvidiaGpuXidErrorsMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuXidErrorsMetricAttributeKey{NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid},
 		},
 	}
 }

@@ -481,6 +481,10 @@ var MetricsInfo = metricsInfo{
 		Name:       "nvidia.gpu.tensor.pipe.activity",
 		Attributes: []string{"nvidia.gpu.tensor.pipe"},
 	},
+	NvidiaGpuXidErrors: metricInfo{
+		Name:       "nvidia.gpu.xid.errors",
+		Attributes: []string{"nvidia.gpu.xid"},
+	},
 }
 
 type metricsInfo struct {
@@ -519,6 +523,7 @@ type metricsInfo struct {
 	NvidiaGpuSmOccupancy                metricInfo
 	NvidiaGpuTensorActivity             metricInfo
 	NvidiaGpuTensorPipeActivity         metricInfo
+	NvidiaGpuXidErrors                  metricInfo
 }
 
 type metricInfo struct {
@@ -2768,6 +2773,97 @@ func newMetricNvidiaGpuTensorPipeActivity(cfg NvidiaGpuTensorPipeActivityMetricC
 	return m
 }
 
+type metricNvidiaGpuXidErrors struct {
+	data          pmetric.Metric                 // data buffer for generated metric.
+	config        NvidiaGpuXidErrorsMetricConfig // metric config provided by user.
+	capacity      int                            // max observed number of data points added to the metric.
+	aggDataPoints []int64                        // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.xid.errors metric with initial data.
+func (m *metricNvidiaGpuXidErrors) init() {
+	m.data.SetName("nvidia.gpu.xid.errors")
+	m.data.SetDescription("Critical Xid errors the driver raised since the receiver started, by Xid code.")
+	m.data.SetUnit("{error}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuXidErrors) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaGpuXidAttributeValue int64) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid) {
+		dp.Attributes().PutInt("nvidia.gpu.xid", nvidiaGpuXidAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuXidErrors) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuXidErrors) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuXidErrors(cfg NvidiaGpuXidErrorsMetricConfig) metricNvidiaGpuXidErrors {
+	m := metricNvidiaGpuXidErrors{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 // MetricsBuilder provides an interface for scrapers to report metrics while taking care of all the transformations
 // required to produce metric representation defined in metadata and user config.
 type MetricsBuilder struct {
@@ -2813,6 +2909,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuSmOccupancy                metricNvidiaGpuSmOccupancy
 	metricNvidiaGpuTensorActivity             metricNvidiaGpuTensorActivity
 	metricNvidiaGpuTensorPipeActivity         metricNvidiaGpuTensorPipeActivity
+	metricNvidiaGpuXidErrors                  metricNvidiaGpuXidErrors
 }
 
 // MetricBuilderOption applies changes to default metrics builder.
@@ -2873,6 +2970,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuSmOccupancy:                newMetricNvidiaGpuSmOccupancy(mbc.Metrics.NvidiaGpuSmOccupancy),
 		metricNvidiaGpuTensorActivity:             newMetricNvidiaGpuTensorActivity(mbc.Metrics.NvidiaGpuTensorActivity),
 		metricNvidiaGpuTensorPipeActivity:         newMetricNvidiaGpuTensorPipeActivity(mbc.Metrics.NvidiaGpuTensorPipeActivity),
+		metricNvidiaGpuXidErrors:                  newMetricNvidiaGpuXidErrors(mbc.Metrics.NvidiaGpuXidErrors),
 		resourceAttributeIncludeFilter:            make(map[string]filter.Filter),
 		resourceAttributeExcludeFilter:            make(map[string]filter.Filter),
 	}
@@ -3082,6 +3180,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuSmOccupancy.emit(ils.Metrics())
 	mb.metricNvidiaGpuTensorActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuTensorPipeActivity.emit(ils.Metrics())
+	mb.metricNvidiaGpuXidErrors.emit(ils.Metrics())
 
 	for _, op := range options {
 		op.apply(rm)
@@ -3286,6 +3385,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuTensorActivityDataPoint(ts pcommon.Time
 // RecordNvidiaGpuTensorPipeActivityDataPoint adds a data point to nvidia.gpu.tensor.pipe.activity metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuTensorPipeActivityDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuTensorPipeAttributeValue AttributeNvidiaGpuTensorPipe) {
 	mb.metricNvidiaGpuTensorPipeActivity.recordDataPoint(mb.startTime, ts, val, nvidiaGpuTensorPipeAttributeValue.String())
+}
+
+// RecordNvidiaGpuXidErrorsDataPoint adds a data point to nvidia.gpu.xid.errors metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuXidErrorsDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuXidAttributeValue int64) {
+	mb.metricNvidiaGpuXidErrors.recordDataPoint(mb.startTime, ts, val, nvidiaGpuXidAttributeValue)
 }
 
 // Reset resets metrics builder to its initial state. It should be used when external metrics source is restarted,

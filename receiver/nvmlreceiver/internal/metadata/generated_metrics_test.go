@@ -79,6 +79,7 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["nvidia.gpu.pipe.activity"] = mb.metricNvidiaGpuPipeActivity.config.AggregationStrategy
 			aggMap["nvidia.gpu.process.utilization"] = mb.metricNvidiaGpuProcessUtilization.config.AggregationStrategy
 			aggMap["nvidia.gpu.tensor.pipe.activity"] = mb.metricNvidiaGpuTensorPipeActivity.config.AggregationStrategy
+			aggMap["nvidia.gpu.xid.errors"] = mb.metricNvidiaGpuXidErrors.config.AggregationStrategy
 
 			expectedWarnings := 0
 			if tt.metricsSet != testDataSetReag {
@@ -228,6 +229,12 @@ func TestMetricsBuilder(t *testing.T) {
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuTensorPipeActivityDataPoint(ts, 3, AttributeNvidiaGpuTensorPipeImma)
 			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuXidErrorsDataPoint(ts, 1, 14)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuXidErrorsDataPoint(ts, 3, 15)
+			}
 
 			rb := mb.NewResourceBuilder()
 			rb.SetContainerID("container.id-val")
@@ -262,6 +269,7 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricNvidiaGpuPipeActivity.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuProcessUtilization.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuTensorPipeActivity.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuXidErrors.aggDataPoints)
 			}
 
 			if tt.expectEmpty {
@@ -1077,6 +1085,50 @@ func TestMetricsBuilder(t *testing.T) {
 							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
 						}
 						_, ok := dp.Attributes().Get("nvidia.gpu.tensor.pipe")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.xid.errors":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.xid.errors"], "Found a duplicate in the metrics slice: nvidia.gpu.xid.errors")
+						validatedMetrics["nvidia.gpu.xid.errors"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Critical Xid errors the driver raised since the receiver started, by Xid code.", mi.Description())
+						assert.Equal(t, "{error}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						nvidiaGpuXidAttrVal, ok := dp.Attributes().Get("nvidia.gpu.xid")
+						assert.True(t, ok)
+						assert.EqualValues(t, 14, nvidiaGpuXidAttrVal.Int())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.xid.errors"], "Found a duplicate in the metrics slice: nvidia.gpu.xid.errors")
+						validatedMetrics["nvidia.gpu.xid.errors"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Critical Xid errors the driver raised since the receiver started, by Xid code.", mi.Description())
+						assert.Equal(t, "{error}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.xid.errors"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.xid")
 						assert.False(t, ok)
 					}
 				}

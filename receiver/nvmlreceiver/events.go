@@ -1,0 +1,181 @@
+package nvmlreceiver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+)
+
+// The event watcher is a background goroutine that waits on NVML's event
+// set for XID and ECC events while NVML is open. It counts XIDs for
+// nvidia.gpu.xid.errors and, when the receiver is in a logs pipeline, emits
+// each event as a log record, so that alerting sees the event itself rather
+// than a last value.
+
+type eventWatcher struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startEvents starts the watcher on the open client.
+func (s *nvmlScraper) startEvents() {
+	if s.watcher != nil {
+		return
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	w := &eventWatcher{cancel: cancel, done: make(chan struct{})}
+	s.watcher = w
+	go func() {
+		defer close(w.done)
+		err := s.client.WatchEvents(ctx, s.onEvent)
+		if err != nil && ctx.Err() == nil {
+			s.logger.Warn("Not watching XID and ECC events; nvidia.gpu.xid.errors and the event log records are absent",
+				zap.Error(err))
+		}
+	}()
+}
+
+// stopEvents stops the watcher, waiting at most until ctx is done.
+func (s *nvmlScraper) stopEvents(ctx context.Context) error {
+	w := s.watcher
+	if w == nil {
+		return nil
+	}
+	s.watcher = nil
+	w.cancel()
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+		return errors.New("the NVML event loop did not stop in time")
+	}
+}
+
+// onEvent runs on the watcher goroutine.
+func (s *nvmlScraper) onEvent(ev nvmlclient.Event) {
+	if ev.Kind == nvmlclient.EventXID {
+		s.xidMu.Lock()
+		byCode := s.xids[ev.Device.UUID]
+		if byCode == nil {
+			byCode = map[int64]int64{}
+			s.xids[ev.Device.UUID] = byCode
+		}
+		byCode[int64(ev.XID)]++
+		s.xidMu.Unlock()
+	}
+	s.logger.Warn("GPU event", zap.String("hw.id", ev.Device.UUID), zap.String("event", ev.Kind.String()),
+		zap.Uint64("xid", ev.XID))
+	if s.logsConsumer != nil {
+		if err := s.logsConsumer.ConsumeLogs(context.Background(), s.eventLogs(ev)); err != nil {
+			s.logger.Debug("Cannot pass a GPU event on", zap.Error(err))
+		}
+	}
+}
+
+// xidCounts copies the XID counts of one GPU.
+func (s *nvmlScraper) xidCounts(uuid string) map[int64]int64 {
+	s.xidMu.Lock()
+	defer s.xidMu.Unlock()
+	out := make(map[int64]int64, len(s.xids[uuid]))
+	for code, n := range s.xids[uuid] {
+		out[code] = n
+	}
+	return out
+}
+
+func recordXIDs(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, counts map[int64]int64) {
+	for code, n := range counts {
+		mb.RecordNvidiaGpuXidErrorsDataPoint(ts, n, code)
+	}
+}
+
+// eventLogs builds one log record for ev, on its GPU's resource.
+func (s *nvmlScraper) eventLogs(ev nvmlclient.Event) plog.Logs {
+	logs := plog.NewLogs()
+	rl := logs.ResourceLogs().AppendEmpty()
+	rb := metadata.NewResourceBuilder(s.cfg.ResourceAttributes)
+	setGPUAttributes(rb, ev.Device, owner{})
+	rb.Emit().CopyTo(rl.Resource())
+	sl := rl.ScopeLogs().AppendEmpty()
+	sl.Scope().SetName(metadata.ScopeName)
+	lr := sl.LogRecords().AppendEmpty()
+	ts := pcommon.NewTimestampFromTime(ev.Time)
+	lr.SetTimestamp(ts)
+	lr.SetObservedTimestamp(ts)
+	lr.SetEventName("nvidia.gpu." + ev.Kind.String())
+	attrs := lr.Attributes()
+	attrs.PutStr("nvidia.gpu.event.type", ev.Kind.String())
+	switch ev.Kind {
+	case nvmlclient.EventXID:
+		lr.SetSeverityNumber(plog.SeverityNumberError)
+		lr.SetSeverityText("ERROR")
+		lr.Body().SetStr(fmt.Sprintf("Xid %d on GPU %s", ev.XID, ev.Device.UUID))
+		attrs.PutInt("nvidia.gpu.xid", int64(ev.XID))
+	case nvmlclient.EventDoubleBitECC:
+		lr.SetSeverityNumber(plog.SeverityNumberError)
+		lr.SetSeverityText("ERROR")
+		lr.Body().SetStr("Double-bit (uncorrectable) ECC error on GPU " + ev.Device.UUID)
+	default:
+		lr.SetSeverityNumber(plog.SeverityNumberWarn)
+		lr.SetSeverityText("WARN")
+		lr.Body().SetStr("Single-bit (corrected) ECC error on GPU " + ev.Device.UUID)
+	}
+	if ev.GPUInstanceID != nvmlclient.NoInstance {
+		attrs.PutInt("nvidia.gpu.mig.gpu_instance_id", int64(ev.GPUInstanceID))
+	}
+	if ev.ComputeInstanceID != nvmlclient.NoInstance {
+		attrs.PutInt("nvidia.gpu.mig.compute_instance_id", int64(ev.ComputeInstanceID))
+	}
+	return logs
+}
+
+// logsReceiver is the receiver's logs side: it shares the metrics side's
+// NVML client and event watcher (see shared.go).
+type logsReceiver struct {
+	s      *nvmlScraper
+	ticker chan struct{} // closed to stop the availability loop of a logs-only receiver
+	done   chan struct{}
+}
+
+func (l *logsReceiver) Start(ctx context.Context, host component.Host) error {
+	if err := l.s.start(ctx, host); err != nil {
+		return err
+	}
+	if l.s.hasMetrics {
+		return nil // the scrapes open NVML and retry
+	}
+	// Logs alone: keep trying to open NVML on the collection interval.
+	l.ticker, l.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(l.s.cfg.CollectionInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.ticker:
+				return
+			case <-t.C:
+				l.s.ensureOpen()
+			}
+		}
+	}()
+	return nil
+}
+
+func (l *logsReceiver) Shutdown(ctx context.Context) error {
+	if l.ticker != nil {
+		close(l.ticker)
+		<-l.done
+		l.ticker = nil
+	}
+	return l.s.shutdown(ctx)
+}

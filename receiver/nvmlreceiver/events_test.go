@@ -1,0 +1,104 @@
+package nvmlreceiver
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
+)
+
+func xidValue(t *testing.T, ts *testScraper, uuid string, code int64) int64 {
+	t.Helper()
+	md := ts.scrapeOK(t)
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		id, _ := rm.Resource().Attributes().Get("hw.id")
+		if _, isProcess := rm.Resource().Attributes().Get("process.pid"); isProcess || id.Str() != uuid {
+			continue
+		}
+		ms := rm.ScopeMetrics().At(0).Metrics()
+		for j := 0; j < ms.Len(); j++ {
+			if ms.At(j).Name() != "nvidia.gpu.xid.errors" {
+				continue
+			}
+			dps := ms.At(j).Sum().DataPoints()
+			for k := 0; k < dps.Len(); k++ {
+				if v, _ := dps.At(k).Attributes().Get("nvidia.gpu.xid"); v.Int() == code {
+					return dps.At(k).IntValue()
+				}
+			}
+		}
+	}
+	return 0
+}
+
+func TestXIDsAreCountedAndLogged(t *testing.T) {
+	m := nvmltest.NewH200()
+	ts := newTestScraper(t, m)
+	logs := new(consumertest.LogsSink)
+	ts.logsConsumer = logs
+	ts.start(t)
+
+	m.XID(4, 79)
+	m.XID(4, 79)
+	m.XID(4, 48)
+	m.XID(1, 13)
+	require.Eventually(t, func() bool { return logs.LogRecordCount() == 4 }, 5*time.Second, 10*time.Millisecond)
+
+	assert.Equal(t, int64(2), xidValue(t, ts, nvmltest.UUID(4), 79))
+	assert.Equal(t, int64(1), xidValue(t, ts, nvmltest.UUID(4), 48))
+	assert.Equal(t, int64(1), xidValue(t, ts, nvmltest.UUID(1), 13))
+	assert.Equal(t, int64(0), xidValue(t, ts, nvmltest.UUID(0), 79))
+
+	rl := logs.AllLogs()[0].ResourceLogs().At(0)
+	id, _ := rl.Resource().Attributes().Get("hw.id")
+	assert.Equal(t, nvmltest.UUID(4), id.Str(), "the record carries its GPU's resource")
+	lr := rl.ScopeLogs().At(0).LogRecords().At(0)
+	assert.Equal(t, plog.SeverityNumberError, lr.SeverityNumber())
+	code, _ := lr.Attributes().Get("nvidia.gpu.xid")
+	assert.Equal(t, int64(79), code.Int())
+	assert.Contains(t, lr.Body().Str(), "Xid 79")
+}
+
+func TestEventLoopStopsAtShutdown(t *testing.T) {
+	m := nvmltest.NewH200()
+	ts := newTestScraper(t, m)
+	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
+	require.NotNil(t, ts.watcher)
+	require.NoError(t, ts.nvmlScraper.shutdown(context.Background()))
+	assert.Nil(t, ts.watcher)
+	assert.Equal(t, int32(1), m.EventSetsFreed.Load(), "the event set is freed")
+	// goleak (TestMain) fails the package if the loop's goroutine is left.
+}
+
+func TestMetricsAndLogsShareOneNVML(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	set := newTestSettings()
+	mr, err := NewFactory().CreateMetrics(context.Background(), set, cfg, consumertest.NewNop())
+	require.NoError(t, err)
+	lr, err := NewFactory().CreateLogs(context.Background(), set, cfg, consumertest.NewNop())
+	require.NoError(t, err)
+	shared.Lock()
+	assert.Len(t, shared.m, 1)
+	s := shared.m[cfg]
+	shared.Unlock()
+	assert.True(t, s.hasMetrics)
+	assert.NotNil(t, s.logsConsumer)
+
+	host := componenttest.NewNopHost()
+	require.NoError(t, mr.Start(context.Background(), host))
+	require.NoError(t, lr.Start(context.Background(), host))
+	assert.Equal(t, 2, s.starts)
+	require.NoError(t, lr.Shutdown(context.Background()))
+	require.NoError(t, mr.Shutdown(context.Background()))
+	shared.Lock()
+	assert.Empty(t, shared.m, "forgotten after the last shutdown")
+	shared.Unlock()
+}
