@@ -104,6 +104,9 @@ func (c *Client) Close() error {
 	}
 	for _, d := range c.devices {
 		d.freeGPM()
+		for _, m := range d.migs {
+			m.freeGPM()
+		}
 	}
 	c.open, c.devices, c.inv = false, nil, Inventory{}
 	if ret := c.lib.Shutdown(); ret != nvml.SUCCESS {

@@ -147,6 +147,7 @@ type Device struct {
 	windows     [samplingCount]window
 	procWindow  processWindow
 	gpm         gpmState
+	migs        []*migDevice
 	now         func() time.Time // times GPM windows
 	// readProcesses is set by the client's options at Open.
 	readProcesses bool
@@ -230,6 +231,7 @@ func (d *Device) Read() (Sample, error) {
 		}
 		r.readGPM(&s)
 		r.readHealth(&s)
+		r.readMIG(&s)
 	}()
 	<-done
 

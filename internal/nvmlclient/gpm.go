@@ -140,26 +140,31 @@ func (d *Device) freeGPM() {
 	d.gpm.supported = false
 }
 
-// readGPM takes a sample and computes every metric over the window since the
-// previous one. The first read after a failure only takes the sample.
+// readGPM takes the device's GPM sample and computes the window.
 func (r *reading) readGPM(s *Sample) {
-	g := &r.d.gpm
-	if !g.supported || r.lost || r.err != nil {
+	if !r.d.gpm.supported || r.lost || r.err != nil {
 		return
 	}
+	s.GPM = r.gpmWindow(&r.d.gpm, r.d.handle.GpmSampleGet)
+}
+
+// gpmWindow takes a sample with take and computes every metric over the
+// window since g's previous one. It returns nil for a window too short, a
+// failed sample, or the read that only starts a window.
+func (r *reading) gpmWindow(g *gpmState, take func(nvml.GpmSample) nvml.Return) *GPMReading {
 	r.mark = time.Now()
 	now := r.d.now()
 	if g.havePrev && now.Sub(g.prevTime) < minGPMWindow {
-		return // too short to mean anything; keep the older sample
+		return nil // too short to mean anything; keep the older sample
 	}
-	if !r.ok(callGPMSampleGet, r.d.handle.GpmSampleGet(g.cur)) {
+	if !r.ok(callGPMSampleGet, take(g.cur)) {
 		g.havePrev = false
-		return
+		return nil
 	}
 	if !g.havePrev {
 		g.prev, g.cur = g.cur, g.prev
 		g.prevTime, g.havePrev = now, true
-		return
+		return nil
 	}
 	window := now.Sub(g.prevTime)
 
@@ -177,7 +182,7 @@ func (r *reading) readGPM(s *Sample) {
 	g.prev, g.cur = g.cur, g.prev
 	g.prevTime = now
 	if !r.ok(callGPMMetricsGet, ret) {
-		return
+		return nil
 	}
 
 	byID := make(map[uint32]nvml.GpmMetric, mg.NumMetrics)
@@ -214,5 +219,5 @@ func (r *reading) readGPM(s *Sample) {
 			out.TrafficBytes[t] = some(g.totals[t])
 		}
 	}
-	s.GPM = out
+	return out
 }

@@ -16,6 +16,7 @@ type Inventory struct {
 	NVMLVersion   string
 	CUDAVersion   string // e.g. "13.0"; empty when unknown
 	Devices       []DeviceInfo
+	MIGDevices    []MIGInfo
 }
 
 // DeviceInfo is the static identity of one GPU.
@@ -92,11 +93,15 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, o
 		d.primeWindows()
 		d.now = opts.now
 		d.initGPM(lib, symbols)
+		d.takeMIGInventory(lib, symbols)
 		if opts.processes {
 			d.readProcesses = true
 			d.primeProcessWindow()
 		}
 		inv.Devices = append(inv.Devices, d.Info)
+		for _, m := range d.migs {
+			inv.MIGDevices = append(inv.MIGDevices, m.info)
+		}
 	}
 	return inv, selected, nil
 }

@@ -66,4 +66,7 @@ type Sample struct {
 	GPM *GPMReading
 
 	Health Health
+
+	// MIG holds one reading per MIG device when the GPU is in MIG mode.
+	MIG []MIGSample
 }

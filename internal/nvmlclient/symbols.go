@@ -8,6 +8,7 @@ import "github.com/NVIDIA/go-nvml/pkg/nvml"
 type symbols struct {
 	memoryInfoV2 bool
 	gpm          bool
+	mig          bool
 	missing      map[call]bool // calls whose symbol the library lacks
 }
 
@@ -24,6 +25,7 @@ func lookupSymbols(lib nvml.Interface) (s symbols) {
 	}
 	s.memoryInfoV2 = ext.LookupSymbol("nvmlDeviceGetMemoryInfo_v2") == nil
 	s.gpm = ext.LookupSymbol("nvmlGpmMetricsGet") == nil && ext.LookupSymbol("nvmlGpmQueryDeviceSupport") == nil
+	s.mig = ext.LookupSymbol("nvmlDeviceGetMigMode") == nil && ext.LookupSymbol("nvmlDeviceGetMigDeviceHandleByIndex") == nil
 	for c, name := range callSymbols {
 		if ext.LookupSymbol(name) != nil {
 			if s.missing == nil {

@@ -14,6 +14,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 )
@@ -74,6 +76,12 @@ func UUID(i int) string { return fmt.Sprintf("GPU-00000000-0000-4000-8000-%012d"
 
 // NewH200 returns an 8-GPU DGX H200 (dgxh200.New) with every getter set.
 func NewH200() *Machine { return wrap(dgxh200.New()) }
+
+// NewH100 returns an 8-GPU DGX H100 (dgxh100.New) with every getter set.
+func NewH100() *Machine { return wrap(dgxh100.New()) }
+
+// NewA100 returns an 8-GPU DGX A100 (dgxa100.New) with every getter set.
+func NewA100() *Machine { return wrap(dgxa100.New()) }
 
 func wrap(s *server.Server) *Machine {
 	m := &Machine{Server: s}
@@ -364,4 +372,80 @@ func (g *GPU) Set(f func(g *GPU)) {
 func (m *Machine) XID(i int, code uint64) {
 	m.Events <- nvml.EventData{Device: m.GPUs[i].Device, EventType: nvml.EventTypeXidCriticalError, EventData: code,
 		GpuInstanceId: 0xFFFFFFFF, ComputeInstanceId: 0xFFFFFFFF}
+}
+
+// MIGDevice is a mock MIG device of a GPU.
+type MIGDevice struct {
+	*mock.Device
+	UUID              string
+	GPUInstanceID     int
+	ComputeInstanceID int
+	Memory            nvml.Memory_v2
+}
+
+// EnableMIG puts GPU g in MIG mode and creates, through the mock's own MIG
+// API, one GPU instance of each profile with one compute instance on it,
+// then exposes them as MIG devices the way NVML does.
+func (g *GPU) EnableMIG(giProfiles ...int) []*MIGDevice {
+	g.SetMigModeFunc(nvml.DEVICE_MIG_ENABLE)
+	var migs []*MIGDevice
+	for _, p := range giProfiles {
+		info, ret := g.GetGpuInstanceProfileInfoFunc(p)
+		if ret != nvml.SUCCESS {
+			panic(fmt.Sprintf("GPU instance profile %d: %v", p, ret))
+		}
+		gi, _ := g.CreateGpuInstanceFunc(&info)
+		giInfo, _ := gi.GetInfo()
+		ciProfile, ret := gi.GetComputeInstanceProfileInfo(nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
+		if ret != nvml.SUCCESS {
+			panic(fmt.Sprintf("compute instance profile: %v", ret))
+		}
+		ci, _ := gi.CreateComputeInstance(&ciProfile)
+		ciInfo, _ := ci.GetInfo()
+		m := &MIGDevice{
+			UUID:              fmt.Sprintf("MIG-%s-%d-%d", g.UUID[4:], giInfo.Id, ciInfo.Id),
+			GPUInstanceID:     int(giInfo.Id),
+			ComputeInstanceID: int(ciInfo.Id),
+			Memory:            nvml.Memory_v2{Total: info.MemorySizeMB << 20, Used: uint64(giInfo.Id+1) << 28, Reserved: 1 << 26},
+		}
+		m.Device = &mock.Device{
+			GetUUIDFunc:              func() (string, nvml.Return) { return m.UUID, nvml.SUCCESS },
+			GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return m.GPUInstanceID, nvml.SUCCESS },
+			GetComputeInstanceIdFunc: func() (int, nvml.Return) { return m.ComputeInstanceID, nvml.SUCCESS },
+			GetMemoryInfo_v2Func:     func() (nvml.Memory_v2, nvml.Return) { return m.Memory, nvml.SUCCESS },
+			GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
+				return nvml.Memory{Total: m.Memory.Total, Used: m.Memory.Used}, nvml.SUCCESS
+			},
+		}
+		migs = append(migs, m)
+	}
+	g.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
+	g.GetMigDeviceHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+		if i < 0 || i >= len(migs) {
+			return nil, nvml.ERROR_NOT_FOUND
+		}
+		return migs[i], nvml.SUCCESS
+	}
+	g.GetGpuInstanceByIdFunc = func(id int) (nvml.GpuInstance, nvml.Return) {
+		g.RLock()
+		defer g.RUnlock()
+		for gi := range g.GpuInstances {
+			if int(gi.Info.Id) == id {
+				return gi, nvml.SUCCESS
+			}
+		}
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	g.GpmMigSampleGetFunc = func(_ int, s nvml.GpmSample) nvml.Return {
+		gs := s.(*GPMSample)
+		gs.gpu = g
+		gs.Taken++
+		return nvml.SUCCESS
+	}
+	// In MIG mode the whole-GPU utilization is not available.
+	g.GetUtilizationRatesFunc = func() (nvml.Utilization, nvml.Return) { return nvml.Utilization{}, nvml.ERROR_NOT_SUPPORTED }
+	for _, st := range []nvml.SamplingType{nvml.GPU_UTILIZATION_SAMPLES, nvml.MEMORY_UTILIZATION_SAMPLES} {
+		g.SamplesBroken[st] = nvml.ERROR_NOT_SUPPORTED
+	}
+	return migs
 }

@@ -34,25 +34,41 @@ var processEngines = []struct {
 type gpuReport struct {
 	info      nvmlclient.DeviceInfo
 	sample    *nvmlclient.Sample
-	processes []ownedProcess
-	dropped   int64 // cumulative
-	owner     owner // set only when the GPU has exactly one owner
+	processes []ownedProcess // on the whole GPU; empty in MIG mode
+	dropped   int64          // cumulative
+	owner     owner          // set only when the GPU has exactly one owner
 	xids      map[int64]int64
+	migs      []migReport
+}
+
+// migReport is one MIG device of the GPU.
+type migReport struct {
+	sample    *nvmlclient.MIGSample
+	processes []ownedProcess
+	owner     owner
 }
 
 // recordGPU turns one GPU's sample into data points on the GPU's resource,
-// then each of its processes on a resource of its own.
+// then each MIG device and each process on a resource of its own.
 func recordGPU(mb *metadata.MetricsBuilder, r gpuReport) {
-	if r.sample.ProcessesListed {
-		mb.RecordNvidiaGpuProcessesDroppedDataPoint(pcommon.NewTimestampFromTime(r.sample.Time), r.dropped)
-	}
-	recordXIDs(mb, pcommon.NewTimestampFromTime(r.sample.Time), r.xids)
-	recordSample(mb, r.info, r.sample, r.owner)
-	if !r.sample.ProcessesListed {
-		return
-	}
 	ts := pcommon.NewTimestampFromTime(r.sample.Time)
-	for _, p := range r.processes {
+	if r.sample.ProcessesListed {
+		mb.RecordNvidiaGpuProcessesDroppedDataPoint(ts, r.dropped)
+	}
+	recordXIDs(mb, ts, r.xids)
+	recordSample(mb, r.info, r.sample, r.owner)
+	if r.sample.ProcessesListed {
+		recordProcesses(mb, ts, r.processes, func(o owner) *metadata.ResourceBuilder { return gpuResource(mb, r.info, o) })
+	}
+	for _, m := range r.migs {
+		recordMIG(mb, ts, r.info, m, r.sample.ProcessesListed)
+	}
+}
+
+// recordProcesses puts each process on a resource of its own, started by
+// newResource with the process's owner.
+func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, procs []ownedProcess, newResource func(owner) *metadata.ResourceBuilder) {
+	for _, p := range procs {
 		if m := p.MemoryBytes(); m.OK {
 			mb.RecordNvidiaGpuProcessMemoryUsageDataPoint(ts, int64(m.Value))
 		}
@@ -61,7 +77,7 @@ func recordGPU(mb *metadata.MetricsBuilder, r gpuReport) {
 				mb.RecordNvidiaGpuProcessUtilizationDataPoint(ts, v.Value, e.attr)
 			}
 		}
-		rb := gpuResource(mb, r.info, p.owner)
+		rb := newResource(p.owner)
 		rb.SetProcessPid(int64(p.PID))
 		if p.infoOK {
 			rb.SetProcessExecutableName(p.info.ExecutableName)
@@ -73,6 +89,41 @@ func recordGPU(mb *metadata.MetricsBuilder, r gpuReport) {
 			}
 		}
 		mb.EmitForResource(metadata.WithResource(rb.Emit()))
+	}
+}
+
+// recordMIG records one MIG device on its own resource, then its processes.
+func recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, parent nvmlclient.DeviceInfo, m migReport, listed bool) {
+	s := m.sample
+	if v := s.MemoryUsedBytes; v.OK {
+		mb.RecordHwGpuMemoryUsageDataPoint(ts, int64(v.Value))
+	}
+	if v := s.MemoryTotalBytes; v.OK {
+		mb.RecordHwGpuMemoryLimitDataPoint(ts, int64(v.Value))
+	}
+	if v := s.MemoryReservedBytes; v.OK {
+		mb.RecordNvidiaGpuMemoryReservedDataPoint(ts, int64(v.Value))
+	}
+	if s.GPM != nil {
+		recordGPM(mb, ts, s.GPM)
+	}
+	if listed {
+		mb.RecordNvidiaGpuProcessCountDataPoint(ts, int64(len(s.Processes)))
+	}
+	newResource := func(o owner) *metadata.ResourceBuilder {
+		rb := gpuResource(mb, parent, o)
+		rb.SetHwID(s.Info.UUID)
+		rb.SetHwParent(s.Info.ParentUUID)
+		rb.SetNvidiaGpuMigGpuInstanceID(int64(s.Info.GPUInstanceID))
+		rb.SetNvidiaGpuMigComputeInstanceID(int64(s.Info.ComputeInstanceID))
+		if s.Info.Profile != "" {
+			rb.SetNvidiaGpuMigProfile(s.Info.Profile)
+		}
+		return rb
+	}
+	mb.EmitForResource(metadata.WithResource(newResource(m.owner).Emit()))
+	if listed {
+		recordProcesses(mb, ts, m.processes, newResource)
 	}
 }
 

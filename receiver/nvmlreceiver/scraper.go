@@ -241,21 +241,41 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 }
 
 // report attributes one GPU's sample: its processes' owners and, when they
-// all share one, the GPU's own.
+// all share one, the GPU's own. In MIG mode the processes go to their MIG
+// devices instead.
 func (s *nvmlScraper) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample) gpuReport {
 	r := gpuReport{info: info, sample: smp, xids: s.xidCounts(info.UUID)}
 	if !smp.ProcessesListed {
+		for i := range smp.MIG {
+			r.migs = append(r.migs, migReport{sample: &smp.MIG[i]})
+		}
 		return r
 	}
-	procs, dropped := s.owners.resolve(smp.Processes, s.cfg.Processes.MaxPerGPU)
-	s.dropped[info.UUID] += int64(dropped)
-	r.processes, r.dropped = procs, s.dropped[info.UUID]
-	if o, ok := gpuOwner(s.owners.allocated(info.UUID), procs); ok {
-		r.owner = o
-		for i := range r.processes {
-			r.processes[i].owner = withPodNames(r.processes[i].owner, o)
+	limit, dropped := s.cfg.Processes.MaxPerGPU, 0
+	if len(smp.MIG) == 0 {
+		r.processes, dropped = s.owners.resolve(smp.Processes, limit)
+		if o, ok := gpuOwner(s.owners.allocated(info.UUID), r.processes); ok {
+			r.owner = o
+			for i := range r.processes {
+				r.processes[i].owner = withPodNames(r.processes[i].owner, o)
+			}
 		}
 	}
+	for i := range smp.MIG {
+		m := migReport{sample: &smp.MIG[i]}
+		var n int
+		m.processes, n = s.owners.resolve(m.sample.Processes, limit)
+		dropped += n
+		if o, ok := gpuOwner(s.owners.allocated(m.sample.Info.UUID), m.processes); ok {
+			m.owner = o
+			for j := range m.processes {
+				m.processes[j].owner = withPodNames(m.processes[j].owner, o)
+			}
+		}
+		r.migs = append(r.migs, m)
+	}
+	s.dropped[info.UUID] += int64(dropped)
+	r.dropped = s.dropped[info.UUID]
 	return r
 }
 

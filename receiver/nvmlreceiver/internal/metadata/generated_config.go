@@ -1300,23 +1300,27 @@ func (rac *ResourceAttributeConfig) Unmarshal(parser *confmap.Conf) error {
 
 // ResourceAttributesConfig provides config for nvml resource attributes.
 type ResourceAttributesConfig struct {
-	ContainerID           ResourceAttributeConfig `mapstructure:"container.id"`
-	HwDriverVersion       ResourceAttributeConfig `mapstructure:"hw.driver_version"`
-	HwID                  ResourceAttributeConfig `mapstructure:"hw.id"`
-	HwModel               ResourceAttributeConfig `mapstructure:"hw.model"`
-	HwSerialNumber        ResourceAttributeConfig `mapstructure:"hw.serial_number"`
-	HwType                ResourceAttributeConfig `mapstructure:"hw.type"`
-	HwVendor              ResourceAttributeConfig `mapstructure:"hw.vendor"`
-	K8sContainerName      ResourceAttributeConfig `mapstructure:"k8s.container.name"`
-	K8sNamespaceName      ResourceAttributeConfig `mapstructure:"k8s.namespace.name"`
-	K8sPodName            ResourceAttributeConfig `mapstructure:"k8s.pod.name"`
-	K8sPodUID             ResourceAttributeConfig `mapstructure:"k8s.pod.uid"`
-	NvidiaGpuIndex        ResourceAttributeConfig `mapstructure:"nvidia.gpu.index"`
-	NvidiaGpuPciBusID     ResourceAttributeConfig `mapstructure:"nvidia.gpu.pci_bus_id"`
-	ProcessCommandLine    ResourceAttributeConfig `mapstructure:"process.command_line"`
-	ProcessExecutableName ResourceAttributeConfig `mapstructure:"process.executable.name"`
-	ProcessOwner          ResourceAttributeConfig `mapstructure:"process.owner"`
-	ProcessPid            ResourceAttributeConfig `mapstructure:"process.pid"`
+	ContainerID                   ResourceAttributeConfig `mapstructure:"container.id"`
+	HwDriverVersion               ResourceAttributeConfig `mapstructure:"hw.driver_version"`
+	HwID                          ResourceAttributeConfig `mapstructure:"hw.id"`
+	HwModel                       ResourceAttributeConfig `mapstructure:"hw.model"`
+	HwParent                      ResourceAttributeConfig `mapstructure:"hw.parent"`
+	HwSerialNumber                ResourceAttributeConfig `mapstructure:"hw.serial_number"`
+	HwType                        ResourceAttributeConfig `mapstructure:"hw.type"`
+	HwVendor                      ResourceAttributeConfig `mapstructure:"hw.vendor"`
+	K8sContainerName              ResourceAttributeConfig `mapstructure:"k8s.container.name"`
+	K8sNamespaceName              ResourceAttributeConfig `mapstructure:"k8s.namespace.name"`
+	K8sPodName                    ResourceAttributeConfig `mapstructure:"k8s.pod.name"`
+	K8sPodUID                     ResourceAttributeConfig `mapstructure:"k8s.pod.uid"`
+	NvidiaGpuIndex                ResourceAttributeConfig `mapstructure:"nvidia.gpu.index"`
+	NvidiaGpuMigComputeInstanceID ResourceAttributeConfig `mapstructure:"nvidia.gpu.mig.compute_instance_id"`
+	NvidiaGpuMigGpuInstanceID     ResourceAttributeConfig `mapstructure:"nvidia.gpu.mig.gpu_instance_id"`
+	NvidiaGpuMigProfile           ResourceAttributeConfig `mapstructure:"nvidia.gpu.mig.profile"`
+	NvidiaGpuPciBusID             ResourceAttributeConfig `mapstructure:"nvidia.gpu.pci_bus_id"`
+	ProcessCommandLine            ResourceAttributeConfig `mapstructure:"process.command_line"`
+	ProcessExecutableName         ResourceAttributeConfig `mapstructure:"process.executable.name"`
+	ProcessOwner                  ResourceAttributeConfig `mapstructure:"process.owner"`
+	ProcessPid                    ResourceAttributeConfig `mapstructure:"process.pid"`
 }
 
 func DefaultResourceAttributesConfig() ResourceAttributesConfig {
@@ -1331,6 +1335,9 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 			Enabled: true,
 		},
 		HwModel: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		HwParent: ResourceAttributeConfig{
 			Enabled: true,
 		},
 		HwSerialNumber: ResourceAttributeConfig{
@@ -1355,6 +1362,15 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 			Enabled: true,
 		},
 		NvidiaGpuIndex: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		NvidiaGpuMigComputeInstanceID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		NvidiaGpuMigGpuInstanceID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		NvidiaGpuMigProfile: ResourceAttributeConfig{
 			Enabled: true,
 		},
 		NvidiaGpuPciBusID: ResourceAttributeConfig{

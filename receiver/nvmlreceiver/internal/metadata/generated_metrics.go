@@ -2998,6 +2998,12 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	if mbc.ResourceAttributes.HwModel.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["hw.model"] = filter.CreateFilter(mbc.ResourceAttributes.HwModel.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.HwParent.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["hw.parent"] = filter.CreateFilter(mbc.ResourceAttributes.HwParent.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.HwParent.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["hw.parent"] = filter.CreateFilter(mbc.ResourceAttributes.HwParent.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.HwSerialNumber.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["hw.serial_number"] = filter.CreateFilter(mbc.ResourceAttributes.HwSerialNumber.MetricsInclude)
 	}
@@ -3045,6 +3051,24 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	}
 	if mbc.ResourceAttributes.NvidiaGpuIndex.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["nvidia.gpu.index"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuIndex.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuMigComputeInstanceID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.mig.compute_instance_id"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuMigComputeInstanceID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuMigComputeInstanceID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.mig.compute_instance_id"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuMigComputeInstanceID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuMigGpuInstanceID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.mig.gpu_instance_id"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuMigGpuInstanceID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuMigGpuInstanceID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.mig.gpu_instance_id"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuMigGpuInstanceID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuMigProfile.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.mig.profile"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuMigProfile.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuMigProfile.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.mig.profile"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuMigProfile.MetricsExclude)
 	}
 	if mbc.ResourceAttributes.NvidiaGpuPciBusID.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["nvidia.gpu.pci_bus_id"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuPciBusID.MetricsInclude)

@@ -49,6 +49,13 @@ func (rb *ResourceBuilder) SetHwModel(val string) {
 	}
 }
 
+// SetHwParent sets provided value as "hw.parent" attribute.
+func (rb *ResourceBuilder) SetHwParent(val string) {
+	if rb.config.HwParent.Enabled {
+		rb.res.Attributes().PutStr("hw.parent", val)
+	}
+}
+
 // SetHwSerialNumber sets provided value as "hw.serial_number" attribute.
 func (rb *ResourceBuilder) SetHwSerialNumber(val string) {
 	if rb.config.HwSerialNumber.Enabled {
@@ -102,6 +109,27 @@ func (rb *ResourceBuilder) SetK8sPodUID(val string) {
 func (rb *ResourceBuilder) SetNvidiaGpuIndex(val int64) {
 	if rb.config.NvidiaGpuIndex.Enabled {
 		rb.res.Attributes().PutInt("nvidia.gpu.index", val)
+	}
+}
+
+// SetNvidiaGpuMigComputeInstanceID sets provided value as "nvidia.gpu.mig.compute_instance_id" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuMigComputeInstanceID(val int64) {
+	if rb.config.NvidiaGpuMigComputeInstanceID.Enabled {
+		rb.res.Attributes().PutInt("nvidia.gpu.mig.compute_instance_id", val)
+	}
+}
+
+// SetNvidiaGpuMigGpuInstanceID sets provided value as "nvidia.gpu.mig.gpu_instance_id" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuMigGpuInstanceID(val int64) {
+	if rb.config.NvidiaGpuMigGpuInstanceID.Enabled {
+		rb.res.Attributes().PutInt("nvidia.gpu.mig.gpu_instance_id", val)
+	}
+}
+
+// SetNvidiaGpuMigProfile sets provided value as "nvidia.gpu.mig.profile" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuMigProfile(val string) {
+	if rb.config.NvidiaGpuMigProfile.Enabled {
+		rb.res.Attributes().PutStr("nvidia.gpu.mig.profile", val)
 	}
 }
 

@@ -17,6 +17,7 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetHwDriverVersion("hw.driver_version-val")
 			rb.SetHwID("hw.id-val")
 			rb.SetHwModel("hw.model-val")
+			rb.SetHwParent("hw.parent-val")
 			rb.SetHwSerialNumber("hw.serial_number-val")
 			rb.SetHwType("hw.type-val")
 			rb.SetHwVendor("hw.vendor-val")
@@ -25,6 +26,9 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetK8sPodName("k8s.pod.name-val")
 			rb.SetK8sPodUID("k8s.pod.uid-val")
 			rb.SetNvidiaGpuIndex(16)
+			rb.SetNvidiaGpuMigComputeInstanceID(34)
+			rb.SetNvidiaGpuMigGpuInstanceID(30)
+			rb.SetNvidiaGpuMigProfile("nvidia.gpu.mig.profile-val")
 			rb.SetNvidiaGpuPciBusID("nvidia.gpu.pci_bus_id-val")
 			rb.SetProcessCommandLine("process.command_line-val")
 			rb.SetProcessExecutableName("process.executable.name-val")
@@ -36,9 +40,9 @@ func TestResourceBuilder(t *testing.T) {
 
 			switch tt {
 			case "default":
-				assert.Equal(t, 16, res.Attributes().Len())
+				assert.Equal(t, 20, res.Attributes().Len())
 			case "all_set":
-				assert.Equal(t, 17, res.Attributes().Len())
+				assert.Equal(t, 21, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
@@ -64,6 +68,11 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.Equal(t, "hw.model-val", hwModelAttrVal.Str())
+			}
+			hwParentAttrVal, ok := res.Attributes().Get("hw.parent")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "hw.parent-val", hwParentAttrVal.Str())
 			}
 			hwSerialNumberAttrVal, ok := res.Attributes().Get("hw.serial_number")
 			assert.True(t, ok)
@@ -104,6 +113,21 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.EqualValues(t, 16, nvidiaGpuIndexAttrVal.Int())
+			}
+			nvidiaGpuMigComputeInstanceIDAttrVal, ok := res.Attributes().Get("nvidia.gpu.mig.compute_instance_id")
+			assert.True(t, ok)
+			if ok {
+				assert.EqualValues(t, 34, nvidiaGpuMigComputeInstanceIDAttrVal.Int())
+			}
+			nvidiaGpuMigGpuInstanceIDAttrVal, ok := res.Attributes().Get("nvidia.gpu.mig.gpu_instance_id")
+			assert.True(t, ok)
+			if ok {
+				assert.EqualValues(t, 30, nvidiaGpuMigGpuInstanceIDAttrVal.Int())
+			}
+			nvidiaGpuMigProfileAttrVal, ok := res.Attributes().Get("nvidia.gpu.mig.profile")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "nvidia.gpu.mig.profile-val", nvidiaGpuMigProfileAttrVal.Str())
 			}
 			nvidiaGpuPciBusIDAttrVal, ok := res.Attributes().Get("nvidia.gpu.pci_bus_id")
 			assert.True(t, ok)

@@ -1,0 +1,189 @@
+package nvmlclient
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"go.uber.org/zap"
+)
+
+// A GPU in MIG mode is cut into MIG devices: each a GPU instance (its
+// memory and SM slices) with a compute instance on it. Each is reported as
+// its own resource, with the parent GPU's UUID beside its own; processes
+// land on the MIG device whose instance ids they carry.
+
+// MIGInfo is the static identity of one MIG device.
+type MIGInfo struct {
+	UUID              string
+	ParentUUID        string
+	GPUInstanceID     uint32
+	ComputeInstanceID uint32
+	Profile           string // e.g. "1g.18gb"
+}
+
+// MIGSample is one reading of one MIG device.
+type MIGSample struct {
+	Info MIGInfo
+
+	MemoryUsedBytes     Opt[uint64]
+	MemoryTotalBytes    Opt[uint64]
+	MemoryReservedBytes Opt[uint64]
+	// Processes running on this MIG device; filled when process reading is on.
+	Processes []Process
+	// GPM measured per GPU instance; nil without GPM or on a starting window.
+	GPM *GPMReading
+}
+
+// migDevice is one MIG device of a Device, touched only under its busy flag.
+type migDevice struct {
+	info   MIGInfo
+	handle nvml.Device
+	gpm    gpmState // per GPU instance
+	memOK  bool     // false once its memory call said NOT_SUPPORTED
+}
+
+// takeMIGInventory lists the MIG devices of a GPU in MIG mode. A GPU not in
+// MIG mode, or a driver without MIG, has none.
+func (d *Device) takeMIGInventory(lib nvml.Interface, sym symbols) {
+	defer func() {
+		if p := recover(); p != nil {
+			d.logger.Warn("Cannot list MIG devices; the GPU is reported as a whole", zap.Any("panic", p))
+			d.migs = nil
+		}
+	}()
+	if !sym.mig {
+		return
+	}
+	if mode, _, ret := d.handle.GetMigMode(); ret != nvml.SUCCESS || mode != nvml.DEVICE_MIG_ENABLE {
+		return
+	}
+	n, ret := d.handle.GetMaxMigDeviceCount()
+	if ret != nvml.SUCCESS {
+		d.logger.Warn("GPU is in MIG mode but its MIG devices cannot be counted", zap.String("nvml.return", ret.Error()))
+		return
+	}
+	for i := 0; i < n; i++ {
+		h, ret := d.handle.GetMigDeviceHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			continue // an empty slot
+		}
+		m := &migDevice{handle: h, memOK: true}
+		uuid, ret := h.GetUUID()
+		if ret != nvml.SUCCESS {
+			continue
+		}
+		gi, ret1 := h.GetGpuInstanceId()
+		ci, ret2 := h.GetComputeInstanceId()
+		if ret1 != nvml.SUCCESS || ret2 != nvml.SUCCESS {
+			continue
+		}
+		m.info = MIGInfo{UUID: uuid, ParentUUID: d.Info.UUID, GPUInstanceID: uint32(gi), ComputeInstanceID: uint32(ci),
+			Profile: d.migProfile(gi)}
+		d.migs = append(d.migs, m)
+	}
+	d.logger.Info("GPU is in MIG mode", zap.Int("mig_devices", len(d.migs)))
+	if sym.gpm && d.gpm.supported {
+		for _, m := range d.migs {
+			m.initGPM(lib, d.handle, d.now)
+		}
+	}
+}
+
+// migProfile names a GPU instance's profile as nvidia-smi does: "<slices>g.<GiB>gb".
+func (d *Device) migProfile(giID int) string {
+	gi, ret := d.handle.GetGpuInstanceById(giID)
+	if ret != nvml.SUCCESS {
+		return ""
+	}
+	info, ret := gi.GetInfo()
+	if ret != nvml.SUCCESS {
+		return ""
+	}
+	p, ret := d.handle.GetGpuInstanceProfileInfo(int(info.ProfileId))
+	if ret != nvml.SUCCESS {
+		return ""
+	}
+	return migProfileName(p.SliceCount, p.MemorySizeMB)
+}
+
+// migProfileName rounds the memory up to whole GiB, which matches NVIDIA's
+// names (4864 MiB: 1g.5gb; 40192 MiB: 7g.40gb; 144384 MiB: 7g.141gb).
+func migProfileName(slices uint32, memoryMiB uint64) string {
+	return fmt.Sprintf("%dg.%dgb", slices, uint64(math.Ceil(float64(memoryMiB)/1024)))
+}
+
+func (m *migDevice) initGPM(lib nvml.Interface, parent nvml.Device, now func() time.Time) {
+	for _, s := range []*nvml.GpmSample{&m.gpm.prev, &m.gpm.cur} {
+		smp, ret := lib.GpmSampleAlloc()
+		if ret != nvml.SUCCESS {
+			m.freeGPM()
+			return
+		}
+		*s = smp
+	}
+	m.gpm.supported = true
+	m.gpm.failed = map[nvml.GpmMetricId]bool{}
+	if ret := parent.GpmMigSampleGet(int(m.info.GPUInstanceID), m.gpm.prev); ret == nvml.SUCCESS {
+		m.gpm.prevTime, m.gpm.havePrev = now(), true
+	}
+}
+
+func (m *migDevice) freeGPM() {
+	for _, s := range []*nvml.GpmSample{&m.gpm.prev, &m.gpm.cur} {
+		if *s != nil {
+			(*s).Free()
+			*s = nil
+		}
+	}
+	m.gpm.supported = false
+}
+
+// readMIG reads every MIG device of the GPU, and hands each the parent's
+// processes that run on it.
+func (r *reading) readMIG(s *Sample) {
+	if len(r.d.migs) == 0 || r.lost || r.err != nil {
+		return
+	}
+	for _, m := range r.d.migs {
+		ms := MIGSample{Info: m.info}
+		if m.memOK {
+			r.mark = time.Now()
+			if r.d.symbols.memoryInfoV2 {
+				mem, ret := m.handle.GetMemoryInfo_v2()
+				if r.okMIG(m, ret) {
+					ms.MemoryUsedBytes, ms.MemoryTotalBytes, ms.MemoryReservedBytes = some(mem.Used), some(mem.Total), some(mem.Reserved)
+				}
+			} else {
+				mem, ret := m.handle.GetMemoryInfo()
+				if r.okMIG(m, ret) {
+					ms.MemoryUsedBytes, ms.MemoryTotalBytes = some(mem.Used), some(mem.Total)
+				}
+			}
+		}
+		if m.gpm.supported {
+			gi := int(m.info.GPUInstanceID)
+			ms.GPM = r.gpmWindow(&m.gpm, func(smp nvml.GpmSample) nvml.Return { return r.d.handle.GpmMigSampleGet(gi, smp) })
+		}
+		for _, p := range s.Processes {
+			if p.GPUInstanceID == m.info.GPUInstanceID && p.ComputeInstanceID == m.info.ComputeInstanceID {
+				ms.Processes = append(ms.Processes, p)
+			}
+		}
+		s.MIG = append(s.MIG, ms)
+	}
+}
+
+// okMIG classifies a MIG device's memory call: NOT_SUPPORTED stops asking.
+func (r *reading) okMIG(m *migDevice, ret nvml.Return) bool {
+	if classify(ret) == outcomeUnsupported {
+		r.timed(callMemoryInfo)
+		m.memOK = false
+		r.d.logOnce("mig-memory", func(l *zap.Logger) {
+			l.Info("MIG device memory not supported; left out", zap.String("mig.uuid", m.info.UUID))
+		})
+		return false
+	}
+	return r.ok(callMemoryInfo, ret)
+}

@@ -1,0 +1,83 @@
+package nvmlclient
+
+import (
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
+)
+
+func TestMIGProfileName(t *testing.T) {
+	for _, tt := range []struct {
+		slices uint32
+		mib    uint64
+		want   string
+	}{
+		{1, 4864, "1g.5gb"}, {3, 19968, "3g.20gb"}, {7, 40192, "7g.40gb"},
+		{1, 10240, "1g.10gb"}, {7, 81920, "7g.80gb"}, {1, 18432, "1g.18gb"}, {7, 144384, "7g.141gb"},
+	} {
+		assert.Equal(t, tt.want, migProfileName(tt.slices, tt.mib))
+	}
+}
+
+func TestMIGInventoryH100(t *testing.T) {
+	m := nvmltest.NewH100()
+	migs := m.GPUs[0].EnableMIG(nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_3_SLICE)
+	c := New(m, zap.NewNop())
+	require.NoError(t, c.Open(nil))
+	defer c.Close()
+	inv := c.Inventory()
+	require.Len(t, inv.MIGDevices, 2)
+	assert.Equal(t, MIGInfo{UUID: migs[0].UUID, ParentUUID: nvmltest.UUID(0), GPUInstanceID: uint32(migs[0].GPUInstanceID),
+		ComputeInstanceID: uint32(migs[0].ComputeInstanceID), Profile: "1g.10gb"}, inv.MIGDevices[0])
+	assert.Equal(t, "3g.40gb", inv.MIGDevices[1].Profile)
+	assert.Equal(t, nvmltest.UUID(0), inv.MIGDevices[1].ParentUUID)
+	assert.Len(t, inv.Devices, 8, "the parents stay")
+}
+
+func TestMIGInventoryA100(t *testing.T) {
+	m := nvmltest.NewA100()
+	m.GPUs[5].EnableMIG(nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_2_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	c := New(m, zap.NewNop())
+	require.NoError(t, c.Open(nil))
+	defer c.Close()
+	var profiles []string
+	for _, mi := range c.Inventory().MIGDevices {
+		assert.Equal(t, nvmltest.UUID(5), mi.ParentUUID)
+		profiles = append(profiles, mi.Profile)
+	}
+	assert.Equal(t, []string{"3g.20gb", "2g.10gb", "1g.5gb"}, profiles)
+}
+
+func TestMIGRead(t *testing.T) {
+	m := nvmltest.NewH200()
+	migs := m.GPUs[1].EnableMIG(nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_2_SLICE)
+	m.GPUs[1].SetProcesses(
+		nvml.ProcessInfo{Pid: 10, UsedGpuMemory: 1 << 30, GpuInstanceId: uint32(migs[0].GPUInstanceID), ComputeInstanceId: uint32(migs[0].ComputeInstanceID)},
+		nvml.ProcessInfo{Pid: 20, UsedGpuMemory: 2 << 30, GpuInstanceId: uint32(migs[1].GPUInstanceID), ComputeInstanceId: uint32(migs[1].ComputeInstanceID)},
+	)
+	clock := &testClock{now: time.Unix(1_800_000_000, 0)}
+	c := New(m, zap.NewNop(), WithProcesses(true), WithClock(clock.Now))
+	require.NoError(t, c.Open(nil))
+	defer c.Close()
+	clock.Advance(10 * time.Second)
+	s, err := c.Devices()[1].Read()
+	require.NoError(t, err)
+	require.Len(t, s.MIG, 2)
+	assert.False(t, s.Utilization[EngineGeneral].OK, "no whole-GPU utilization in MIG mode")
+	assert.True(t, s.MemoryTotalBytes.OK, "the parent keeps what NVML gives in MIG mode")
+
+	mi := s.MIG[1]
+	assert.Equal(t, migs[1].UUID, mi.Info.UUID)
+	assert.Equal(t, some(migs[1].Memory.Used), mi.MemoryUsedBytes)
+	require.Len(t, mi.Processes, 1)
+	assert.Equal(t, uint32(20), mi.Processes[0].PID)
+	require.NotNil(t, mi.GPM, "GPM per GPU instance")
+	assert.True(t, mi.GPM.Activity[GPMSMActivity].OK)
+	assert.Equal(t, uint32(10), s.MIG[0].Processes[0].PID)
+}
