@@ -1,7 +1,6 @@
 package nvmlclient
 
 import (
-	"sync"
 	"testing"
 	"time"
 
@@ -15,21 +14,9 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
 )
 
-type testClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *testClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *testClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
-
-func openGPM(t *testing.T, m *nvmltest.Machine) (*Client, *testClock, *observer.ObservedLogs) {
+func openGPM(t *testing.T, m *nvmltest.Machine) (*Client, *nvmltest.Clock, *observer.ObservedLogs) {
 	t.Helper()
-	clock := &testClock{now: time.Unix(1_800_000_000, 0)}
+	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
 	core, logs := observer.New(zapcore.InfoLevel)
 	c := New(m, zap.New(core), WithClock(clock.Now))
 	require.NoError(t, c.Open(nil))

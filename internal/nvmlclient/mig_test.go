@@ -61,7 +61,7 @@ func TestMIGRead(t *testing.T) {
 		nvml.ProcessInfo{Pid: 10, UsedGpuMemory: 1 << 30, GpuInstanceId: uint32(migs[0].GPUInstanceID), ComputeInstanceId: uint32(migs[0].ComputeInstanceID)},
 		nvml.ProcessInfo{Pid: 20, UsedGpuMemory: 2 << 30, GpuInstanceId: uint32(migs[1].GPUInstanceID), ComputeInstanceId: uint32(migs[1].ComputeInstanceID)},
 	)
-	clock := &testClock{now: time.Unix(1_800_000_000, 0)}
+	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
 	c := New(m, zap.NewNop(), WithProcesses(true), WithClock(clock.Now))
 	require.NoError(t, c.Open(nil))
 	defer c.Close()

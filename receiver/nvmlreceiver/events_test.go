@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
@@ -16,27 +17,9 @@ import (
 
 func xidValue(t *testing.T, ts *testScraper, uuid string, code int64) int64 {
 	t.Helper()
-	md := ts.scrapeOK(t)
-	for i := 0; i < md.ResourceMetrics().Len(); i++ {
-		rm := md.ResourceMetrics().At(i)
-		id, _ := rm.Resource().Attributes().Get("hw.id")
-		if _, isProcess := rm.Resource().Attributes().Get("process.pid"); isProcess || id.Str() != uuid {
-			continue
-		}
-		ms := rm.ScopeMetrics().At(0).Metrics()
-		for j := 0; j < ms.Len(); j++ {
-			if ms.At(j).Name() != "nvidia.gpu.xid.errors" {
-				continue
-			}
-			dps := ms.At(j).Sum().DataPoints()
-			for k := 0; k < dps.Len(); k++ {
-				if v, _ := dps.At(k).Attributes().Get("nvidia.gpu.xid"); v.Int() == code {
-					return dps.At(k).IntValue()
-				}
-			}
-		}
-	}
-	return 0
+	v, _ := pointValue(ts.scrapeOK(t), uuid, "nvidia.gpu.xid.errors", "nvidia.gpu.xid",
+		func(v pcommon.Value) bool { return v.Int() == code })
+	return v
 }
 
 func TestXIDsAreCountedAndLogged(t *testing.T) {

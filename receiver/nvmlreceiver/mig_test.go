@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/golden"
-	"github.com/open-telemetry/opentelemetry-collector-contrib/pkg/pdatatest/pmetrictest"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
@@ -75,13 +73,5 @@ func TestScrapeGoldenMIG(t *testing.T) {
 	ts.clock.Advance(10 * time.Second)
 	actual := ts.scrapeOK(t)
 
-	expectedFile := filepath.Join("testdata", "scraper", "a100_mig_expected.yaml")
-	if *update {
-		require.NoError(t, golden.WriteMetrics(t, expectedFile, actual))
-	}
-	expected, err := golden.ReadMetrics(expectedFile)
-	require.NoError(t, err)
-	require.NoError(t, pmetrictest.CompareMetrics(expected, actual,
-		pmetrictest.IgnoreTimestamp(), pmetrictest.IgnoreStartTimestamp(),
-		pmetrictest.IgnoreMetricDataPointsOrder(), pmetrictest.IgnoreResourceMetricsOrder()))
+	compareGolden(t, filepath.Join("testdata", "scraper", "a100_mig_expected.yaml"), actual)
 }

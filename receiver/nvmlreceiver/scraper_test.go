@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
@@ -32,19 +32,7 @@ type testScraper struct {
 	*nvmlScraper
 	machine *nvmltest.Machine
 	logs    *observer.ObservedLogs
-	clock   *fakeClock
-}
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
+	clock   *nvmltest.Clock
 }
 
 func newTestSettings() receiver.Settings {
@@ -66,7 +54,7 @@ func newTestScraper(t testing.TB, m *nvmltest.Machine, mods ...func(*Config)) *t
 	core, logs := observer.New(zapcore.DebugLevel)
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.Logger = zap.New(core)
-	clock := &fakeClock{now: time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC)}
+	clock := nvmltest.NewClock(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
 	s := newScraper(cfg, set, nvmlclient.New(m, set.Logger,
 		nvmlclient.WithProcesses(cfg.Processes.Enabled), nvmlclient.WithClock(clock.Now)))
 	s.now = clock.Now
@@ -146,15 +134,7 @@ func TestScrapeGolden(t *testing.T) {
 	}
 	actual := ts.scrapeOK(t)
 
-	expectedFile := filepath.Join("testdata", "scraper", "h200_expected.yaml")
-	if *update {
-		require.NoError(t, golden.WriteMetrics(t, expectedFile, actual))
-	}
-	expected, err := golden.ReadMetrics(expectedFile)
-	require.NoError(t, err)
-	require.NoError(t, pmetrictest.CompareMetrics(expected, actual,
-		pmetrictest.IgnoreTimestamp(), pmetrictest.IgnoreStartTimestamp(),
-		pmetrictest.IgnoreMetricDataPointsOrder(), pmetrictest.IgnoreResourceMetricsOrder()))
+	compareGolden(t, filepath.Join("testdata", "scraper", "h200_expected.yaml"), actual)
 }
 
 func TestScrapeEveryGPUIsItsOwnResource(t *testing.T) {
@@ -265,47 +245,66 @@ func TestEveryGPULostReinitializes(t *testing.T) {
 	assert.Contains(t, gpuMetricNames(md, nvmltest.UUID(0)), "hw.temperature")
 }
 
-// gpuMetricNames lists the metrics on GPU uuid's own resource.
-func gpuMetricNames(md pmetric.Metrics, uuid string) []string {
-	var names []string
+// gpuMetrics returns the metrics on GPU uuid's own resource (processes left
+// out), or an empty slice.
+func gpuMetrics(md pmetric.Metrics, uuid string) pmetric.MetricSlice {
 	for i := 0; i < md.ResourceMetrics().Len(); i++ {
 		rm := md.ResourceMetrics().At(i)
 		attrs := rm.Resource().Attributes()
 		id, _ := attrs.Get("hw.id")
-		if _, isProcess := attrs.Get("process.pid"); isProcess || id.Str() != uuid {
-			continue
+		if _, isProcess := attrs.Get("process.pid"); !isProcess && id.Str() == uuid {
+			return rm.ScopeMetrics().At(0).Metrics()
 		}
-		ms := rm.ScopeMetrics().At(0).Metrics()
-		for j := 0; j < ms.Len(); j++ {
-			names = append(names, ms.At(j).Name())
-		}
+	}
+	return pmetric.NewMetricSlice()
+}
+
+// gpuMetricNames lists the metrics on GPU uuid's own resource.
+func gpuMetricNames(md pmetric.Metrics, uuid string) []string {
+	var names []string
+	ms := gpuMetrics(md, uuid)
+	for j := 0; j < ms.Len(); j++ {
+		names = append(names, ms.At(j).Name())
 	}
 	return names
 }
 
-// statusValue returns hw.status{hw.state=state} of GPU uuid.
-func statusValue(md pmetric.Metrics, uuid, state string) (int64, bool) {
-	for i := 0; i < md.ResourceMetrics().Len(); i++ {
-		rm := md.ResourceMetrics().At(i)
-		attrs := rm.Resource().Attributes()
-		id, _ := attrs.Get("hw.id")
-		if _, isProcess := attrs.Get("process.pid"); isProcess || id.Str() != uuid {
+// pointValue returns the int value of metric name on GPU uuid's resource
+// whose attribute key equals want.
+func pointValue(md pmetric.Metrics, uuid, name, key string, want func(pcommon.Value) bool) (int64, bool) {
+	ms := gpuMetrics(md, uuid)
+	for j := 0; j < ms.Len(); j++ {
+		m := ms.At(j)
+		if m.Name() != name {
 			continue
 		}
-		ms := rm.ScopeMetrics().At(0).Metrics()
-		for j := 0; j < ms.Len(); j++ {
-			if ms.At(j).Name() != "hw.status" {
-				continue
-			}
-			dps := ms.At(j).Sum().DataPoints()
-			for k := 0; k < dps.Len(); k++ {
-				if v, _ := dps.At(k).Attributes().Get("hw.state"); v.Str() == state {
-					return dps.At(k).IntValue(), true
-				}
+		dps := m.Sum().DataPoints()
+		for k := 0; k < dps.Len(); k++ {
+			if v, _ := dps.At(k).Attributes().Get(key); want(v) {
+				return dps.At(k).IntValue(), true
 			}
 		}
 	}
 	return 0, false
+}
+
+// statusValue returns hw.status{hw.state=state} of GPU uuid.
+func statusValue(md pmetric.Metrics, uuid, state string) (int64, bool) {
+	return pointValue(md, uuid, "hw.status", "hw.state", func(v pcommon.Value) bool { return v.Str() == state })
+}
+
+// compareGolden checks actual against the golden file, rewriting it first
+// under -update.
+func compareGolden(t *testing.T, file string, actual pmetric.Metrics) {
+	t.Helper()
+	if *update {
+		require.NoError(t, golden.WriteMetrics(t, file, actual))
+	}
+	expected, err := golden.ReadMetrics(file)
+	require.NoError(t, err)
+	require.NoError(t, pmetrictest.CompareMetrics(expected, actual,
+		pmetrictest.IgnoreTimestamp(), pmetrictest.IgnoreStartTimestamp(),
+		pmetrictest.IgnoreMetricDataPointsOrder(), pmetrictest.IgnoreResourceMetricsOrder()))
 }
 
 func TestNotSupportedLoggedOnceAcrossScrapes(t *testing.T) {
