@@ -1,0 +1,653 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+)
+
+const scopeName = "github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver"
+
+// The receiver settings of the collectors under test: a 1 s interval, and a
+// scrape timeout well under it, so that a hung GPU shows.
+const receiverSettings = `collection_interval: 1s
+initial_delay: 500ms
+timeout: 500ms
+`
+
+// gpuSpec is one GPU of the pipeline scenario and what the receiver must
+// report for it. Times are scenario seconds (t = 0 at the first nvmlInit).
+type gpuSpec struct {
+	uuid, name, serial, pci   string
+	general, memUtil          float64 // busy fractions of the duty patterns
+	generalPeriod, memPeriod  float64
+	encoder                   float64 // -1: none
+	used, total, reserved     uint64
+	temp, tempAfter, tempStep float64 // tempAfter from tempStep on; tempStep 0: constant
+	power                     float64
+	powerNotSupported         bool
+	powerLimit                float64
+	energyOffset              float64
+	fan                       float64 // percent; -1: none
+	clocks                    map[string]float64
+	pstate                    float64
+	lostAt, hangFrom, hangFor float64 // 0: none
+	processes                 []Process
+	gpm                       map[string]Signal
+	health                    bool // ECC, remapped rows, clock event reasons, violations, PCIe
+}
+
+// Process IDs above the kernel's PID_MAX_LIMIT (2^22): never a real process,
+// so the receiver finds none of them in /proc and adds no owner.
+const fakePID = 1<<22 + 100
+
+// gpm0 is GPU 0's GPM: percentages, and MiB/s for the *_PER_SEC rates.
+var gpm0 = map[string]Signal{
+	"SM_UTIL": 40, "SM_OCCUPANCY": 25, "GRAPHICS_UTIL": 45, "ANY_TENSOR_UTIL": 30, "DRAM_BW_UTIL": 20,
+	"HMMA_TENSOR_UTIL": 30, "IMMA_TENSOR_UTIL": 0, "DMMA_TENSOR_UTIL": 0, "DFMA_TENSOR_UTIL": 0,
+	"FP64_UTIL": 0, "FP32_UTIL": 10, "FP16_UTIL": 20, "INTEGER_UTIL": 5,
+	"PCIE_TX_PER_SEC": 1000, "PCIE_RX_PER_SEC": 2000, "NVLINK_TOTAL_TX_PER_SEC": 5000, "NVLINK_TOTAL_RX_PER_SEC": 4000,
+}
+
+const driverVersion = "560.35.03"
+
+var pipelineGPUs = []gpuSpec{
+	{
+		uuid: "GPU-e2e00000-0000-4000-8000-000000000000", name: "NVIDIA H200 (SIMULATED)", serial: "SIMULATED-E2E-0", pci: "00000000:19:00.0",
+		general: 0.5, generalPeriod: 1.0 / 3, memUtil: 0.25, memPeriod: 2.0 / 3, encoder: 0.5,
+		used: 2 << 30, total: 150754820096, reserved: 617086976,
+		temp: 45, power: 250, powerLimit: 700, energyOffset: 1000, fan: -1,
+		clocks: map[string]float64{"sm": 1980, "memory": 3201, "graphics": 1980, "video": 1755}, pstate: 0,
+		processes: []Process{
+			{PID: fakePID, Name: "python3 train.py", UsedMemoryBytes: 20 << 30, SMPercent: 60, MemoryPercent: 30},
+			{PID: fakePID + 1, Name: "Xorg", Type: "graphics", UsedMemoryBytes: 1 << 30, SMPercent: 5},
+		},
+		gpm: gpm0, health: true,
+	},
+	{
+		uuid: "GPU-e2e00000-0000-4000-8000-000000000001", name: "NVIDIA H200 (SIMULATED)", serial: "SIMULATED-E2E-1", pci: "00000000:2A:00.0",
+		general: 0.25, generalPeriod: 2.0 / 3, memUtil: 0.5, memPeriod: 1.0 / 3, encoder: -1,
+		used: 80 << 30, total: 150754820096, reserved: 617086976,
+		temp: 40, tempAfter: 62, tempStep: 10, power: 400, powerNotSupported: true, powerLimit: 700, fan: 40,
+		clocks: map[string]float64{"sm": 1755, "memory": 3201, "graphics": 1755, "video": 1500}, pstate: 2,
+	},
+	{
+		uuid: "GPU-e2e00000-0000-4000-8000-000000000002", name: "NVIDIA H200 (SIMULATED)", serial: "SIMULATED-E2E-2", pci: "00000000:3B:00.0",
+		general: 0.75, generalPeriod: 2.0 / 3, memUtil: 0.5, memPeriod: 1.0 / 3, encoder: -1,
+		used: 0, total: 150754820096, reserved: 617086976,
+		temp: 50, power: 300, powerLimit: 650, fan: -1,
+		clocks: map[string]float64{"sm": 1980, "memory": 3201, "graphics": 1980, "video": 1755}, pstate: 0,
+		hangFrom: 5, hangFor: 5,
+	},
+	{
+		uuid: "GPU-e2e00000-0000-4000-8000-000000000003", name: "NVIDIA H100 PCIe (SIMULATED)", serial: "SIMULATED-E2E-3", pci: "00000000:5D:00.0",
+		general: 0, generalPeriod: 1.0 / 3, memUtil: 0, memPeriod: 1.0 / 3, encoder: -1,
+		used: 1 << 30, total: 85520809984, reserved: 570425344,
+		temp: 35, power: 90, powerLimit: 350, fan: -1,
+		clocks: map[string]float64{"sm": 345, "memory": 1593, "graphics": 345, "video": 765}, pstate: 8,
+		lostAt: 8,
+	},
+}
+
+func (g gpuSpec) scenarioGPU() GPU {
+	out := GPU{
+		Name: g.name, UUID: g.uuid, Serial: g.serial, PCIBusID: g.pci,
+		Utilization: &Utilization{
+			GPU:    &Duty{Busy: g.general, PeriodS: g.generalPeriod},
+			Memory: &Duty{Busy: g.memUtil, PeriodS: g.memPeriod},
+		},
+		Memory:        &Memory{TotalBytes: g.total, ReservedBytes: g.reserved, UsedBytes: g.used},
+		TemperatureC:  g.temp,
+		PowerW:        g.power,
+		PowerLimitW:   g.powerLimit,
+		EnergyOffsetJ: g.energyOffset,
+		ClocksMHz:     &Clocks{SM: g.clocks["sm"], Memory: g.clocks["memory"], Graphics: g.clocks["graphics"], Video: g.clocks["video"]},
+		PState:        g.pstate,
+		Processes:     []Process{},
+		GPM:           g.gpm,
+	}
+	if g.processes != nil {
+		out.Processes = g.processes
+	}
+	if g.health {
+		out.ECCErrors = map[string]Signal{"corrected": Steps{Steps: [][2]float64{{0, 0}, {6, 2}}}, "uncorrected": 0}
+		out.RemappedRows = map[string]Signal{"correctable": 1, "uncorrectable": 0, "pending": 0, "failure": 0}
+		out.ClocksEventReasons = 4 // SW power cap
+		out.Violation = map[string]Signal{"power": 0.25, "thermal": 0, "sync_boost": 0, "board_limit": 0, "low_utilization": 0.5, "reliability": 0}
+		out.PCIe = map[string]Signal{"link_generation": 5, "link_width": 16, "replays": 3}
+	}
+	if g.encoder >= 0 {
+		out.Utilization.Encoder = &Duty{Busy: g.encoder, PeriodS: 1.0 / 3}
+	}
+	if g.tempStep > 0 {
+		out.TemperatureC = Steps{Steps: [][2]float64{{0, g.temp}, {g.tempStep, g.tempAfter}}}
+	}
+	if g.powerNotSupported {
+		out.NotSupported = []string{"nvmlDeviceGetPowerUsage"}
+	}
+	if g.fan >= 0 {
+		out.FanPercent = g.fan
+	}
+	if g.lostAt > 0 {
+		out.LostAt = ptr(g.lostAt)
+		out.Events = []Event{{At: g.lostAt - 0.5, XID: 79}} // fallen off the bus
+	}
+	if g.hangFor > 0 {
+		out.Hangs = []Hang{{Call: "nvmlDeviceGetTemperature", From: g.hangFrom, Seconds: g.hangFor}}
+	}
+	return out
+}
+
+func pipelineScenario() Scenario {
+	s := Scenario{
+		Comment:       "e2e: the pipeline test",
+		DriverVersion: driverVersion,
+		Sampling:      &Sampling{Hz: 6, Buffer: 120},
+	}
+	for _, g := range pipelineGPUs {
+		s.GPUs = append(s.GPUs, g.scenarioGPU())
+	}
+	return s
+}
+
+// rel is p's time in scenario seconds.
+func rel(p point, t0 time.Time) float64 { return p.Time.Sub(t0).Seconds() }
+
+func times(pts []point, t0 time.Time) []float64 {
+	var out []float64
+	for _, p := range pts {
+		out = append(out, rel(p, t0))
+	}
+	sort.Float64s(out)
+	return out
+}
+
+// TestPipeline: otelcol-nvml on the fake library, OTLP to a backend
+// collector and scraped by Prometheus; four GPUs, one of which hangs a call
+// for 5 s and one of which falls off the bus at t = 8.
+func TestPipeline(t *testing.T) {
+	t.Parallel()
+	const runUntil = 17.0 // scenario seconds of data to collect
+	md := readMetadata(t)
+	bin := absFlag(t, "otelcol", *otelcolPath)
+
+	be := startBackend(t, bin)
+	col := startCollector(t, "collector under test", pipelineScenario().write(t), be, receiverSettings)
+	prom := startPrometheus(t, col.promAddr)
+	t0 := col.scenarioStart(t, 30*time.Second)
+	t.Logf("scenario clock t = 0 at %s", t0.Format(time.RFC3339Nano))
+
+	var pts []point
+	waitFor(t, 60*time.Second, fmt.Sprintf("data points up to t = %.0f s", runUntil), func() bool {
+		pts = be.points(t)
+		last := times(filter(pts, pipelineGPUs[0].uuid, "hw.temperature", nil), t0)
+		recovered := times(filter(pts, pipelineGPUs[2].uuid, "hw.temperature", nil), t0)
+		return len(last) > 0 && last[len(last)-1] >= runUntil &&
+			len(recovered) > 0 && recovered[len(recovered)-1] >= pipelineGPUs[2].hangFrom+pipelineGPUs[2].hangFor+2
+	}, col.proc, be.proc, prom.proc)
+	logs := col.proc.logs.String()
+	t.Logf("%d data points in the backend", len(pts))
+
+	// The GPUs' own resources, and the processes' (which carry process.pid).
+	var gpuPts, procPts []point
+	for _, p := range pts {
+		if _, ok := p.Resource["process.pid"]; ok {
+			procPts = append(procPts, p)
+		} else {
+			gpuPts = append(gpuPts, p)
+		}
+	}
+
+	t.Run("resources", func(t *testing.T) {
+		seen := map[string]bool{}
+		for _, p := range pts {
+			seen[p.UUID] = true
+		}
+		assert.Len(t, seen, len(pipelineGPUs), "every resource is one of the GPUs (hw.id): %v", seen)
+		for i, g := range pipelineGPUs {
+			gp := filter(gpuPts, g.uuid, "", nil)
+			require.NotEmpty(t, gp, "no data from GPU %d (%s)", i, g.uuid)
+			want := map[string]any{
+				"hw.id": g.uuid, "hw.type": "gpu", "hw.vendor": "NVIDIA", "hw.model": g.name,
+				"hw.serial_number": g.serial, "hw.driver_version": driverVersion,
+				"nvidia.gpu.index": int64(i), "nvidia.gpu.pci_bus_id": g.pci,
+			}
+			for _, p := range gp {
+				if !assert.Equal(t, want, p.Resource, "resource of GPU %d", i) {
+					break
+				}
+			}
+		}
+	})
+
+	t.Run("instruments match metadata.yaml", func(t *testing.T) {
+		seen := map[string]bool{}
+		for _, p := range pts {
+			seen[p.Metric] = true
+			spec, ok := md[p.Metric]
+			if !assert.True(t, ok, "%s is not in metadata.yaml", p.Metric) {
+				continue
+			}
+			assert.Equal(t, scopeName, p.Scope)
+			assert.Equal(t, spec.Unit, p.Unit, "unit of %s", p.Metric)
+			if spec.Gauge {
+				assert.Equal(t, pmetric.MetricTypeGauge, p.Type, "%s is a gauge", p.Metric)
+			} else {
+				assert.Equal(t, pmetric.MetricTypeSum, p.Type, "%s is a sum", p.Metric)
+				assert.Equal(t, spec.Monotonic, p.Monotonic, "monotonic of %s", p.Metric)
+				assert.Equal(t, pmetric.AggregationTemporalityCumulative, p.Temporality, "temporality of %s", p.Metric)
+			}
+			wantVT := pmetric.NumberDataPointValueTypeDouble
+			if spec.Int {
+				wantVT = pmetric.NumberDataPointValueTypeInt
+			}
+			assert.Equal(t, wantVT, p.ValueType, "value type of %s", p.Metric)
+			if t.Failed() {
+				return
+			}
+		}
+		for name, spec := range md {
+			if spec.Enabled {
+				assert.True(t, seen[name], "enabled metric %s never arrived", name)
+			}
+		}
+	})
+
+	t.Run("values equal the scenario", func(t *testing.T) {
+		for i, g := range pipelineGPUs {
+			eq := func(metric string, attrs map[string]any, want float64) {
+				t.Helper()
+				got := filter(gpuPts, g.uuid, metric, attrs)
+				if !assert.NotEmpty(t, got, "GPU %d: no %s %v", i, metric, attrs) {
+					return
+				}
+				for _, p := range got {
+					if !assert.Equal(t, want, p.Value, "GPU %d: %s %v at t=%.2f", i, metric, attrs, rel(p, t0)) {
+						return
+					}
+				}
+			}
+			none := func(metric string, attrs map[string]any, why string) {
+				t.Helper()
+				assert.Empty(t, filter(pts, g.uuid, metric, attrs), "GPU %d: %s %v: %s", i, metric, attrs, why)
+			}
+			eq("hw.gpu.memory.usage", nil, float64(g.used))
+			eq("hw.gpu.memory.limit", nil, float64(g.total))
+			eq("nvidia.gpu.memory.reserved", nil, float64(g.reserved))
+			eq("nvidia.gpu.power.limit", nil, g.powerLimit)
+			eq("nvidia.gpu.performance_state", nil, g.pstate)
+			for typ, mhz := range g.clocks {
+				eq("nvidia.gpu.clock.frequency", map[string]any{"nvidia.gpu.clock.type": typ}, mhz*1e6)
+			}
+			if g.powerNotSupported {
+				none("hw.power", nil, "its nvmlDeviceGetPowerUsage is NOT_SUPPORTED")
+				assert.Equal(t, 1, logCount(logs, "NVML call not supported", g.uuid, "nvmlDeviceGetPowerUsage"),
+					"GPU %d: the unsupported call is logged once", i)
+			} else {
+				eq("hw.power", nil, g.power)
+			}
+			if g.fan >= 0 {
+				eq("nvidia.gpu.fan.speed", nil, g.fan/100)
+			} else {
+				none("nvidia.gpu.fan.speed", nil, "no fan in the scenario")
+			}
+			if g.tempStep == 0 {
+				eq("hw.temperature", nil, g.temp)
+			} else {
+				var before, after int
+				for _, p := range filter(pts, g.uuid, "hw.temperature", nil) {
+					switch r := rel(p, t0); {
+					case r < g.tempStep-0.2:
+						before++
+						assert.Equal(t, g.temp, p.Value, "GPU %d: temperature at t=%.2f", i, r)
+					case r > g.tempStep+0.2:
+						after++
+						assert.Equal(t, g.tempAfter, p.Value, "GPU %d: temperature at t=%.2f", i, r)
+					}
+				}
+				assert.Positive(t, before, "GPU %d: temperature points before the step", i)
+				assert.Positive(t, after, "GPU %d: temperature points after the step", i)
+			}
+			none("hw.gpu.utilization", map[string]any{"hw.gpu.task": "decoder"}, "no decoder in the scenario")
+			if g.encoder < 0 {
+				none("hw.gpu.utilization", map[string]any{"hw.gpu.task": "encoder"}, "no encoder in the scenario")
+			}
+		}
+	})
+
+	t.Run("utilization is the average over the window", func(t *testing.T) {
+		for i, g := range pipelineGPUs {
+			check := func(metric string, attrs map[string]any, want, period float64) {
+				t.Helper()
+				got := filter(pts, g.uuid, metric, attrs)
+				sort.Slice(got, func(a, b int) bool { return got[a].Time.Before(got[b].Time) })
+				if !assert.Greater(t, len(got), 3, "GPU %d: %s %v", i, metric, attrs) {
+					return
+				}
+				// A window of n >= 5 samples of a pattern k samples long is
+				// off by at most k/(2n); one instant sample reads 0 or 1.
+				tol := 0.12 + 0.1*math.Max(0, period*6-2)/2
+				var sum float64
+				var vals []string
+				for _, p := range got[1:] { // the first window is short
+					sum += p.Value
+					vals = append(vals, fmt.Sprintf("%.3f", p.Value))
+					assert.InDelta(t, want, p.Value, tol, "GPU %d: %s %v at t=%.2f", i, metric, attrs, rel(p, t0))
+				}
+				mean := sum / float64(len(got)-1)
+				assert.InDelta(t, want, mean, 0.05, "GPU %d: mean %s %v over %s", i, metric, attrs, strings.Join(vals, " "))
+			}
+			check("hw.gpu.utilization", map[string]any{"hw.gpu.task": "general"}, g.general, g.generalPeriod)
+			check("hw.gpu.memory.utilization", nil, g.memUtil, g.memPeriod)
+			if g.encoder >= 0 {
+				check("hw.gpu.utilization", map[string]any{"hw.gpu.task": "encoder"}, g.encoder, 1.0/3)
+			}
+		}
+	})
+
+	t.Run("energy rises with the power", func(t *testing.T) {
+		for i, g := range pipelineGPUs {
+			got := filter(pts, g.uuid, "hw.energy", nil)
+			sort.Slice(got, func(a, b int) bool { return got[a].Time.Before(got[b].Time) })
+			if !assert.Greater(t, len(got), 3, "GPU %d: energy points", i) {
+				continue
+			}
+			for k, p := range got {
+				want := g.energyOffset + g.power*rel(p, t0)
+				assert.InDelta(t, want, p.Value, math.Max(1, g.power*0.25), "GPU %d: energy at t=%.2f", i, rel(p, t0))
+				if k > 0 {
+					assert.GreaterOrEqual(t, p.Value, got[k-1].Value, "GPU %d: energy decreased at t=%.2f", i, rel(p, t0))
+				}
+			}
+			first, last := got[0], got[len(got)-1]
+			watts := (last.Value - first.Value) / last.Time.Sub(first.Time).Seconds()
+			assert.InDelta(t, g.power, watts, g.power*0.05+0.5, "GPU %d: energy slope in W", i)
+		}
+	})
+
+	t.Run("a lost GPU leaves the others reported", func(t *testing.T) {
+		lost := pipelineGPUs[3]
+		lostTimes := times(filter(pts, lost.uuid, "hw.temperature", nil), t0)
+		assert.GreaterOrEqual(t, len(lostTimes), 4, "the GPU reports before it is lost")
+		for _, metric := range []string{"hw.temperature", "hw.power", "hw.energy", "hw.gpu.utilization", "hw.gpu.memory.usage"} {
+			for _, p := range filter(pts, lost.uuid, metric, nil) {
+				assert.Less(t, rel(p, t0), lost.lostAt+0.1, "%s from the lost GPU after t=%.0f", metric, lost.lostAt)
+			}
+		}
+		for i, g := range pipelineGPUs[:2] {
+			var after int
+			for _, r := range times(filter(pts, g.uuid, "hw.temperature", nil), t0) {
+				if r > lost.lostAt+1 {
+					after++
+				}
+			}
+			assert.GreaterOrEqual(t, after, 5, "GPU %d keeps reporting after GPU 3 is lost", i)
+		}
+		assert.Equal(t, 1, logCount(logs, "GPU is lost", lost.uuid), "the loss is logged once")
+	})
+
+	t.Run("a hung call delays only its GPU", func(t *testing.T) {
+		hung := pipelineGPUs[2]
+		from, until := hung.hangFrom, hung.hangFrom+hung.hangFor
+		var recovered bool
+		for _, r := range times(filter(pts, hung.uuid, "hw.temperature", nil), t0) {
+			// A read that started inside the hang cannot finish within the
+			// 0.5 s timeout, except in the hang's last half second.
+			assert.False(t, r > from+0.05 && r < until-0.6, "GPU 2 reported at t=%.2f, inside its hang [%.0f, %.0f)", r, from, until)
+			recovered = recovered || r > until+0.5
+		}
+		assert.True(t, recovered, "GPU 2 reports again after its hang")
+		for i, g := range pipelineGPUs[:2] {
+			ts := times(filter(pts, g.uuid, "hw.temperature", nil), t0)
+			var in int
+			for k := 1; k < len(ts); k++ {
+				if ts[k] < from-1 || ts[k-1] > until+1 {
+					continue
+				}
+				in++
+				assert.LessOrEqual(t, ts[k]-ts[k-1], 1.7, "GPU %d: gap %.2f..%.2f s while GPU 2 hangs", i, ts[k-1], ts[k])
+			}
+			assert.GreaterOrEqual(t, in, 5, "GPU %d: scrapes while GPU 2 hangs", i)
+		}
+		assert.GreaterOrEqual(t, logCount(logs, "did not finish before the scrape timeout", hung.uuid), 1)
+	})
+
+	t.Run("processes", func(t *testing.T) {
+		for i, g := range pipelineGPUs {
+			if i == 3 {
+				continue // lost
+			}
+			for _, p := range filter(gpuPts, g.uuid, "nvidia.gpu.process.count", nil) {
+				if !assert.Equal(t, float64(len(g.processes)), p.Value, "GPU %d: process count at t=%.2f", i, rel(p, t0)) {
+					break
+				}
+			}
+			for _, p := range filter(gpuPts, g.uuid, "nvidia.gpu.processes.dropped", nil) {
+				assert.Zero(t, p.Value, "GPU %d: dropped", i)
+			}
+			pids := map[int64]bool{}
+			for _, p := range filter(procPts, g.uuid, "", nil) {
+				pid, _ := p.Resource["process.pid"].(int64)
+				pids[pid] = true
+			}
+			assert.Len(t, pids, len(g.processes), "GPU %d: process resources %v", i, pids)
+			for _, proc := range g.processes {
+				mine := func(metric string, attrs map[string]any) []point {
+					var out []point
+					for _, p := range filter(procPts, g.uuid, metric, attrs) {
+						if p.Resource["process.pid"] == int64(proc.PID) {
+							out = append(out, p)
+						}
+					}
+					return out
+				}
+				mem := mine("nvidia.gpu.process.memory.usage", nil)
+				if assert.NotEmpty(t, mem, "GPU %d pid %d: memory", i, proc.PID) {
+					for _, p := range mem {
+						assert.Equal(t, float64(proc.UsedMemoryBytes), p.Value, "GPU %d pid %d: memory", i, proc.PID)
+					}
+				}
+				for engine, pct := range map[string]Signal{"sm": proc.SMPercent, "memory": proc.MemoryPercent} {
+					want := 0.0
+					if pct != nil {
+						want = float64(pct.(int)) / 100
+					}
+					got := mine("nvidia.gpu.process.utilization", map[string]any{"nvidia.gpu.engine": engine})
+					if assert.Greater(t, len(got), 2, "GPU %d pid %d: %s utilization", i, proc.PID, engine) {
+						for _, p := range got[1:] {
+							assert.InDelta(t, want, p.Value, 1e-9, "GPU %d pid %d: %s utilization at t=%.2f", i, proc.PID, engine, rel(p, t0))
+						}
+					}
+				}
+			}
+		}
+	})
+
+	t.Run("GPM", func(t *testing.T) {
+		g := pipelineGPUs[0]
+		frac := func(name string) float64 { return float64(g.gpm[name].(int)) / 100 }
+		for metric, want := range map[string]float64{
+			"nvidia.gpu.sm.activity":                  frac("SM_UTIL"),
+			"nvidia.gpu.sm.occupancy":                 frac("SM_OCCUPANCY"),
+			"nvidia.gpu.graphics.activity":            frac("GRAPHICS_UTIL"),
+			"nvidia.gpu.tensor.activity":              frac("ANY_TENSOR_UTIL"),
+			"nvidia.gpu.memory.bandwidth.utilization": frac("DRAM_BW_UTIL"),
+		} {
+			got := filter(gpuPts, g.uuid, metric, nil)
+			if assert.Greater(t, len(got), 3, "GPU 0: %s", metric) {
+				for _, p := range got {
+					assert.InDelta(t, want, p.Value, 1e-9, "GPU 0: %s at t=%.2f", metric, rel(p, t0))
+				}
+			}
+		}
+		for pipe, name := range map[string]string{"fp16": "FP16_UTIL", "fp32": "FP32_UTIL", "fp64": "FP64_UTIL", "integer": "INTEGER_UTIL"} {
+			for _, p := range filter(gpuPts, g.uuid, "nvidia.gpu.pipe.activity", map[string]any{"nvidia.gpu.pipe": pipe}) {
+				assert.InDelta(t, frac(name), p.Value, 1e-9, "GPU 0: %s pipe", pipe)
+			}
+		}
+		// Byte counters: the rates (MiB/s) integrated over the windows.
+		for _, c := range []struct{ metric, dir, name string }{
+			{"hw.gpu.io", "transmit", "PCIE_TX_PER_SEC"}, {"hw.gpu.io", "receive", "PCIE_RX_PER_SEC"},
+			{"nvidia.gpu.nvlink.io", "transmit", "NVLINK_TOTAL_TX_PER_SEC"}, {"nvidia.gpu.nvlink.io", "receive", "NVLINK_TOTAL_RX_PER_SEC"},
+		} {
+			got := filter(gpuPts, g.uuid, c.metric, map[string]any{"network.io.direction": c.dir})
+			sort.Slice(got, func(a, b int) bool { return got[a].Time.Before(got[b].Time) })
+			if !assert.Greater(t, len(got), 3, "GPU 0: %s %s", c.metric, c.dir) {
+				continue
+			}
+			for k := 1; k < len(got); k++ {
+				assert.GreaterOrEqual(t, got[k].Value, got[k-1].Value, "GPU 0: %s %s decreased", c.metric, c.dir)
+			}
+			first, last := got[0], got[len(got)-1]
+			rate := (last.Value - first.Value) / last.Time.Sub(first.Time).Seconds()
+			want := float64(g.gpm[c.name].(int)) * (1 << 20)
+			assert.InDelta(t, want, rate, want*0.1, "GPU 0: %s %s in B/s", c.metric, c.dir)
+		}
+		for i, other := range pipelineGPUs[1:] {
+			assert.Empty(t, filter(gpuPts, other.uuid, "nvidia.gpu.sm.activity", nil), "GPU %d has no GPM", i+1)
+		}
+	})
+
+	t.Run("prometheus has every GPU by hw_id", func(t *testing.T) {
+		var series []promSeries
+		byGPU := map[string]map[string]promSeries{}
+		waitFor(t, 30*time.Second, "every GPU's series in Prometheus", func() bool {
+			series = prom.query(t, `{job="otelcol-nvml", hw_id!=""}`)
+			byGPU = map[string]map[string]promSeries{}
+			for _, s := range series {
+				if byGPU[s.Metric["hw_id"]] == nil {
+					byGPU[s.Metric["hw_id"]] = map[string]promSeries{}
+				}
+				byGPU[s.Metric["hw_id"]][s.Metric["__name__"]] = s
+			}
+			for _, g := range pipelineGPUs {
+				if len(byGPU[g.uuid]) < 10 {
+					return false
+				}
+			}
+			return true
+		}, col.proc, prom.proc)
+		for i, g := range pipelineGPUs {
+			m := byGPU[g.uuid]
+			want := map[string]float64{
+				"hw_gpu_memory_usage_bytes":        float64(g.used),
+				"hw_gpu_memory_limit_bytes":        float64(g.total),
+				"nvidia_gpu_memory_reserved_bytes": float64(g.reserved),
+				"nvidia_gpu_power_limit_watts":     g.powerLimit,
+			}
+			if !g.powerNotSupported {
+				want["hw_power_watts"] = g.power
+			}
+			if g.tempStep == 0 {
+				want["hw_temperature_celsius"] = g.temp
+			}
+			for name, v := range want {
+				s, ok := m[name]
+				if assert.True(t, ok, "GPU %d: no %s in Prometheus (has %v)", i, name, keys(m)) {
+					assert.Equal(t, v, s.value(t), "GPU %d: %s", i, name)
+					assert.Equal(t, g.name, s.Metric["hw_model"], "GPU %d: %s", i, name)
+				}
+			}
+			for _, name := range []string{"hw_gpu_utilization_ratio", "hw_gpu_memory_utilization_ratio", "hw_energy_joules_total", "nvidia_gpu_clock_frequency_hertz"} {
+				assert.Contains(t, m, name, "GPU %d", i)
+			}
+		}
+		// Every GPU series of the job carries hw_id.
+		for _, s := range prom.query(t, `{job="otelcol-nvml", hw_id=""}`) {
+			name := s.Metric["__name__"]
+			assert.False(t, strings.HasPrefix(name, "hw_") || strings.HasPrefix(name, "nvidia_"), "%s without hw_id: %v", name, s.Metric)
+		}
+	})
+
+	assert.NotContains(t, logs, "panic")
+	col.proc.requireAlive(t)
+}
+
+func keys[V any](m map[string]V) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func initScenario() Scenario {
+	return Scenario{
+		Comment: "e2e: nvmlInit fails twice, then succeeds",
+		Init:    &InitFaults{FailFirst: 2, Return: "DRIVER_NOT_LOADED"},
+		GPUs: []GPU{{
+			UUID:         "GPU-e2e11111-0000-4000-8000-000000000000",
+			Name:         "NVIDIA H200 (SIMULATED)",
+			Memory:       &Memory{TotalBytes: 150754820096, UsedBytes: 1 << 30},
+			TemperatureC: 33,
+			PowerW:       80,
+		}},
+	}
+}
+
+// TestInitFailsThenRecovers: the driver is "not loaded" for the first two
+// nvmlInit calls; the receiver backs off (5 s, then 10 s) and metrics flow
+// from the third, without a restart.
+func TestInitFailsThenRecovers(t *testing.T) {
+	t.Parallel()
+	s := initScenario()
+	uuid := s.GPUs[0].UUID
+	be := startBackend(t, absFlag(t, "otelcol", *otelcolPath))
+	col := startCollector(t, "collector with a late driver", s.write(t), be, receiverSettings)
+	t0 := col.scenarioStart(t, 45*time.Second)
+	waitFor(t, 20*time.Second, "data points of the GPU", func() bool {
+		return len(filter(be.points(t), uuid, "hw.temperature", nil)) >= 2
+	}, col.proc, be.proc)
+
+	logs := col.proc.logs.String()
+	assert.Equal(t, 2, logCount(logs, "fakenvml: SIMULATED NVML: injected nvmlInit failure", "ERROR_DRIVER_NOT_LOADED"))
+	assert.Equal(t, 1, logCount(logs, "NVML is unavailable", "the NVIDIA kernel driver is not loaded"), "one warning per cause")
+	assert.Equal(t, 1, logCount(logs, "NVML initialized"))
+	late := t0.Sub(col.proc.started)
+	t.Logf("nvmlInit succeeded %.1f s after the collector started", late.Seconds())
+	assert.Greater(t, late, 14*time.Second, "backoff: 5 s after the first failure, 10 s after the second")
+	assert.Less(t, late, 30*time.Second)
+	for _, p := range filter(be.points(t), uuid, "hw.temperature", nil) {
+		assert.Equal(t, 33.0, p.Value)
+	}
+	col.proc.requireAlive(t)
+}
+
+// TestMalformedScenario: a scenario the library cannot parse fails nvmlInit
+// cleanly (NVML_ERROR_UNKNOWN); the collector logs that NVML is unavailable
+// and keeps running.
+func TestMalformedScenario(t *testing.T) {
+	t.Parallel()
+	for name, tc := range map[string]struct{ content, why string }{
+		"broken JSON":   {`{"gpus": [{"uuid": "GPU-1", `, "not valid JSON"},
+		"invalid value": {`{"gpus": [{"memory": {"total_bytes": 10, "used_bytes": 20}}]}`, "gpus[0].memory.used_bytes"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			col := startCollector(t, "collector on a malformed scenario", writeFile(t, t.TempDir(), "bad.json", tc.content), nil,
+				receiverSettings)
+			waitFor(t, 30*time.Second, `"NVML is unavailable" in the log`, func() bool {
+				return strings.Contains(col.proc.logs.String(), "NVML is unavailable")
+			}, col.proc)
+			time.Sleep(2 * time.Second)
+			col.proc.requireAlive(t)
+			logs := col.proc.logs.String()
+			assert.Equal(t, 1, logCount(logs, "fakenvml: scenario", "is invalid, nvmlInit fails with NVML_ERROR_UNKNOWN", tc.why), "the library says why")
+			assert.Equal(t, 1, logCount(logs, "NVML is unavailable", "nvmlInit failed: Unknown Error"))
+			assert.NotContains(t, logs, "NVML initialized")
+			assert.NotContains(t, logs, "panic")
+			col.proc.stop(t)
+			assert.NoError(t, col.proc.waitErr, "clean exit on SIGTERM")
+		})
+	}
+}

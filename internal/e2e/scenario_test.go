@@ -1,0 +1,153 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// The scenario format of internal/fakenvml (see its README.md), as Go types,
+// so that a test states its scenario and its expectations in one place. The
+// library parses the JSON; these types only write it.
+
+type Scenario struct {
+	Comment           string      `json:"comment,omitempty"`
+	DriverVersion     string      `json:"driver_version,omitempty"`
+	NVMLVersion       string      `json:"nvml_version,omitempty"`
+	CUDADriverVersion int         `json:"cuda_driver_version,omitempty"`
+	Sampling          *Sampling   `json:"sampling,omitempty"`
+	Init              *InitFaults `json:"init,omitempty"`
+	GPUs              []GPU       `json:"gpus"`
+}
+
+type Sampling struct {
+	Hz     float64 `json:"hz,omitempty"`
+	Buffer int     `json:"buffer,omitempty"`
+}
+
+type InitFaults struct {
+	FailFirst int    `json:"fail_first"`
+	Return    string `json:"return,omitempty"`
+}
+
+// Signal is a value over time: a number, Sine or Steps.
+type Signal = any
+
+type Sine struct {
+	Mean      float64 `json:"mean"`
+	Amplitude float64 `json:"amplitude"`
+	PeriodS   float64 `json:"period_s"`
+	PhaseS    float64 `json:"phase_s,omitempty"`
+}
+
+// Steps is piecewise constant: [[t, value], ...].
+type Steps struct {
+	Steps [][2]float64 `json:"steps"`
+}
+
+type Duty struct {
+	Busy    Signal  `json:"busy"`
+	PeriodS float64 `json:"period_s,omitempty"`
+	PhaseS  float64 `json:"phase_s,omitempty"`
+}
+
+type Utilization struct {
+	GPU     *Duty `json:"gpu,omitempty"`
+	Memory  *Duty `json:"memory,omitempty"`
+	Encoder *Duty `json:"encoder,omitempty"`
+	Decoder *Duty `json:"decoder,omitempty"`
+}
+
+type Memory struct {
+	TotalBytes    uint64 `json:"total_bytes"`
+	ReservedBytes uint64 `json:"reserved_bytes,omitempty"`
+	UsedBytes     Signal `json:"used_bytes,omitempty"`
+}
+
+type Clocks struct {
+	Graphics Signal `json:"graphics,omitempty"`
+	SM       Signal `json:"sm,omitempty"`
+	Memory   Signal `json:"memory,omitempty"`
+	Video    Signal `json:"video,omitempty"`
+}
+
+type Process struct {
+	PID             uint32   `json:"pid"`
+	Name            string   `json:"name,omitempty"`
+	UsedMemoryBytes uint64   `json:"used_memory_bytes,omitempty"`
+	Type            string   `json:"type,omitempty"`
+	From            float64  `json:"from,omitempty"`
+	Until           *float64 `json:"until,omitempty"`
+	SMPercent       Signal   `json:"sm_percent,omitempty"`
+	MemoryPercent   Signal   `json:"memory_percent,omitempty"`
+	EncoderPercent  Signal   `json:"encoder_percent,omitempty"`
+	DecoderPercent  Signal   `json:"decoder_percent,omitempty"`
+}
+
+type Fault struct {
+	Call   string   `json:"call"`
+	Return string   `json:"return"`
+	From   float64  `json:"from,omitempty"`
+	Until  *float64 `json:"until,omitempty"`
+}
+
+type Hang struct {
+	Call    string  `json:"call"`
+	From    float64 `json:"from"`
+	Seconds float64 `json:"seconds"`
+}
+
+type GPU struct {
+	Comment            string            `json:"comment,omitempty"`
+	Name               string            `json:"name,omitempty"`
+	UUID               string            `json:"uuid,omitempty"`
+	Serial             string            `json:"serial,omitempty"`
+	PCIBusID           string            `json:"pci_bus_id,omitempty"`
+	Architecture       string            `json:"architecture,omitempty"`
+	Utilization        *Utilization      `json:"utilization,omitempty"`
+	Memory             *Memory           `json:"memory,omitempty"`
+	TemperatureC       Signal            `json:"temperature_c,omitempty"`
+	PowerW             Signal            `json:"power_w,omitempty"`
+	PowerLimitW        Signal            `json:"power_limit_w,omitempty"`
+	FanPercent         Signal            `json:"fan_percent,omitempty"`
+	EnergyOffsetJ      float64           `json:"energy_offset_j,omitempty"`
+	ClocksMHz          *Clocks           `json:"clocks_mhz,omitempty"`
+	PState             Signal            `json:"pstate,omitempty"`
+	Processes          any               `json:"processes,omitempty"` // []Process; nil: no key (not supported)
+	GPM                map[string]Signal `json:"gpm,omitempty"`
+	ECCErrors          map[string]Signal `json:"ecc_errors,omitempty"`
+	RemappedRows       map[string]Signal `json:"remapped_rows,omitempty"`
+	ClocksEventReasons Signal            `json:"clocks_event_reasons,omitempty"`
+	Violation          map[string]Signal `json:"violation,omitempty"`
+	PCIe               map[string]Signal `json:"pcie,omitempty"`
+	Events             []Event           `json:"events,omitempty"`
+	LostAt             *float64          `json:"lost_at,omitempty"`
+	NotSupported       []string          `json:"not_supported,omitempty"`
+	Errors             []Fault           `json:"errors,omitempty"`
+	Hangs              []Hang            `json:"hangs,omitempty"`
+}
+
+type Event struct {
+	At   float64 `json:"at"`
+	Type string  `json:"type,omitempty"`
+	XID  int     `json:"xid,omitempty"`
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// write saves the scenario as JSON in a temporary directory of t.
+func (s Scenario) write(t testing.TB) string {
+	t.Helper()
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "scenario.json")
+	if err := os.WriteFile(p, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,223 @@
+/*
+ * Area "processes": the processes running on each GPU.
+ *
+ * Key: processes: [{pid, name, used_memory_bytes, type, from, until,
+ * sm_percent, memory_percent, encoder_percent, decoder_percent}], type
+ * "compute" (default), "graphics" or "compute+graphics"; from/until (seconds,
+ * until null = forever) bound when the process runs; the *_percent values
+ * over time feed nvmlDeviceGetProcessUtilization, which serves one sample per
+ * running process per sampling tick (like nvmlDeviceGetSamples), only those
+ * newer than the lastSeen timestamp. Without the key, the process calls
+ * answer NVML_ERROR_NOT_SUPPORTED; with an empty list, none run.
+ * nvmlSystemGetProcessName answers the name of any listed pid.
+ */
+#include <cjson/cJSON.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fakenvml.h"
+
+static const char *const keys[] = {"processes", NULL};
+
+static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, fake_gpu *g)
+{
+	(void)index;
+	const cJSON *ps = cJSON_GetObjectItemCaseSensitive(gpu, "processes");
+	if (!ps)
+		return true;
+	char p[128];
+	snprintf(p, sizeof p, "%s.processes", path);
+	if (!cJSON_IsArray(ps))
+		return fake_fail(c, p, "must be an array");
+	int n = cJSON_GetArraySize(ps);
+	if (n > 100000)
+		return fake_fail(c, p, "too many processes");
+	fake_process *out = NULL;
+	if (n > 0 && !(out = fake_alloc(c, sizeof *out * (size_t)n)))
+		return false;
+	int i = 0;
+	for (const cJSON *it = ps->child; it; it = it->next, i++) {
+		char ip[160];
+		snprintf(ip, sizeof ip, "%s[%d]", p, i);
+		static const char *const pkeys[] = {"pid",        "name",           "used_memory_bytes", "type",
+						    "from",       "until",          "sm_percent",        "memory_percent",
+						    "encoder_percent", "decoder_percent", NULL};
+		unsigned long long pid = 0, used = 0;
+		bool has_pid = false;
+		char type[32] = "compute";
+		if (!fake_check_keys(c, it, ip, pkeys) || !fake_get_uint(c, it, "pid", ip, &pid, 0xffffffffULL, &has_pid) ||
+		    !fake_get_string(c, it, "name", ip, out[i].name, sizeof out[i].name, false) ||
+		    !fake_get_uint(c, it, "used_memory_bytes", ip, &used, 1ULL << 52, NULL) ||
+		    !fake_get_string(c, it, "type", ip, type, sizeof type, false) ||
+		    !fake_get_time(c, it, "from", ip, &out[i].from, 0) || !fake_get_time(c, it, "until", ip, &out[i].until, INFINITY) ||
+		    !fake_get_signal(c, it, "sm_percent", ip, 0, 100, &out[i].sm) ||
+		    !fake_get_signal(c, it, "memory_percent", ip, 0, 100, &out[i].memory) ||
+		    !fake_get_signal(c, it, "encoder_percent", ip, 0, 100, &out[i].encoder) ||
+		    !fake_get_signal(c, it, "decoder_percent", ip, 0, 100, &out[i].decoder))
+			return false;
+		if (!has_pid)
+			return fake_fail(c, ip, "\"pid\" is required");
+		out[i].pid = (unsigned int)pid;
+		out[i].used_memory = used;
+		if (strcmp(type, "compute") == 0)
+			out[i].compute = true;
+		else if (strcmp(type, "graphics") == 0)
+			out[i].graphics = true;
+		else if (strcmp(type, "compute+graphics") == 0)
+			out[i].compute = out[i].graphics = true;
+		else
+			return fake_fail(c, ip, "type \"%s\" is not compute, graphics or compute+graphics", type);
+	}
+	g->has_processes = true;
+	g->processes = out;
+	g->nprocesses = n;
+	return true;
+}
+
+const fake_area fake_area_processes = {keys, parse};
+
+/* running fills infos, an array of nvmlProcessInfo_v1_t (v1) or of
+ * nvmlProcessInfo_t (v2, v3). */
+static nvmlReturn_t running(nvmlDevice_t device, fake_call call, bool graphics, unsigned int *infoCount, void *out,
+			    int version)
+{
+	const fake_gpu *g;
+	double t;
+	if (!infoCount)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	nvmlReturn_t r = fake_device_enter(device, call, &g, NULL, &t);
+	if (r != NVML_SUCCESS)
+		return r;
+	if (!g->has_processes)
+		return fake_leave(NVML_ERROR_NOT_SUPPORTED);
+	unsigned int n = 0;
+	for (int i = 0; i < g->nprocesses; i++) {
+		const fake_process *p = &g->processes[i];
+		if ((graphics ? p->graphics : p->compute) && t >= p->from && t < p->until)
+			n++;
+	}
+	if (!out || *infoCount < n) {
+		/* a size query, or too small a buffer: say how many there are */
+		*infoCount = n;
+		return fake_leave(n == 0 ? NVML_SUCCESS : NVML_ERROR_INSUFFICIENT_SIZE);
+	}
+	unsigned int k = 0;
+	for (int i = 0; i < g->nprocesses; i++) {
+		const fake_process *p = &g->processes[i];
+		if (!((graphics ? p->graphics : p->compute) && t >= p->from && t < p->until))
+			continue;
+		if (version == 1) {
+			nvmlProcessInfo_v1_t *infos = out;
+			memset(&infos[k], 0, sizeof infos[k]);
+			infos[k].pid = p->pid;
+			infos[k].usedGpuMemory = p->used_memory;
+		} else {
+			nvmlProcessInfo_t *infos = out;
+			memset(&infos[k], 0, sizeof infos[k]);
+			infos[k].pid = p->pid;
+			infos[k].usedGpuMemory = p->used_memory;
+			infos[k].gpuInstanceId = 0xFFFFFFFFu;
+			infos[k].computeInstanceId = 0xFFFFFFFFu;
+		}
+		k++;
+	}
+	*infoCount = k;
+	return fake_leave(NVML_SUCCESS);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+						     nvmlProcessInfo_t *infos)
+{
+	return running(device, FC_nvmlDeviceGetComputeRunningProcesses_v3, false, infoCount, infos, 3);
+}
+
+nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+						      nvmlProcessInfo_t *infos)
+{
+	return running(device, FC_nvmlDeviceGetGraphicsRunningProcesses_v3, true, infoCount, infos, 3);
+}
+
+/* The older versions (compat.c declares them under their own names). */
+nvmlReturn_t fake_running_processes(nvmlDevice_t device, bool graphics, unsigned int *infoCount, void *infos, int version)
+{
+	return running(device,
+		       graphics ? FC_nvmlDeviceGetGraphicsRunningProcesses_v3 : FC_nvmlDeviceGetComputeRunningProcesses_v3,
+		       graphics, infoCount, infos, version);
+}
+
+nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
+{
+	const fake_scenario *s;
+	double t;
+	if (!name || length == 0)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	nvmlReturn_t r = fake_system_enter(&s, &t);
+	if (r != NVML_SUCCESS)
+		return r;
+	for (int i = 0; i < s->ngpus; i++)
+		for (int j = 0; j < s->gpus[i].nprocesses; j++)
+			if (s->gpus[i].processes[j].pid == pid)
+				return fake_leave(fake_copy_string(s->gpus[i].processes[j].name, name, length));
+	return fake_leave(NVML_ERROR_NOT_FOUND);
+}
+
+static unsigned int percent(const fake_signal *s, double t)
+{
+	if (!fake_signal_set(s))
+		return 0;
+	double v = fake_signal_at(s, t);
+	return (unsigned int)llround(v < 0 ? 0 : v > 100 ? 100 : v);
+}
+
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t *utilization,
+					     unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp)
+{
+	const fake_gpu *g;
+	double t;
+	if (!processSamplesCount)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	nvmlReturn_t r = fake_device_enter(device, FC_nvmlDeviceGetProcessUtilization, &g, NULL, &t);
+	if (r != NVML_SUCCESS)
+		return r;
+	if (!g->has_processes)
+		return fake_leave(NVML_ERROR_NOT_SUPPORTED);
+	const fake_scenario *s = fake_current();
+	double hz = s->sample_hz;
+	long long newest = (long long)floor(t * hz);
+	long long first = newest - (long long)s->sample_buffer + 1;
+	if (first < 1)
+		first = 1;
+	while (first <= newest && fake_wall_us((double)first / hz) <= lastSeenTimeStamp)
+		first++;
+	unsigned long long n = 0;
+	for (long long k = first; k <= newest; k++)
+		for (int i = 0; i < g->nprocesses; i++)
+			if ((double)k / hz >= g->processes[i].from && (double)k / hz < g->processes[i].until)
+				n++;
+	if (n == 0)
+		return fake_leave(NVML_ERROR_NOT_FOUND);
+	if (!utilization || *processSamplesCount < n) {
+		*processSamplesCount = (unsigned int)n;
+		return fake_leave(NVML_ERROR_INSUFFICIENT_SIZE);
+	}
+	unsigned int m = 0;
+	for (long long k = first; k <= newest; k++) {
+		double tk = (double)k / hz;
+		for (int i = 0; i < g->nprocesses; i++) {
+			const fake_process *p = &g->processes[i];
+			if (tk < p->from || tk >= p->until)
+				continue;
+			memset(&utilization[m], 0, sizeof utilization[m]);
+			utilization[m].pid = p->pid;
+			utilization[m].timeStamp = fake_wall_us(tk);
+			utilization[m].smUtil = percent(&p->sm, tk);
+			utilization[m].memUtil = percent(&p->memory, tk);
+			utilization[m].encUtil = percent(&p->encoder, tk);
+			utilization[m].decUtil = percent(&p->decoder, tk);
+			m++;
+		}
+	}
+	*processSamplesCount = m;
+	return fake_leave(NVML_SUCCESS);
+}
