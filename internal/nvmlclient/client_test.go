@@ -165,8 +165,7 @@ func TestUnsupportedSamplingTypeFallsBackAndIsNotAskedAgain(t *testing.T) {
 		assert.Equal(t, some(0.70), s.Utilization[EngineGeneral])
 	}
 	assert.Equal(t, 1, calls, "NOT_SUPPORTED is cached per device")
-	assert.Equal(t, 1, logs.FilterMessageSnippet("not supported").
-		FilterField(zap.String("call", "nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)")).Len())
+	assert.Equal(t, 1, nvmltest.UnsupportedLogs(logs, "nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)"))
 }
 
 func TestNotSupportedIsLoggedOnce(t *testing.T) {
@@ -179,9 +178,8 @@ func TestNotSupportedIsLoggedOnce(t *testing.T) {
 			assert.Equal(t, i != 6, s.PowerWatts.OK)
 		}
 	}
-	msgs := logs.FilterMessageSnippet("not supported").FilterField(zap.String("call", "nvmlDeviceGetPowerUsage"))
-	assert.Equal(t, 1, msgs.Len())
-	assert.Equal(t, 8, logs.FilterMessageSnippet("not supported").FilterField(zap.String("call", "nvmlDeviceGetFanSpeed")).Len(),
+	assert.Equal(t, 1, nvmltest.UnsupportedLogs(logs, "nvmlDeviceGetPowerUsage"))
+	assert.Equal(t, 8, nvmltest.UnsupportedLogs(logs, "nvmlDeviceGetFanSpeed"),
 		"once per device without fans")
 }
 

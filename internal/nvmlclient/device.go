@@ -152,8 +152,9 @@ type Device struct {
 	// readProcesses is set by the client's options at Open.
 	readProcesses bool
 
-	logMu  sync.Mutex
-	logged map[string]struct{}
+	logMu            sync.Mutex
+	logged           map[string]struct{}
+	newlyUnsupported []string
 
 	stats [callCount]callStat
 }
@@ -234,6 +235,7 @@ func (d *Device) Read() (Sample, error) {
 		r.readMIG(&s)
 	}()
 	<-done
+	d.flushUnsupported()
 
 	for _, rr := range []*reading{r, energy} {
 		if rr.lost {
@@ -325,8 +327,23 @@ func (d *Device) markUnsupported(c call, ret nvml.Return) {
 	if d.unsupported[c].Swap(true) {
 		return
 	}
-	d.logger.Info("NVML call not supported on this GPU; its metric is skipped from now on",
-		zap.String("call", c.String()), zap.String("nvml.return", ret.Error()))
+	d.logMu.Lock()
+	d.newlyUnsupported = append(d.newlyUnsupported, c.String()+": "+ret.Error())
+	d.logMu.Unlock()
+}
+
+// flushUnsupported logs, in one line per device, the calls found
+// unsupported since the last flush: one line per GPU rather than one per
+// call keeps the collector's log sampler from dropping any at startup.
+func (d *Device) flushUnsupported() {
+	d.logMu.Lock()
+	calls := d.newlyUnsupported
+	d.newlyUnsupported = nil
+	d.logMu.Unlock()
+	if len(calls) > 0 {
+		d.logger.Info("NVML calls not supported on this GPU; their metrics are skipped from now on",
+			zap.Strings("calls", calls))
+	}
 }
 
 func (r *reading) readMemory(s *Sample) {

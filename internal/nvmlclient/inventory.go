@@ -94,6 +94,7 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, o
 		d.now = opts.now
 		d.initGPM(lib, symbols)
 		d.takeMIGInventory(lib, symbols)
+		d.flushUnsupported()
 		if opts.processes {
 			d.readProcesses = true
 			d.primeProcessWindow()

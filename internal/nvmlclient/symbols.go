@@ -27,7 +27,7 @@ func lookupSymbols(lib nvml.Interface) (s symbols) {
 	s.gpm = ext.LookupSymbol("nvmlGpmMetricsGet") == nil && ext.LookupSymbol("nvmlGpmQueryDeviceSupport") == nil
 	s.mig = ext.LookupSymbol("nvmlDeviceGetMigMode") == nil && ext.LookupSymbol("nvmlDeviceGetMigDeviceHandleByIndex") == nil
 	for c, name := range callSymbols {
-		if ext.LookupSymbol(name) != nil {
+		if !hasAnyVersion(ext, name) {
 			if s.missing == nil {
 				s.missing = map[call]bool{}
 			}
@@ -35,4 +35,15 @@ func lookupSymbols(lib nvml.Interface) (s symbols) {
 		}
 	}
 	return s
+}
+
+// hasAnyVersion reports whether the library has name or one of its
+// versioned forms (name_v2, name_v3), whichever go-nvml will call.
+func hasAnyVersion(ext nvml.ExtendedInterface, name string) bool {
+	for _, n := range []string{name, name + "_v2", name + "_v3"} {
+		if ext.LookupSymbol(n) == nil {
+			return true
+		}
+	}
+	return false
 }

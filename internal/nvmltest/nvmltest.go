@@ -8,6 +8,7 @@ package nvmltest
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+	"go.uber.org/zap/zaptest/observer"
 )
 
 // Machine is a mock NVML with its GPUs.
@@ -471,4 +473,18 @@ func (c *Clock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.now = c.now.Add(d)
+}
+
+// UnsupportedLogs counts the log lines that report call as not supported.
+func UnsupportedLogs(logs *observer.ObservedLogs, call string) int {
+	n := 0
+	for _, e := range logs.FilterMessageSnippet("not supported").All() {
+		calls, _ := e.ContextMap()["calls"].([]any)
+		for _, c := range calls {
+			if s, _ := c.(string); strings.HasPrefix(s, call+":") {
+				n++
+			}
+		}
+	}
+	return n
 }

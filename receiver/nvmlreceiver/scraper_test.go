@@ -326,8 +326,7 @@ func TestNotSupportedLoggedOnceAcrossScrapes(t *testing.T) {
 			assert.Equal(t, id.Str() != nvmltest.UUID(2), hasEnergy, id.Str())
 		}
 	}
-	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("not supported").
-		FilterField(zap.String("call", "nvmlDeviceGetTotalEnergyConsumption")).Len())
+	assert.Equal(t, 1, nvmltest.UnsupportedLogs(ts.logs, "nvmlDeviceGetTotalEnergyConsumption"))
 }
 
 func TestErrorOnOneGPUDropsOnlyItsPoints(t *testing.T) {
