@@ -290,7 +290,7 @@ func TestPipeline(t *testing.T) {
 			}
 			if g.powerNotSupported {
 				none("hw.power", nil, "its nvmlDeviceGetPowerUsage is NOT_SUPPORTED")
-				assert.Equal(t, 1, logCount(logs, "NVML call not supported", g.uuid, "nvmlDeviceGetPowerUsage"),
+				assert.Equal(t, 1, logCount(logs, "NVML calls not supported on this GPU", g.uuid, "nvmlDeviceGetPowerUsage"),
 					"GPU %d: the unsupported call is logged once", i)
 			} else {
 				eq("hw.power", nil, g.power)
