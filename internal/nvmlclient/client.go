@@ -26,6 +26,39 @@ type Client struct {
 type options struct {
 	processes bool
 	now       func() time.Time
+	skip      map[Feature]bool
+}
+
+// Feature names a group of NVML calls that can be left out when nothing
+// would report what they read: the costly ones, measured on an H200.
+type Feature int
+
+const (
+	// FeatureEnergy is nvmlDeviceGetTotalEnergyConsumption (~4 ms a call).
+	FeatureEnergy Feature = iota
+	// FeatureGPM is the GPM sample and metrics calls (~3-7 ms).
+	FeatureGPM
+	// FeatureThrottleTime is the six nvmlDeviceGetViolationStatus calls (~1 ms each).
+	FeatureThrottleTime
+)
+
+// WithoutFeatures leaves out the calls of the given features.
+func WithoutFeatures(fs ...Feature) Option {
+	return func(o *options) {
+		if o.skip == nil {
+			o.skip = map[Feature]bool{}
+		}
+		for _, f := range fs {
+			o.skip[f] = true
+		}
+	}
+}
+
+// featureCalls lists the calls of each feature.
+var featureCalls = map[Feature][]call{
+	FeatureEnergy: {callEnergy},
+	FeatureThrottleTime: {callViolationPower, callViolationThermal, callViolationSyncBoost, callViolationBoardLimit,
+		callViolationLowUtilization, callViolationReliability},
 }
 
 // Option configures a Client.

@@ -90,9 +90,16 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, o
 			Fix: "check that nvidia-smi -L lists the GPUs"}
 	}
 	for _, d := range selected {
-		d.primeWindows()
 		d.now = opts.now
-		d.initGPM(lib, symbols)
+		for f := range opts.skip {
+			for _, c := range featureCalls[f] {
+				d.unsupported[c].Store(true) // not wanted: never asked
+			}
+		}
+		d.primeWindows()
+		if !opts.skip[FeatureGPM] {
+			d.initGPM(lib, symbols)
+		}
 		d.takeMIGInventory(lib, symbols)
 		d.flushUnsupported()
 		if opts.processes {

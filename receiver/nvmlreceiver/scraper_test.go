@@ -55,8 +55,7 @@ func newTestScraper(t testing.TB, m *nvmltest.Machine, mods ...func(*Config)) *t
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.Logger = zap.New(core)
 	clock := nvmltest.NewClock(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
-	s := newScraper(cfg, set, nvmlclient.New(m, set.Logger,
-		nvmlclient.WithProcesses(cfg.Processes.Enabled), nvmlclient.WithClock(clock.Now)))
+	s := newScraper(cfg, set, nvmlclient.New(m, set.Logger, append(clientOptions(cfg), nvmlclient.WithClock(clock.Now))...))
 	s.now = clock.Now
 	return &testScraper{nvmlScraper: s, machine: m, logs: logs, clock: clock}
 }
@@ -408,4 +407,39 @@ func BenchmarkScrape(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestDisabledMetricsCostNoNVMLCall(t *testing.T) {
+	m := nvmltest.NewH200()
+	for _, g := range m.GPUs {
+		g.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) {
+			t.Error("energy read although hw.energy is disabled")
+			return 0, nvml.SUCCESS
+		}
+		g.GetViolationStatusFunc = func(nvml.PerfPolicyType) (nvml.ViolationTime, nvml.Return) {
+			t.Error("violation status read although nvidia.gpu.clock.throttle.time is disabled")
+			return nvml.ViolationTime{}, nvml.SUCCESS
+		}
+		g.GpmQueryDeviceSupportFunc = func() (nvml.GpmSupport, nvml.Return) {
+			t.Error("GPM used although every GPM metric is disabled")
+			return nvml.GpmSupport{}, nvml.SUCCESS
+		}
+	}
+	ts := newTestScraper(t, m, func(cfg *Config) {
+		mc := &cfg.Metrics
+		mc.HwEnergy.Enabled = false
+		mc.NvidiaGpuClockThrottleTime.Enabled = false
+		for _, e := range []*bool{&mc.NvidiaGpuSmActivity.Enabled, &mc.NvidiaGpuSmOccupancy.Enabled,
+			&mc.NvidiaGpuGraphicsActivity.Enabled, &mc.NvidiaGpuTensorActivity.Enabled, &mc.NvidiaGpuTensorPipeActivity.Enabled,
+			&mc.NvidiaGpuPipeActivity.Enabled, &mc.NvidiaGpuMemoryBandwidthUtilization.Enabled, &mc.HwGpuIo.Enabled,
+			&mc.NvidiaGpuNvlinkIo.Enabled} {
+			*e = false
+		}
+	})
+	ts.start(t)
+	ts.clock.Advance(10 * time.Second)
+	md := ts.scrapeOK(t)
+	names := gpuMetricNames(md, nvmltest.UUID(0))
+	assert.Contains(t, names, "hw.power")
+	assert.NotContains(t, names, "hw.energy")
 }

@@ -1,6 +1,7 @@
 package nvmlreceiver
 
 import (
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/collector/receiver"
@@ -23,7 +24,7 @@ func sharedScraper(cfg *Config, set receiver.Settings) *nvmlScraper {
 	if s, ok := shared.m[cfg]; ok {
 		return s
 	}
-	client := nvmlclient.NewSystem(cfg.LibraryPath, set.Logger, nvmlclient.WithProcesses(cfg.Processes.Enabled))
+	client := nvmlclient.NewSystem(cfg.LibraryPath, set.Logger, clientOptions(cfg)...)
 	s := newScraper(cfg, set, client)
 	s.onLastStop = func() {
 		shared.Lock()
@@ -32,4 +33,26 @@ func sharedScraper(cfg *Config, set receiver.Settings) *nvmlScraper {
 	}
 	shared.m[cfg] = s
 	return s
+}
+
+// clientOptions asks NVML only for what an enabled metric reports: the
+// energy counter, GPM and the throttle counters cost milliseconds a GPU.
+func clientOptions(cfg *Config) []nvmlclient.Option {
+	m := cfg.Metrics
+	var skip []nvmlclient.Feature
+	if !m.HwEnergy.Enabled {
+		skip = append(skip, nvmlclient.FeatureEnergy)
+	}
+	if !m.NvidiaGpuClockThrottleTime.Enabled {
+		skip = append(skip, nvmlclient.FeatureThrottleTime)
+	}
+	gpm := []bool{
+		m.NvidiaGpuSmActivity.Enabled, m.NvidiaGpuSmOccupancy.Enabled, m.NvidiaGpuGraphicsActivity.Enabled,
+		m.NvidiaGpuTensorActivity.Enabled, m.NvidiaGpuTensorPipeActivity.Enabled, m.NvidiaGpuPipeActivity.Enabled,
+		m.NvidiaGpuMemoryBandwidthUtilization.Enabled, m.HwGpuIo.Enabled, m.NvidiaGpuNvlinkIo.Enabled,
+	}
+	if !slices.Contains(gpm, true) {
+		skip = append(skip, nvmlclient.FeatureGPM)
+	}
+	return []nvmlclient.Option{nvmlclient.WithProcesses(cfg.Processes.Enabled), nvmlclient.WithoutFeatures(skip...)}
 }
