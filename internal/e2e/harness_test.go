@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/confmap"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
@@ -201,31 +202,39 @@ func writeFile(t *testing.T, dir, name, content string) string {
 type backend struct {
 	proc     *process
 	endpoint string // OTLP/gRPC, host:port
-	file     string
+	file     string // metrics, JSON lines
+	logsFile string // logs, JSON lines
 }
 
 func startBackend(t *testing.T, bin string) *backend {
 	t.Helper()
 	dir := t.TempDir()
-	b := &backend{endpoint: fmt.Sprintf("127.0.0.1:%d", freePort(t)), file: filepath.Join(dir, "metrics.jsonl")}
+	b := &backend{endpoint: fmt.Sprintf("127.0.0.1:%d", freePort(t)), file: filepath.Join(dir, "metrics.jsonl"),
+		logsFile: filepath.Join(dir, "logs.jsonl")}
 	cfg := fmt.Sprintf(`receivers:
   otlp:
     protocols:
       grpc:
         endpoint: %s
 exporters:
-  file:
+  file/metrics:
+    path: %s
+    flush_interval: 200ms
+  file/logs:
     path: %s
     flush_interval: 200ms
 service:
   pipelines:
     metrics:
       receivers: [otlp]
-      exporters: [file]
+      exporters: [file/metrics]
+    logs:
+      receivers: [otlp]
+      exporters: [file/logs]
   telemetry:
     metrics:
       level: none
-`, b.endpoint, b.file)
+`, b.endpoint, b.file, b.logsFile)
 	b.proc = startProcess(t, "backend collector", nil, bin, "--config="+writeFile(t, dir, "backend.yaml", cfg))
 	waitFor(t, 30*time.Second, "the backend's OTLP port", func() bool {
 		c, err := net.DialTimeout("tcp", b.endpoint, time.Second)
@@ -278,6 +287,56 @@ func (b *backend) points(t *testing.T) []point {
 			continue // a partial last line
 		}
 		out = append(out, flatten(md)...)
+	}
+	return out
+}
+
+// logRecord is one log record as the backend received it.
+type logRecord struct {
+	UUID         string
+	Resource     map[string]any
+	Scope        string
+	EventName    string
+	Severity     plog.SeverityNumber
+	SeverityText string
+	Body         string
+	Attrs        map[string]any
+	Time         time.Time
+}
+
+// logs reads every log record the backend has written so far.
+func (b *backend) logs(t *testing.T) []logRecord {
+	t.Helper()
+	data, err := os.ReadFile(b.logsFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []logRecord
+	var um plog.JSONUnmarshaler
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+	for sc.Scan() {
+		ld, err := um.UnmarshalLogs(sc.Bytes())
+		if err != nil {
+			continue // a partial last line
+		}
+		for i := 0; i < ld.ResourceLogs().Len(); i++ {
+			rl := ld.ResourceLogs().At(i)
+			res := rl.Resource().Attributes().AsRaw()
+			uuid, _ := res["hw.id"].(string)
+			for j := 0; j < rl.ScopeLogs().Len(); j++ {
+				sl := rl.ScopeLogs().At(j)
+				for k := 0; k < sl.LogRecords().Len(); k++ {
+					lr := sl.LogRecords().At(k)
+					out = append(out, logRecord{UUID: uuid, Resource: res, Scope: sl.Scope().Name(), EventName: lr.EventName(),
+						Severity: lr.SeverityNumber(), SeverityText: lr.SeverityText(), Body: lr.Body().AsString(),
+						Attrs: lr.Attributes().AsRaw(), Time: lr.Timestamp().AsTime()})
+				}
+			}
+		}
 	}
 	return out
 }
@@ -350,14 +409,16 @@ type collector struct {
 	promAddr string // its Prometheus exporter, host:port
 }
 
-// startCollector starts otelcol-nvml on the fake library with scenario, an
-// OTLP exporter to be (nil: none) and the Prometheus exporter.
+// startCollector starts otelcol-nvml on the fake library with scenario, the
+// Prometheus exporter and, with a backend be, an OTLP exporter to it in a
+// metrics and a logs pipeline: the receiver sits in both, as the README
+// shows, so that its events arrive as log records.
 func startCollector(t *testing.T, name, scenarioPath string, be *backend, nvmlExtra string) *collector {
 	t.Helper()
 	dir := t.TempDir()
 	c := &collector{promAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
 	exporters := "[prometheus]"
-	otlp := ""
+	otlp, logs := "", ""
 	if be != nil {
 		exporters = "[otlp_grpc, prometheus]"
 		otlp = fmt.Sprintf(`  otlp_grpc:
@@ -365,6 +426,10 @@ func startCollector(t *testing.T, name, scenarioPath string, be *backend, nvmlEx
     tls:
       insecure: true
 `, be.endpoint)
+		logs = `    logs:
+      receivers: [nvml]
+      exporters: [otlp_grpc]
+`
 	}
 	cfg := fmt.Sprintf(`receivers:
   nvml:
@@ -380,7 +445,7 @@ service:
     metrics:
       receivers: [nvml]
       exporters: %s
-  telemetry:
+%s  telemetry:
     # The log assertions count lines: zap's default sampling (10 a second
     # per message, then 1 in 100) would drop some of them.
     logs:
@@ -388,7 +453,7 @@ service:
         enabled: false
     metrics:
       level: none
-`, absFlag(t, "fakenvml", *fakeNVMLPath), indent(nvmlExtra, "    "), otlp, c.promAddr, exporters)
+`, absFlag(t, "fakenvml", *fakeNVMLPath), indent(nvmlExtra, "    "), otlp, c.promAddr, exporters, logs)
 	c.proc = startProcess(t, name, []string{scenarioEnv + "=" + scenarioPath},
 		absFlag(t, "otelcol", *otelcolPath), "--config="+writeFile(t, dir, "collector.yaml", cfg))
 	return c

@@ -85,6 +85,9 @@ type Process struct {
 	MemoryPercent   Signal   `json:"memory_percent,omitempty"`
 	EncoderPercent  Signal   `json:"encoder_percent,omitempty"`
 	DecoderPercent  Signal   `json:"decoder_percent,omitempty"`
+	// The MIG device it runs on (MIG mode only).
+	GPUInstanceID     *int `json:"gpu_instance_id,omitempty"`
+	ComputeInstanceID *int `json:"compute_instance_id,omitempty"`
 }
 
 type Fault struct {
@@ -124,6 +127,7 @@ type GPU struct {
 	Violation          map[string]Signal `json:"violation,omitempty"`
 	PCIe               map[string]Signal `json:"pcie,omitempty"`
 	Events             []Event           `json:"events,omitempty"`
+	MIG                *MIG              `json:"mig,omitempty"`
 	LostAt             *float64          `json:"lost_at,omitempty"`
 	NotSupported       []string          `json:"not_supported,omitempty"`
 	Errors             []Fault           `json:"errors,omitempty"`
@@ -132,8 +136,44 @@ type GPU struct {
 
 type Event struct {
 	At   float64 `json:"at"`
-	Type string  `json:"type,omitempty"`
+	Type string  `json:"type,omitempty"` // xid (default), single_bit_ecc, double_bit_ecc, pstate, clock
 	XID  int     `json:"xid,omitempty"`
+	// The GPU instance (and compute instance) the event hit, in MIG mode.
+	GPUInstanceID     *int `json:"gpu_instance_id,omitempty"`
+	ComputeInstanceID *int `json:"compute_instance_id,omitempty"`
+}
+
+// MIG is a GPU's Multi-Instance GPU setup.
+type MIG struct {
+	Enabled      *bool         `json:"enabled,omitempty"` // nil: true
+	MaxDevices   int           `json:"max_devices,omitempty"`
+	Profiles     []MIGProfile  `json:"profiles,omitempty"`
+	GPUInstances []GPUInstance `json:"gpu_instances,omitempty"`
+	Devices      []MIGDevice   `json:"devices,omitempty"`
+}
+
+// MIGProfile is a GPU instance profile: Profile is its
+// NVML_GPU_INSTANCE_PROFILE_* index, ID the profile ID its GPU instances
+// carry.
+type MIGProfile struct {
+	Profile     int    `json:"profile"`
+	ID          int    `json:"id"`
+	SliceCount  int    `json:"slice_count"`
+	MemoryMiB   uint64 `json:"memory_mib"`
+	Name        string `json:"name,omitempty"`
+}
+
+type GPUInstance struct {
+	ID        int               `json:"id"`
+	ProfileID int               `json:"profile_id"`
+	Memory    *Memory           `json:"memory,omitempty"`
+	GPM       map[string]Signal `json:"gpm,omitempty"`
+}
+
+type MIGDevice struct {
+	UUID              string `json:"uuid"`
+	GPUInstanceID     int    `json:"gpu_instance_id"`
+	ComputeInstanceID int    `json:"compute_instance_id"`
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -11,6 +11,8 @@ nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *deviceCount);
 nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device);
 nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t device, nvmlPciInfo_t *pci);
 
+nvmlReturn_t nvmlDeviceGetAttributes_v2(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes);
+
 nvmlReturn_t fake_event_set_wait_v1(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms);
 
 nvmlReturn_t nvmlInit(void) { return nvmlInit_v2(); }
@@ -18,6 +20,11 @@ nvmlReturn_t nvmlInit(void) { return nvmlInit_v2(); }
 nvmlReturn_t nvmlEventSetWait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms)
 {
 	return fake_event_set_wait_v1(set, data, timeoutms);
+}
+
+nvmlReturn_t nvmlDeviceGetAttributes(nvmlDevice_t device, nvmlDeviceAttributes_t *attributes)
+{
+	return nvmlDeviceGetAttributes_v2(device, attributes);
 }
 
 nvmlReturn_t nvmlDeviceGetCount(unsigned int *deviceCount) { return nvmlDeviceGetCount_v2(deviceCount); }

@@ -4,6 +4,9 @@
  * Keys: name, uuid, serial, pci_bus_id, pci_device_id, pci_subsystem_id,
  * minor_number, architecture, cuda_compute_capability.
  *
+ * nvmlDeviceGetUUID and nvmlDeviceGetHandleByUUID also serve MIG devices
+ * (mig.c); the other identity calls answer NOT_SUPPORTED on a MIG handle.
+ *
  * Nothing here may pass for a real GPU: a name without "SIMULATED" gets
  * " (SIMULATED)" appended, a serial without it gets a "SIMULATED-" prefix.
  */
@@ -155,11 +158,19 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 	nvmlReturn_t r = fake_system_enter(&s, &t);
 	if (r != NVML_SUCCESS)
 		return r;
-	for (int i = 0; i < s->ngpus; i++)
-		if (strcmp(s->gpus[i].uuid, uuid) == 0) {
+	for (int i = 0; i < s->ngpus; i++) {
+		const fake_gpu *g = &s->gpus[i];
+		nvmlReturn_t found = t >= g->lost_at ? NVML_ERROR_GPU_IS_LOST : NVML_SUCCESS;
+		if (strcmp(g->uuid, uuid) == 0) {
 			*device = fake_handle(i);
-			return fake_leave(t >= s->gpus[i].lost_at ? NVML_ERROR_GPU_IS_LOST : NVML_SUCCESS);
+			return fake_leave(found);
 		}
+		for (int k = 0; g->mig.enabled && k < g->mig.ndevices; k++)
+			if (strcmp(g->mig.devices[k].uuid, uuid) == 0) {
+				*device = fake_mig_handle(i, k); /* a MIG UUID names its MIG device */
+				return fake_leave(found);
+			}
+	}
 	return fake_leave(NVML_ERROR_NOT_FOUND);
 }
 
@@ -176,9 +187,22 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 		return fake_leave(fake_copy_string(g->field, out, length));                        \
 	}
 
-STRING_GETTER(nvmlDeviceGetUUID, uuid)
 STRING_GETTER(nvmlDeviceGetName, name)
 STRING_GETTER(nvmlDeviceGetSerial, serial)
+
+/* A MIG device handle answers its MIG UUID. */
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t device, char *uuid, unsigned int length)
+{
+	const fake_gpu *g;
+	const fake_mig_device *mig;
+	double t;
+	if (!uuid)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	nvmlReturn_t r = fake_any_enter(device, FC_nvmlDeviceGetUUID, &g, NULL, &mig, &t);
+	if (r != NVML_SUCCESS)
+		return r;
+	return fake_leave(fake_copy_string(mig ? mig->uuid : g->uuid, uuid, length));
+}
 
 nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
 {

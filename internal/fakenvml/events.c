@@ -3,8 +3,11 @@
  * nvmlEventSetWait_v2) that deliver the scenario's events when their time
  * comes.
  *
- * Key: events: [{at, type, xid}], type one of xid (default), single_bit_ecc,
- * double_bit_ecc, pstate, clock; xid is the Xid of an xid event. With the
+ * Key: events: [{at, type, xid, gpu_instance_id, compute_instance_id}], type
+ * one of xid (default), single_bit_ecc, double_bit_ecc, pstate, clock; xid is
+ * the Xid of an xid event; the instance ids (MIG mode; mig.c checks them)
+ * say which GPU instance, and compute instance, the event hit: the event
+ * data's gpuInstanceId and computeInstanceId (v2), else both 0xFFFFFFFF. With the
  * key, the GPU supports those five types (nvmlDeviceGetSupportedEventTypes);
  * without it, the event calls answer NVML_ERROR_NOT_SUPPORTED. A set delivers
  * each event of a registered type once, in time order, the ones due at or
@@ -63,16 +66,22 @@ static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, f
 	for (const cJSON *it = ev->child; it; it = it->next, i++) {
 		char ip[160];
 		snprintf(ip, sizeof ip, "%s[%d]", p, i);
-		static const char *const ekeys[] = {"at", "type", "xid", NULL};
+		static const char *const ekeys[] = {"at", "type", "xid", "gpu_instance_id", "compute_instance_id", NULL};
 		char type[32] = "xid";
-		unsigned long long xid = 0;
-		bool has_at = false;
+		unsigned long long xid = 0, gi = FAKE_NO_INSTANCE, ci = FAKE_NO_INSTANCE;
+		bool has_at = false, has_gi = false, has_ci = false;
 		if (!fake_check_keys(c, it, ip, ekeys) || !fake_get_number(c, it, "at", ip, &out[i].at, 0, 1e9, &has_at) ||
 		    !fake_get_string(c, it, "type", ip, type, sizeof type, false) ||
-		    !fake_get_uint(c, it, "xid", ip, &xid, 0xffffffffULL, NULL))
+		    !fake_get_uint(c, it, "xid", ip, &xid, 0xffffffffULL, NULL) ||
+		    !fake_get_uint(c, it, "gpu_instance_id", ip, &gi, FAKE_NO_INSTANCE - 1, &has_gi) ||
+		    !fake_get_uint(c, it, "compute_instance_id", ip, &ci, FAKE_NO_INSTANCE - 1, &has_ci))
 			return false;
 		if (!has_at)
 			return fake_fail(c, ip, "\"at\" is required");
+		if (has_ci && !has_gi)
+			return fake_fail(c, ip, "\"compute_instance_id\" needs \"gpu_instance_id\"");
+		out[i].gpu_instance_id = (unsigned int)gi;
+		out[i].compute_instance_id = (unsigned int)ci;
 		out[i].type = 0;
 		for (size_t k = 0; k < sizeof types / sizeof types[0]; k++)
 			if (strcmp(type, types[k].name) == 0)
@@ -232,8 +241,8 @@ static nvmlReturn_t wait(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int
 			data->eventType = e->type;
 			data->eventData = e->data;
 			if (v2) {
-				data->gpuInstanceId = 0xFFFFFFFFu;
-				data->computeInstanceId = 0xFFFFFFFFu;
+				data->gpuInstanceId = e->gpu_instance_id;
+				data->computeInstanceId = e->compute_instance_id;
 			}
 			return fake_leave(NVML_SUCCESS);
 		}

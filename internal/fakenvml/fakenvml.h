@@ -24,6 +24,11 @@
 #include "nvml.h"
 
 #define FAKE_MAX_GPUS 64
+/* MIG devices (compute instances) and GPU instances per GPU. */
+#define FAKE_MAX_MIG 16
+#define FAKE_MAX_GI 16
+/* NVML's "no MIG instance" id (process infos, event data). */
+#define FAKE_NO_INSTANCE 0xFFFFFFFFu
 
 /* Every device-level call that the scenario can fault (errors, hangs). The
  * name is the exported symbol; a scenario may also name it without its
@@ -72,7 +77,13 @@
 	X(nvmlDeviceGetGpuInstanceId)                                                              \
 	X(nvmlDeviceGetComputeInstanceId)                                                          \
 	X(nvmlDeviceGetGpuInstanceProfileInfo)                                                     \
+	X(nvmlDeviceGetGpuInstanceProfileInfoV)                                                    \
+	X(nvmlDeviceGetGpuInstanceProfileInfoByIdV)                                                \
 	X(nvmlDeviceGetGpuInstanceById)                                                            \
+	X(nvmlGpuInstanceGetInfo)                                                                  \
+	X(nvmlDeviceIsMigDeviceHandle)                                                             \
+	X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)                                            \
+	X(nvmlDeviceGetAttributes_v2)                                                              \
 	X(nvmlGpmMigSampleGet)
 
 typedef enum {
@@ -143,6 +154,8 @@ typedef struct {
 	unsigned long long used_memory;
 	bool compute, graphics;
 	double from, until;
+	/* the MIG device it runs on; FAKE_NO_INSTANCE outside MIG */
+	unsigned int gpu_instance_id, compute_instance_id;
 	/* nvmlDeviceGetProcessUtilization, percent; unset reads 0 */
 	fake_signal sm, memory, encoder, decoder;
 } fake_process;
@@ -151,12 +164,67 @@ typedef struct {
 	double at;
 	unsigned long long type; /* nvmlEventType* bit */
 	unsigned long long data; /* the Xid for nvmlEventTypeXidCriticalError */
+	unsigned int gpu_instance_id, compute_instance_id; /* FAKE_NO_INSTANCE: the whole GPU */
 } fake_event;
 
 typedef struct {
 	unsigned int id; /* nvmlGpmMetricId_t */
 	fake_signal value;
 } fake_gpm_metric;
+
+/* GPM metrics of a GPU or of a GPU instance (gpm.c). set: the key is there. */
+typedef struct {
+	bool set;
+	const fake_gpm_metric *metrics;
+	int n;
+} fake_gpm;
+
+/* Framebuffer memory of a GPU or of a GPU instance (memory.c). */
+typedef struct {
+	bool set;
+	unsigned long long total, reserved;
+	fake_signal used; /* never above total - reserved */
+} fake_memory;
+
+/* ---- MIG (mig.c) ------------------------------------------------------------ */
+
+/* A GPU instance profile: what nvmlDeviceGetGpuInstanceProfileInfo answers
+ * for profile (an NVML_GPU_INSTANCE_PROFILE_* index); id is the profile ID
+ * that GPU instances carry (nvmlGpuInstanceInfo_t.profileId). */
+typedef struct {
+	unsigned int profile, id;
+	unsigned int slice_count, instance_count, multiprocessor_count;
+	unsigned long long memory_mib;
+	char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
+} fake_mig_profile;
+
+typedef struct {
+	unsigned int id;
+	const fake_mig_profile *profile;
+	unsigned int placement_start;
+	fake_memory memory; /* what its MIG devices report */
+	fake_gpm gpm;       /* nvmlGpmMigSampleGet */
+} fake_gpu_instance;
+
+/* A MIG device: one compute instance on a GPU instance. */
+typedef struct {
+	char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+	int gi; /* index in fake_mig.gis */
+	unsigned int gpu_instance_id, compute_instance_id;
+	unsigned int slice_count;
+} fake_mig_device;
+
+typedef struct {
+	bool set;     /* MIG capable: the key is there */
+	bool enabled; /* MIG mode */
+	unsigned int max_devices;
+	const fake_mig_profile *profiles;
+	int nprofiles;
+	const fake_gpu_instance *gis;
+	int ngis;
+	const fake_mig_device *devices; /* slot i: nvmlDeviceGetMigDeviceHandleByIndex(i) */
+	int ndevices;
+} fake_mig;
 
 typedef struct {
 	/* identity (device.c) */
@@ -173,9 +241,7 @@ typedef struct {
 	fake_duty util[FAKE_UTIL_COUNT];
 
 	/* memory.c */
-	bool has_memory;
-	unsigned long long memory_total, memory_reserved;
-	fake_signal memory_used;
+	fake_memory memory;
 
 	/* power.c */
 	fake_signal temperature, power, power_limit, fan;
@@ -191,9 +257,7 @@ typedef struct {
 	int nprocesses;
 
 	/* gpm.c */
-	bool has_gpm;
-	const fake_gpm_metric *gpm;
-	int ngpm;
+	fake_gpm gpm;
 
 	/* health.c */
 	fake_signal ecc_corrected, ecc_uncorrected;
@@ -207,6 +271,9 @@ typedef struct {
 	bool has_events;
 	const fake_event *events; /* sorted by at */
 	int nevents;
+
+	/* mig.c */
+	fake_mig mig;
 
 	/* faults.c */
 	double lost_at; /* INFINITY: never */
@@ -264,6 +331,12 @@ bool fake_parse_call(fake_pctx *c, const struct cJSON *v, const char *path, fake
 bool fake_get_time(fake_pctx *c, const struct cJSON *obj, const char *key, const char *path, double *dst,
 		   double dflt);
 
+/* Shared parsers of values that appear at more than one place. */
+bool fake_parse_memory(fake_pctx *c, const struct cJSON *m, const char *path, fake_memory *dst);
+bool fake_parse_gpm(fake_pctx *c, const struct cJSON *m, const char *path, fake_gpm *dst);
+/* fake_mig_check_uuids fails when a MIG UUID repeats one of any GPU or MIG device. */
+bool fake_mig_check_uuids(fake_pctx *c, const fake_scenario *s);
+
 /* The areas: each names its keys of a GPU object and parses them. */
 typedef struct {
 	const char *const *keys;
@@ -280,8 +353,15 @@ extern const fake_area fake_area_device, fake_area_utilization, fake_area_memory
  * handle, applies the scenario's faults for call on that GPU (hang, lost,
  * injected error) and, on NVML_SUCCESS, returns the GPU and the scenario time
  * with the scenario read-locked: the caller must then return through
- * fake_leave. On any other return nothing is held. */
+ * fake_leave. On any other return nothing is held. A MIG device handle gets
+ * its parent's checks, then NVML_ERROR_NOT_SUPPORTED: calls that serve MIG
+ * devices use fake_any_enter. */
 nvmlReturn_t fake_device_enter(nvmlDevice_t device, fake_call call, const fake_gpu **gpu, int *index, double *t);
+/* fake_any_enter is fake_device_enter that also takes MIG device handles:
+ * gpu and index are then the parent's (whose faults apply) and *mig the MIG
+ * device; NULL for a GPU handle. */
+nvmlReturn_t fake_any_enter(nvmlDevice_t device, fake_call call, const fake_gpu **gpu, int *index,
+			    const fake_mig_device **mig, double *t);
 /* fake_index_enter is fake_device_enter for calls that take a GPU index. */
 nvmlReturn_t fake_index_enter(unsigned int index, fake_call call, const fake_gpu **gpu, double *t);
 /* fake_system_enter is for calls that name no GPU. */
@@ -289,6 +369,12 @@ nvmlReturn_t fake_system_enter(const fake_scenario **scn, double *t);
 nvmlReturn_t fake_leave(nvmlReturn_t ret);
 
 nvmlDevice_t fake_handle(int index);
+/* The handle of MIG device slot of GPU index. */
+nvmlDevice_t fake_mig_handle(int index, int slot);
+
+/* Memory answers at t (memory.c). */
+void fake_memory_v1(const fake_memory *m, double t, nvmlMemory_t *out);
+void fake_memory_v2(const fake_memory *m, double t, nvmlMemory_v2_t *out);
 
 /* The current scenario, valid between an enter and its leave. */
 const fake_scenario *fake_current(void);

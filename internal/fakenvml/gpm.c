@@ -10,6 +10,11 @@
  * value between two samples is the mean of its value over the time between
  * them. A metric not in the map answers NVML_ERROR_NOT_SUPPORTED in its own
  * nvmlReturn; without the key, the GPU has no GPM (isSupportedDevice = 0).
+ *
+ * MIG: a GPU instance's own gpm map (mig.c) answers nvmlGpmMigSampleGet on
+ * the parent with its id, and nvmlGpmSampleGet on its MIG devices' handles;
+ * it needs the GPU's gpm key (the GPU has GPM). Samples of different GPUs
+ * or GPU instances do not make a window (INVALID_ARGUMENT).
  */
 #define _GNU_SOURCE
 #include <cjson/cJSON.h>
@@ -36,14 +41,9 @@ static const struct {
 	{"NVLINK_TOTAL_RX_PER_SEC", 60}, {"NVLINK_TOTAL_TX_PER_SEC", 61},
 };
 
-static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, fake_gpu *g)
+bool fake_parse_gpm(fake_pctx *c, const cJSON *m, const char *p, fake_gpm *dst)
 {
-	(void)index;
-	const cJSON *m = cJSON_GetObjectItemCaseSensitive(gpu, "gpm");
-	if (!m)
-		return true;
-	char p[128];
-	snprintf(p, sizeof p, "%s.gpm", path);
+	memset(dst, 0, sizeof *dst);
 	if (!cJSON_IsObject(m))
 		return fake_fail(c, p, "must be an object of GPM metrics");
 	int n = cJSON_GetArraySize(m);
@@ -75,10 +75,21 @@ static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, f
 			return false;
 		out[i].id = id;
 	}
-	g->has_gpm = true;
-	g->gpm = out;
-	g->ngpm = n;
+	dst->set = true;
+	dst->metrics = out;
+	dst->n = n;
 	return true;
+}
+
+static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, fake_gpu *g)
+{
+	(void)index;
+	const cJSON *m = cJSON_GetObjectItemCaseSensitive(gpu, "gpm");
+	if (!m)
+		return true;
+	char p[128];
+	snprintf(p, sizeof p, "%s.gpm", path);
+	return fake_parse_gpm(c, m, p, &g->gpm);
 }
 
 const fake_area fake_area_gpm = {keys, parse};
@@ -90,6 +101,7 @@ const fake_area fake_area_gpm = {keys, parse};
 struct nvmlGpmSample_st {
 	bool used, taken;
 	int gpu;
+	int gi; /* index in the GPU's mig.gis; -1: the whole GPU */
 	double t;
 };
 
@@ -146,11 +158,48 @@ nvmlReturn_t nvmlGpmQueryDeviceSupport(nvmlDevice_t device, nvmlGpmSupport_t *gp
 	nvmlReturn_t r = fake_device_enter(device, FC_nvmlGpmQueryDeviceSupport, &g, NULL, &t);
 	if (r != NVML_SUCCESS)
 		return r;
-	gpmSupport->isSupportedDevice = g->has_gpm ? 1 : 0;
+	gpmSupport->isSupportedDevice = g->gpm.set ? 1 : 0;
 	return fake_leave(NVML_SUCCESS);
 }
 
+/* take stamps sample s as taken at t on GPU idx (gi: GPU instance index, -1
+ * for the whole GPU). */
+static nvmlReturn_t take(struct nvmlGpmSample_st *s, int idx, int gi, double t)
+{
+	nvmlReturn_t r = NVML_SUCCESS;
+	pthread_mutex_lock(&samples_mu);
+	if (s->used) {
+		s->taken = true;
+		s->gpu = idx;
+		s->gi = gi;
+		s->t = t;
+	} else {
+		r = NVML_ERROR_INVALID_ARGUMENT;
+	}
+	pthread_mutex_unlock(&samples_mu);
+	return r;
+}
+
+/* On a MIG device handle, the sample is its GPU instance's. */
 nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample)
+{
+	const fake_gpu *g;
+	const fake_mig_device *mig;
+	double t;
+	int idx;
+	struct nvmlGpmSample_st *s = sample_of(gpmSample);
+	if (!s)
+		return NVML_ERROR_INVALID_ARGUMENT;
+	nvmlReturn_t r = fake_any_enter(device, FC_nvmlGpmSampleGet, &g, &idx, &mig, &t);
+	if (r != NVML_SUCCESS)
+		return r;
+	const fake_gpm *gpm = mig ? &g->mig.gis[mig->gi].gpm : &g->gpm;
+	if (!g->gpm.set || !gpm->set)
+		return fake_leave(NVML_ERROR_NOT_SUPPORTED);
+	return fake_leave(take(s, idx, mig ? mig->gi : -1, t));
+}
+
+nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gpuInstanceId, nvmlGpmSample_t gpmSample)
 {
 	const fake_gpu *g;
 	double t;
@@ -158,21 +207,15 @@ nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gpmSample)
 	struct nvmlGpmSample_st *s = sample_of(gpmSample);
 	if (!s)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	nvmlReturn_t r = fake_device_enter(device, FC_nvmlGpmSampleGet, &g, &idx, &t);
+	nvmlReturn_t r = fake_device_enter(device, FC_nvmlGpmMigSampleGet, &g, &idx, &t);
 	if (r != NVML_SUCCESS)
 		return r;
-	if (!g->has_gpm)
+	if (!g->gpm.set || !g->mig.enabled)
 		return fake_leave(NVML_ERROR_NOT_SUPPORTED);
-	pthread_mutex_lock(&samples_mu);
-	if (s->used) {
-		s->taken = true;
-		s->gpu = idx;
-		s->t = t;
-	} else {
-		r = NVML_ERROR_INVALID_ARGUMENT;
-	}
-	pthread_mutex_unlock(&samples_mu);
-	return fake_leave(r);
+	for (int i = 0; i < g->mig.ngis; i++)
+		if (g->mig.gis[i].id == gpuInstanceId)
+			return fake_leave(g->mig.gis[i].gpm.set ? take(s, idx, i, t) : NVML_ERROR_NOT_SUPPORTED);
+	return fake_leave(NVML_ERROR_INVALID_ARGUMENT); /* no such GPU instance */
 }
 
 nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
@@ -189,7 +232,7 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
 	pthread_mutex_lock(&samples_mu);
 	struct nvmlGpmSample_st a = *s1, b = *s2;
 	pthread_mutex_unlock(&samples_mu);
-	if (!a.used || !b.used || !a.taken || !b.taken || a.gpu != b.gpu)
+	if (!a.used || !b.used || !a.taken || !b.taken || a.gpu != b.gpu || a.gi != b.gi)
 		return NVML_ERROR_INVALID_ARGUMENT;
 
 	const fake_gpu *g;
@@ -197,16 +240,20 @@ nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t *metricsGet)
 	nvmlReturn_t r = fake_index_enter((unsigned int)a.gpu, FC_nvmlGpmMetricsGet, &g, &t);
 	if (r != NVML_SUCCESS)
 		return r;
+	/* A GPU instance that a new scenario no longer has answers nothing. */
+	if (a.gi >= g->mig.ngis)
+		return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
+	const fake_gpm *gpm = a.gi >= 0 ? &g->mig.gis[a.gi].gpm : &g->gpm;
 	double t1 = fmin(a.t, b.t), t2 = fmax(a.t, b.t);
 	for (unsigned int i = 0; i < metricsGet->numMetrics; i++) {
 		nvmlGpmMetric_t *m = &metricsGet->metrics[i];
 		m->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
 		m->value = 0;
 		memset(&m->metricInfo, 0, sizeof m->metricInfo);
-		for (int k = 0; k < g->ngpm; k++) {
-			if (g->gpm[k].id != m->metricId)
+		for (int k = 0; k < gpm->n; k++) {
+			if (gpm->metrics[k].id != m->metricId)
 				continue;
-			const fake_signal *sig = &g->gpm[k].value;
+			const fake_signal *sig = &gpm->metrics[k].value;
 			m->value = t2 > t1 ? (fake_signal_integral(sig, t2) - fake_signal_integral(sig, t1)) / (t2 - t1)
 					   : fake_signal_at(sig, t1);
 			m->nvmlReturn = NVML_SUCCESS;

@@ -10,6 +10,13 @@
  * newer than the lastSeen timestamp. Without the key, the process calls
  * answer NVML_ERROR_NOT_SUPPORTED; with an empty list, none run.
  * nvmlSystemGetProcessName answers the name of any listed pid.
+ *
+ * MIG: gpu_instance_id and compute_instance_id (both or neither) place a
+ * process on a MIG device; in MIG mode every process needs them (mig.c
+ * checks them). The GPU's handle lists every process with its instance ids,
+ * a MIG device's handle only its own. In MIG mode
+ * nvmlDeviceGetProcessUtilization answers NVML_ERROR_NOT_SUPPORTED, as the
+ * driver does.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -40,11 +47,13 @@ static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, f
 	for (const cJSON *it = ps->child; it; it = it->next, i++) {
 		char ip[160];
 		snprintf(ip, sizeof ip, "%s[%d]", p, i);
-		static const char *const pkeys[] = {"pid",        "name",           "used_memory_bytes", "type",
-						    "from",       "until",          "sm_percent",        "memory_percent",
-						    "encoder_percent", "decoder_percent", NULL};
-		unsigned long long pid = 0, used = 0;
-		bool has_pid = false;
+		static const char *const pkeys[] = {"pid",             "name",           "used_memory_bytes",
+						    "type",            "from",           "until",
+						    "sm_percent",      "memory_percent", "encoder_percent",
+						    "decoder_percent", "gpu_instance_id", "compute_instance_id",
+						    NULL};
+		unsigned long long pid = 0, used = 0, gi = FAKE_NO_INSTANCE, ci = FAKE_NO_INSTANCE;
+		bool has_pid = false, has_gi = false, has_ci = false;
 		char type[32] = "compute";
 		if (!fake_check_keys(c, it, ip, pkeys) || !fake_get_uint(c, it, "pid", ip, &pid, 0xffffffffULL, &has_pid) ||
 		    !fake_get_string(c, it, "name", ip, out[i].name, sizeof out[i].name, false) ||
@@ -54,10 +63,16 @@ static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, f
 		    !fake_get_signal(c, it, "sm_percent", ip, 0, 100, &out[i].sm) ||
 		    !fake_get_signal(c, it, "memory_percent", ip, 0, 100, &out[i].memory) ||
 		    !fake_get_signal(c, it, "encoder_percent", ip, 0, 100, &out[i].encoder) ||
-		    !fake_get_signal(c, it, "decoder_percent", ip, 0, 100, &out[i].decoder))
+		    !fake_get_signal(c, it, "decoder_percent", ip, 0, 100, &out[i].decoder) ||
+		    !fake_get_uint(c, it, "gpu_instance_id", ip, &gi, FAKE_NO_INSTANCE - 1, &has_gi) ||
+		    !fake_get_uint(c, it, "compute_instance_id", ip, &ci, FAKE_NO_INSTANCE - 1, &has_ci))
 			return false;
 		if (!has_pid)
 			return fake_fail(c, ip, "\"pid\" is required");
+		if (has_gi != has_ci)
+			return fake_fail(c, ip, "\"gpu_instance_id\" and \"compute_instance_id\" go together");
+		out[i].gpu_instance_id = (unsigned int)gi;
+		out[i].compute_instance_id = (unsigned int)ci;
 		out[i].pid = (unsigned int)pid;
 		out[i].used_memory = used;
 		if (strcmp(type, "compute") == 0)
@@ -77,26 +92,34 @@ static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, f
 
 const fake_area fake_area_processes = {keys, parse};
 
+/* listed reports whether process p is in the list of running processes at
+ * t that a GPU's handle (mig NULL) or a MIG device's handle answers. */
+static bool listed(const fake_process *p, bool graphics, const fake_mig_device *mig, double t)
+{
+	if (!(graphics ? p->graphics : p->compute) || t < p->from || t >= p->until)
+		return false;
+	return !mig || (p->gpu_instance_id == mig->gpu_instance_id && p->compute_instance_id == mig->compute_instance_id);
+}
+
 /* running fills infos, an array of nvmlProcessInfo_v1_t (v1) or of
  * nvmlProcessInfo_t (v2, v3). */
 static nvmlReturn_t running(nvmlDevice_t device, fake_call call, bool graphics, unsigned int *infoCount, void *out,
 			    int version)
 {
 	const fake_gpu *g;
+	const fake_mig_device *mig;
 	double t;
 	if (!infoCount)
 		return NVML_ERROR_INVALID_ARGUMENT;
-	nvmlReturn_t r = fake_device_enter(device, call, &g, NULL, &t);
+	nvmlReturn_t r = fake_any_enter(device, call, &g, NULL, &mig, &t);
 	if (r != NVML_SUCCESS)
 		return r;
 	if (!g->has_processes)
 		return fake_leave(NVML_ERROR_NOT_SUPPORTED);
 	unsigned int n = 0;
-	for (int i = 0; i < g->nprocesses; i++) {
-		const fake_process *p = &g->processes[i];
-		if ((graphics ? p->graphics : p->compute) && t >= p->from && t < p->until)
+	for (int i = 0; i < g->nprocesses; i++)
+		if (listed(&g->processes[i], graphics, mig, t))
 			n++;
-	}
 	if (!out || *infoCount < n) {
 		/* a size query, or too small a buffer: say how many there are */
 		*infoCount = n;
@@ -105,7 +128,7 @@ static nvmlReturn_t running(nvmlDevice_t device, fake_call call, bool graphics, 
 	unsigned int k = 0;
 	for (int i = 0; i < g->nprocesses; i++) {
 		const fake_process *p = &g->processes[i];
-		if (!((graphics ? p->graphics : p->compute) && t >= p->from && t < p->until))
+		if (!listed(p, graphics, mig, t))
 			continue;
 		if (version == 1) {
 			nvmlProcessInfo_v1_t *infos = out;
@@ -117,8 +140,8 @@ static nvmlReturn_t running(nvmlDevice_t device, fake_call call, bool graphics, 
 			memset(&infos[k], 0, sizeof infos[k]);
 			infos[k].pid = p->pid;
 			infos[k].usedGpuMemory = p->used_memory;
-			infos[k].gpuInstanceId = 0xFFFFFFFFu;
-			infos[k].computeInstanceId = 0xFFFFFFFFu;
+			infos[k].gpuInstanceId = p->gpu_instance_id;
+			infos[k].computeInstanceId = p->compute_instance_id;
 		}
 		k++;
 	}
@@ -180,7 +203,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUti
 	nvmlReturn_t r = fake_device_enter(device, FC_nvmlDeviceGetProcessUtilization, &g, NULL, &t);
 	if (r != NVML_SUCCESS)
 		return r;
-	if (!g->has_processes)
+	if (!g->has_processes || g->mig.enabled)
 		return fake_leave(NVML_ERROR_NOT_SUPPORTED);
 	const fake_scenario *s = fake_current();
 	double hz = s->sample_hz;

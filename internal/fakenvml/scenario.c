@@ -434,6 +434,8 @@ fake_scenario *fake_scenario_parse(const char *text, size_t len, char *err, size
 				fake_fail(&c, p, "\"%s\" is also the UUID of gpus[%d]", s->gpus[a].uuid, b);
 				goto fail;
 			}
+	if (!fake_mig_check_uuids(&c, s))
+		goto fail;
 	cJSON_Delete(root);
 	return s;
 

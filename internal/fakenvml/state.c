@@ -26,6 +26,9 @@ struct nvmlDevice_st {
 	unsigned int index;
 };
 static struct nvmlDevice_st handles[FAKE_MAX_GPUS];
+/* MIG device handles: slot s of GPU i is mig_handles[i * FAKE_MAX_MIG + s],
+ * apart from every GPU handle. */
+static struct nvmlDevice_st mig_handles[FAKE_MAX_GPUS * FAKE_MAX_MIG];
 
 static pthread_mutex_t init_mu = PTHREAD_MUTEX_INITIALIZER;
 /* Guards scn: device calls read it under the read lock, a reload swaps it
@@ -162,6 +165,8 @@ static nvmlReturn_t init_locked(void)
 		}
 		for (int i = 0; i < FAKE_MAX_GPUS; i++)
 			handles[i].index = (unsigned int)i;
+		for (int i = 0; i < FAKE_MAX_GPUS * FAKE_MAX_MIG; i++)
+			mig_handles[i].index = (unsigned int)i;
 		pthread_rwlock_wrlock(&scn_lock);
 		fake_scenario *old = scn;
 		scn = next;
@@ -224,20 +229,42 @@ nvmlReturn_t nvmlShutdown(void)
 
 /* ---- entry checks ---------------------------------------------------------- */
 
-static int handle_index(nvmlDevice_t device)
+/* slot_of finds p in table (n entries): its index, or -1. */
+static int slot_of(const void *p, const struct nvmlDevice_st *table, size_t n)
 {
-	uintptr_t p = (uintptr_t)device.handle, base = (uintptr_t)handles;
-	if (p < base)
+	uintptr_t a = (uintptr_t)p, base = (uintptr_t)table;
+	if (a < base)
 		return -1;
-	uintptr_t off = p - base;
-	if (off % sizeof handles[0] != 0 || off / sizeof handles[0] >= FAKE_MAX_GPUS)
+	uintptr_t off = a - base;
+	if (off % sizeof table[0] != 0 || off / sizeof table[0] >= n)
 		return -1;
-	return (int)(off / sizeof handles[0]);
+	return (int)(off / sizeof table[0]);
+}
+
+/* handle_index returns the GPU index of device, a GPU or MIG device handle
+ * (-1: neither), and in *mig_slot the MIG slot (-1 for a GPU handle). */
+static int handle_index(nvmlDevice_t device, int *mig_slot)
+{
+	*mig_slot = -1;
+	int i = slot_of(device.handle, handles, FAKE_MAX_GPUS);
+	if (i >= 0)
+		return i;
+	i = slot_of(device.handle, mig_handles, (size_t)FAKE_MAX_GPUS * FAKE_MAX_MIG);
+	if (i < 0)
+		return -1;
+	*mig_slot = i % FAKE_MAX_MIG;
+	return i / FAKE_MAX_MIG;
 }
 
 nvmlDevice_t fake_handle(int index)
 {
 	nvmlDevice_t d = {.handle = &handles[index]};
+	return d;
+}
+
+nvmlDevice_t fake_mig_handle(int index, int slot)
+{
+	nvmlDevice_t d = {.handle = &mig_handles[index * FAKE_MAX_MIG + slot]};
 	return d;
 }
 
@@ -275,16 +302,39 @@ static nvmlReturn_t enter(int idx, fake_call call, const fake_gpu **gpu, double 
 	}
 }
 
-nvmlReturn_t fake_device_enter(nvmlDevice_t device, fake_call call, const fake_gpu **gpu, int *index, double *t)
+nvmlReturn_t fake_any_enter(nvmlDevice_t device, fake_call call, const fake_gpu **gpu, int *index,
+			    const fake_mig_device **mig, double *t)
 {
 	if (!initialized())
 		return NVML_ERROR_UNINITIALIZED;
-	int idx = handle_index(device);
+	int slot;
+	int idx = handle_index(device, &slot);
 	if (idx < 0)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	if (index)
 		*index = idx;
-	return enter(idx, call, gpu, t);
+	nvmlReturn_t r = enter(idx, call, gpu, t);
+	if (r != NVML_SUCCESS)
+		return r;
+	*mig = NULL;
+	if (slot >= 0) {
+		/* A MIG handle is valid while its parent is in MIG mode with a
+		 * MIG device in that slot. */
+		const fake_mig *m = &(*gpu)->mig;
+		if (!m->enabled || slot >= m->ndevices)
+			return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
+		*mig = &m->devices[slot];
+	}
+	return NVML_SUCCESS;
+}
+
+nvmlReturn_t fake_device_enter(nvmlDevice_t device, fake_call call, const fake_gpu **gpu, int *index, double *t)
+{
+	const fake_mig_device *mig;
+	nvmlReturn_t r = fake_any_enter(device, call, gpu, index, &mig, t);
+	if (r == NVML_SUCCESS && mig)
+		return fake_leave(NVML_ERROR_NOT_SUPPORTED); /* a whole-GPU call on a MIG device */
+	return r;
 }
 
 nvmlReturn_t fake_index_enter(unsigned int index, fake_call call, const fake_gpu **gpu, double *t)

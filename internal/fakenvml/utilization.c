@@ -7,6 +7,9 @@
  * Key: utilization: {gpu, memory, encoder, decoder}, each a duty pattern
  * {busy, period_s, phase_s}. Sample k (k >= 1) is stamped at t = k/hz and is
  * the busy percentage over [(k-1)/hz, k/hz].
+ *
+ * In MIG mode (mig.c) these calls answer NVML_ERROR_NOT_SUPPORTED, as the
+ * driver does: there is no whole-GPU utilization then.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -63,6 +66,8 @@ nvmlReturn_t nvmlDeviceGetSamples(nvmlDevice_t device, nvmlSamplingType_t type, 
 	nvmlReturn_t r = fake_device_enter(device, FC_nvmlDeviceGetSamples, &g, NULL, &t);
 	if (r != NVML_SUCCESS)
 		return r;
+	if (g->mig.enabled)
+		return fake_leave(NVML_ERROR_NOT_SUPPORTED);
 	int u;
 	switch (type) {
 	case NVML_GPU_UTILIZATION_SAMPLES:
@@ -125,7 +130,7 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_
 	if (r != NVML_SUCCESS)
 		return r;
 	const fake_duty *gpu = &g->util[FAKE_UTIL_GPU], *mem = &g->util[FAKE_UTIL_MEMORY];
-	if (!gpu->set && !mem->set)
+	if ((!gpu->set && !mem->set) || g->mig.enabled)
 		return fake_leave(NVML_ERROR_NOT_SUPPORTED);
 	double hz = fake_current()->sample_hz;
 	utilization->gpu = gpu->set ? instant(gpu, t, hz) : 0;
@@ -143,7 +148,7 @@ static nvmlReturn_t codec(nvmlDevice_t device, fake_call call, int u, unsigned i
 	nvmlReturn_t r = fake_device_enter(device, call, &g, NULL, &t);
 	if (r != NVML_SUCCESS)
 		return r;
-	if (!g->util[u].set)
+	if (!g->util[u].set || g->mig.enabled)
 		return fake_leave(NVML_ERROR_NOT_SUPPORTED);
 	double hz = fake_current()->sample_hz;
 	*utilization = instant(&g->util[u], t, hz);
