@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -108,6 +109,7 @@ func TestLibrary(t *testing.T) {
 	t.Run("Samples", testLibrarySamples)
 	t.Run("Faults", testLibraryFaults)
 	t.Run("Events", testLibraryEvents)
+	t.Run("MIG", testLibraryMIG)
 	t.Run("InitFailsFirst", testLibraryInitFailsFirst)
 	t.Run("MalformedScenarios", testLibraryMalformed)
 	t.Run("DemoScenario", testLibraryDemoScenario)
@@ -488,6 +490,199 @@ func testLibraryEvents(t *testing.T) {
 	assert.Equal(t, nvml.ERROR_INVALID_ARGUMENT, set.Free())
 }
 
+func testLibraryMIG(t *testing.T) {
+	s := migScenario()
+	s.GPUs = append(s.GPUs, GPU{UUID: "GPU-e2e22222-0000-4000-8000-000000000002", TemperatureC: 30}) // no MIG at all
+	s.GPUs[0].LostAt = ptr(2.0)
+	lib := openLib(t, s)
+	t0 := time.Now()
+	d0, dOff, dNone := device(t, lib, 0), device(t, lib, 1), device(t, lib, 2)
+
+	cur, pending, ret := d0.GetMigMode()
+	require.Equal(t, nvml.SUCCESS, ret)
+	assert.Equal(t, [2]int{nvml.DEVICE_MIG_ENABLE, nvml.DEVICE_MIG_ENABLE}, [2]int{cur, pending})
+	cur, _, ret = dOff.GetMigMode()
+	require.Equal(t, nvml.SUCCESS, ret)
+	assert.Equal(t, nvml.DEVICE_MIG_DISABLE, cur, "MIG capable, MIG off")
+	_, _, ret = dNone.GetMigMode()
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret, "no mig key: no MIG")
+	for d, want := range map[nvml.Device]int{d0: 7, dOff: 0, dNone: 0} {
+		n, ret := d.GetMaxMigDeviceCount()
+		assert.Equal(t, nvml.SUCCESS, ret)
+		assert.Equal(t, want, n, "max MIG devices: 0 without MIG mode")
+	}
+	_, ret = dOff.GetMigDeviceHandleByIndex(0)
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
+
+	// The MIG devices, in slot order; then empty slots up to the maximum.
+	var migs []nvml.Device
+	for i, m := range migDevices {
+		h, ret := d0.GetMigDeviceHandleByIndex(i)
+		require.Equal(t, nvml.SUCCESS, ret, "MIG slot %d", i)
+		migs = append(migs, h)
+		uuid, ret := h.GetUUID()
+		assert.Equal(t, nvml.SUCCESS, ret)
+		assert.Equal(t, m.uuid, uuid)
+		gi, ret := h.GetGpuInstanceId()
+		assert.Equal(t, nvml.SUCCESS, ret)
+		ci, ret := h.GetComputeInstanceId()
+		assert.Equal(t, nvml.SUCCESS, ret)
+		assert.Equal(t, [2]int{m.gi, m.ci}, [2]int{gi, ci})
+		mem, ret := h.GetMemoryInfo_v2()
+		require.Equal(t, nvml.SUCCESS, ret)
+		assert.Equal(t, [3]uint64{m.total, m.reserved, m.used}, [3]uint64{mem.Total, mem.Reserved, mem.Used}, "its GPU instance's memory")
+		m1, ret := h.GetMemoryInfo()
+		require.Equal(t, nvml.SUCCESS, ret)
+		assert.Equal(t, m.used+m.reserved, m1.Used, "v1 counts reserved in used")
+		isMig, ret := h.IsMigDeviceHandle()
+		assert.Equal(t, nvml.SUCCESS, ret)
+		assert.True(t, isMig)
+		parent, ret := h.GetDeviceHandleFromMigDeviceHandle()
+		assert.Equal(t, nvml.SUCCESS, ret)
+		assert.Equal(t, addr(d0), addr(parent))
+		byUUID, ret := lib.DeviceGetHandleByUUID(m.uuid)
+		assert.Equal(t, nvml.SUCCESS, ret)
+		assert.Equal(t, addr(h), addr(byUUID), "a MIG UUID names its MIG device")
+		attrs, ret := h.GetAttributes()
+		require.Equal(t, nvml.SUCCESS, ret)
+		p, _ := profileBy(func(p MIGProfile) bool { return p.ID == m.profileID })
+		assert.Equal(t, uint32(p.SliceCount), attrs.GpuInstanceSliceCount)
+		assert.Equal(t, m.total>>20, attrs.MemorySizeMB)
+		procs, ret := h.GetComputeRunningProcesses()
+		require.Equal(t, nvml.SUCCESS, ret)
+		var pids []uint32
+		for _, pr := range procs {
+			pids = append(pids, pr.Pid)
+			assert.Equal(t, [2]uint32{uint32(m.gi), uint32(m.ci)}, [2]uint32{pr.GpuInstanceId, pr.ComputeInstanceId})
+		}
+		assert.Equal(t, m.processPIDs, pids, "a MIG device lists its own processes")
+	}
+	for i := range migs {
+		for j := range i {
+			assert.NotEqual(t, addr(migs[j]), addr(migs[i]), "MIG handles are distinct")
+		}
+		for _, d := range []nvml.Device{d0, dOff, dNone} {
+			assert.NotEqual(t, addr(d), addr(migs[i]), "a MIG handle is no GPU handle")
+		}
+	}
+	for i := len(migDevices); i < 7; i++ {
+		_, ret := d0.GetMigDeviceHandleByIndex(i)
+		assert.Equal(t, nvml.ERROR_NOT_FOUND, ret, "empty slot %d", i)
+	}
+	_, ret = d0.GetMigDeviceHandleByIndex(7)
+	assert.Equal(t, nvml.ERROR_INVALID_ARGUMENT, ret, "beyond the maximum")
+
+	// A whole-GPU call on a MIG handle, a MIG call on a GPU handle.
+	_, ret = migs[0].GetTemperature(nvml.TEMPERATURE_GPU)
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
+	_, ret = migs[0].GetMigDeviceHandleByIndex(0)
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
+	_, ret = d0.GetGpuInstanceId()
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
+	_, ret = d0.GetAttributes()
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret, "attributes: MIG handles only")
+	_, ret = d0.GetDeviceHandleFromMigDeviceHandle()
+	assert.Equal(t, nvml.ERROR_INVALID_ARGUMENT, ret)
+	isMig, ret := d0.IsMigDeviceHandle()
+	assert.Equal(t, nvml.SUCCESS, ret)
+	assert.False(t, isMig)
+
+	// In MIG mode: no whole-GPU utilization; the parent lists every process
+	// with its instance ids.
+	_, _, ret = d0.GetSamples(nvml.GPU_UTILIZATION_SAMPLES, 0)
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
+	_, ret = d0.GetUtilizationRates()
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
+	_, ret = d0.GetProcessUtilization(0)
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
+	_, ret = dOff.GetUtilizationRates()
+	assert.Equal(t, nvml.SUCCESS, ret, "MIG off: utilization as usual")
+	procs, ret := d0.GetComputeRunningProcesses()
+	require.Equal(t, nvml.SUCCESS, ret)
+	assert.Len(t, procs, 4)
+
+	// Profiles: nvmlDeviceGetGpuInstanceProfileInfo takes the
+	// NVML_GPU_INSTANCE_PROFILE_* index; a GPU instance carries the profile ID.
+	for _, want := range h200Profiles {
+		p, ret := d0.GetGpuInstanceProfileInfo(want.Profile)
+		require.Equal(t, nvml.SUCCESS, ret, "profile index %d", want.Profile)
+		assert.Equal(t, [3]uint64{uint64(want.ID), uint64(want.SliceCount), want.MemoryMiB}, [3]uint64{uint64(p.Id), uint64(p.SliceCount), p.MemorySizeMB})
+		v2, ret := d0.GetGpuInstanceProfileInfoByIdV(want.ID).V2()
+		require.Equal(t, nvml.SUCCESS, ret, "profile ID %d", want.ID)
+		assert.Equal(t, uint32(want.SliceCount), v2.SliceCount)
+		if want.Name == "" {
+			assert.Equal(t, "MIG "+migProfileName(want), cString(v2.Name[:]))
+		}
+		v3, ret := d0.GetGpuInstanceProfileInfoV(want.Profile).V3()
+		require.Equal(t, nvml.SUCCESS, ret)
+		assert.Equal(t, [2]uint64{uint64(want.ID), want.MemoryMiB}, [2]uint64{uint64(v3.Id), v3.MemorySizeMB})
+	}
+	_, ret = d0.GetGpuInstanceProfileInfo(nvml.GPU_INSTANCE_PROFILE_8_SLICE)
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret, "a profile the GPU lacks")
+	_, ret = d0.GetGpuInstanceProfileInfo(nvml.GPU_INSTANCE_PROFILE_COUNT)
+	assert.Equal(t, nvml.ERROR_INVALID_ARGUMENT, ret)
+	_, ret = dNone.GetGpuInstanceProfileInfo(0)
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
+	for _, m := range migDevices {
+		gi, ret := d0.GetGpuInstanceById(m.gi)
+		require.Equal(t, nvml.SUCCESS, ret)
+		info, ret := gi.GetInfo()
+		require.Equal(t, nvml.SUCCESS, ret)
+		assert.Equal(t, [2]uint32{uint32(m.gi), uint32(m.profileID)}, [2]uint32{info.Id, info.ProfileId})
+		assert.Equal(t, addr(d0), addr(info.Device))
+	}
+	_, ret = d0.GetGpuInstanceById(5)
+	assert.Equal(t, nvml.ERROR_NOT_FOUND, ret)
+	_, ret = dOff.GetGpuInstanceById(2)
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, ret)
+
+	// GPM per GPU instance: through the parent and the instance id, or
+	// through a MIG device's handle.
+	var smp [4]nvml.GpmSample
+	for i := range smp {
+		smp[i], ret = lib.GpmSampleAlloc()
+		require.Equal(t, nvml.SUCCESS, ret)
+		defer smp[i].Free()
+	}
+	require.Equal(t, nvml.SUCCESS, d0.GpmMigSampleGet(2, smp[0]))
+	require.Equal(t, nvml.SUCCESS, d0.GpmSampleGet(smp[2]))
+	time.Sleep(120 * time.Millisecond)
+	require.Equal(t, nvml.SUCCESS, migs[1].GpmSampleGet(smp[1]), "GI 2 through its second MIG device")
+	require.Equal(t, nvml.SUCCESS, d0.GpmSampleGet(smp[3]))
+	for _, c := range []struct {
+		a, b nvml.GpmSample
+		want float64
+	}{{smp[0], smp[1], 70}, {smp[2], smp[3], 50}} {
+		mg := &nvml.GpmMetricsGetType{Sample1: c.a, Sample2: c.b, NumMetrics: 1}
+		mg.Metrics[0].MetricId = uint32(nvml.GPM_METRIC_SM_UTIL)
+		require.Equal(t, nvml.SUCCESS, lib.GpmMetricsGet(mg))
+		assert.InDelta(t, c.want, mg.Metrics[0].Value, 1e-9)
+	}
+	mg := &nvml.GpmMetricsGetType{Sample1: smp[0], Sample2: smp[3], NumMetrics: 1}
+	assert.Equal(t, nvml.ERROR_INVALID_ARGUMENT, lib.GpmMetricsGet(mg), "a GPU instance's and the GPU's samples make no window")
+	assert.Equal(t, nvml.ERROR_INVALID_ARGUMENT, d0.GpmMigSampleGet(5, smp[0]), "no such GPU instance")
+	assert.Equal(t, nvml.ERROR_NOT_SUPPORTED, dOff.GpmMigSampleGet(2, smp[0]))
+
+	// Events carry the instance ids.
+	set, ret := lib.EventSetCreate()
+	require.Equal(t, nvml.SUCCESS, ret)
+	defer set.Free()
+	require.Equal(t, nvml.SUCCESS, d0.RegisterEvents(nvml.EventTypeXidCriticalError, set))
+	data, ret := set.Wait(3000)
+	require.Equal(t, nvml.SUCCESS, ret)
+	assert.Equal(t, [3]uint64{43, 9, 0}, [3]uint64{data.EventData, uint64(data.GpuInstanceId), uint64(data.ComputeInstanceId)})
+	data, ret = set.Wait(3000)
+	require.Equal(t, nvml.SUCCESS, ret)
+	assert.Equal(t, [3]uint64{31, 2, 0xFFFFFFFF}, [3]uint64{data.EventData, uint64(data.GpuInstanceId), uint64(data.ComputeInstanceId)})
+
+	// A lost parent takes its MIG devices along.
+	time.Sleep(time.Until(t0.Add(3200 * time.Millisecond)))
+	_, ret = migs[0].GetUUID()
+	assert.Equal(t, nvml.ERROR_GPU_IS_LOST, ret)
+	_, ret = migs[0].GetMemoryInfo_v2()
+	assert.Equal(t, nvml.ERROR_GPU_IS_LOST, ret)
+}
+
 func testLibraryInitFailsFirst(t *testing.T) {
 	s := abiScenario()
 	s.Init = &InitFaults{FailFirst: 2, Return: "NO_PERMISSION"}
@@ -508,42 +703,70 @@ func testLibraryInitFailsFirst(t *testing.T) {
 // malformedScenarios each fail nvmlInit with ERROR_UNKNOWN; the library
 // prints why on stderr.
 var malformedScenarios = map[string]string{
-	"empty":                ``,
-	"not JSON":             `gpus: []`,
-	"truncated":            `{"gpus": [{"uuid": "GPU-1"`,
-	"trailing garbage":     `{"gpus": []} {"gpus": []}`,
-	"array":                `[]`,
-	"gpus not an array":    `{"gpus": {}}`,
-	"no gpus":              `{"driver_version": "1"}`,
-	"gpu not an object":    `{"gpus": [1]}`,
-	"unknown key":          `{"gpus": [], "gpu": []}`,
-	"unknown gpu key":      `{"gpus": [{"temperature": 40}]}`,
-	"duplicate key":        `{"gpus": [{"power_w": 1, "power_w": 2}]}`,
-	"string for number":    `{"gpus": [{"memory": {"total_bytes": "lots"}}]}`,
-	"used above total":     `{"gpus": [{"memory": {"total_bytes": 10, "reserved_bytes": 5, "used_bytes": 6}}]}`,
-	"negative power":       `{"gpus": [{"power_w": {"mean": 10, "amplitude": 20, "period_s": 1}}]}`,
-	"busy above 1":         `{"gpus": [{"utilization": {"gpu": {"busy": 1.5}}}]}`,
-	"duty without busy":    `{"gpus": [{"utilization": {"gpu": {"period_s": 1}}}]}`,
-	"steps out of order":   `{"gpus": [{"temperature_c": {"steps": [[5, 40], [1, 50]]}}]}`,
-	"steps not pairs":      `{"gpus": [{"temperature_c": {"steps": [[5]]}}]}`,
-	"bad pci bus id":       `{"gpus": [{"pci_bus_id": "nineteen"}]}`,
-	"duplicate uuid":       `{"gpus": [{"uuid": "GPU-a"}, {"uuid": "GPU-A"}]}`,
-	"empty uuid":           `{"gpus": [{"uuid": ""}]}`,
-	"long name":            `{"gpus": [{"name": "` + strings.Repeat("x", 200) + `"}]}`,
-	"unknown call":         `{"gpus": [{"not_supported": ["nvmlDeviceGetEverything"]}]}`,
-	"unknown return":       `{"gpus": [{"errors": [{"call": "nvmlDeviceGetPowerUsage", "return": "OOPS"}]}]}`,
-	"success is no error":  `{"gpus": [{"errors": [{"call": "nvmlDeviceGetPowerUsage", "return": "SUCCESS"}]}]}`,
-	"hang without seconds": `{"gpus": [{"hangs": [{"call": "nvmlDeviceGetPowerUsage"}]}]}`,
-	"bad process type":     `{"gpus": [{"processes": [{"pid": 1, "type": "cuda"}]}]}`,
-	"process without pid":  `{"gpus": [{"processes": [{"name": "x"}]}]}`,
-	"fractional pid":       `{"gpus": [{"processes": [{"pid": 1.5}]}]}`,
-	"infinite number":      `{"gpus": [{"power_w": 1e999}]}`,
-	"bad architecture":     `{"gpus": [{"architecture": "fermi"}]}`,
-	"bad init return":      `{"init": {"fail_first": 1, "return": 0}, "gpus": []}`,
-	"zero sampling buffer": `{"sampling": {"buffer": 0}, "gpus": []}`,
-	"deep nesting":         `{"gpus": [{"comment": ` + nested(2000) + `}]}`,
-	"too many gpus":        `{"gpus": [` + strings.Repeat(`{},`, 64) + `{}]}`,
-	"invalid UTF-8 key":    "{\"gpus\": [], \"\xff\": 1}",
+	"empty":                 ``,
+	"not JSON":              `gpus: []`,
+	"truncated":             `{"gpus": [{"uuid": "GPU-1"`,
+	"trailing garbage":      `{"gpus": []} {"gpus": []}`,
+	"array":                 `[]`,
+	"gpus not an array":     `{"gpus": {}}`,
+	"no gpus":               `{"driver_version": "1"}`,
+	"gpu not an object":     `{"gpus": [1]}`,
+	"unknown key":           `{"gpus": [], "gpu": []}`,
+	"unknown gpu key":       `{"gpus": [{"temperature": 40}]}`,
+	"duplicate key":         `{"gpus": [{"power_w": 1, "power_w": 2}]}`,
+	"string for number":     `{"gpus": [{"memory": {"total_bytes": "lots"}}]}`,
+	"used above total":      `{"gpus": [{"memory": {"total_bytes": 10, "reserved_bytes": 5, "used_bytes": 6}}]}`,
+	"negative power":        `{"gpus": [{"power_w": {"mean": 10, "amplitude": 20, "period_s": 1}}]}`,
+	"busy above 1":          `{"gpus": [{"utilization": {"gpu": {"busy": 1.5}}}]}`,
+	"duty without busy":     `{"gpus": [{"utilization": {"gpu": {"period_s": 1}}}]}`,
+	"steps out of order":    `{"gpus": [{"temperature_c": {"steps": [[5, 40], [1, 50]]}}]}`,
+	"steps not pairs":       `{"gpus": [{"temperature_c": {"steps": [[5]]}}]}`,
+	"bad pci bus id":        `{"gpus": [{"pci_bus_id": "nineteen"}]}`,
+	"duplicate uuid":        `{"gpus": [{"uuid": "GPU-a"}, {"uuid": "GPU-A"}]}`,
+	"empty uuid":            `{"gpus": [{"uuid": ""}]}`,
+	"long name":             `{"gpus": [{"name": "` + strings.Repeat("x", 200) + `"}]}`,
+	"unknown call":          `{"gpus": [{"not_supported": ["nvmlDeviceGetEverything"]}]}`,
+	"unknown return":        `{"gpus": [{"errors": [{"call": "nvmlDeviceGetPowerUsage", "return": "OOPS"}]}]}`,
+	"success is no error":   `{"gpus": [{"errors": [{"call": "nvmlDeviceGetPowerUsage", "return": "SUCCESS"}]}]}`,
+	"hang without seconds":  `{"gpus": [{"hangs": [{"call": "nvmlDeviceGetPowerUsage"}]}]}`,
+	"bad process type":      `{"gpus": [{"processes": [{"pid": 1, "type": "cuda"}]}]}`,
+	"process without pid":   `{"gpus": [{"processes": [{"name": "x"}]}]}`,
+	"fractional pid":        `{"gpus": [{"processes": [{"pid": 1.5}]}]}`,
+	"infinite number":       `{"gpus": [{"power_w": 1e999}]}`,
+	"bad architecture":      `{"gpus": [{"architecture": "fermi"}]}`,
+	"bad init return":       `{"init": {"fail_first": 1, "return": 0}, "gpus": []}`,
+	"zero sampling buffer":  `{"sampling": {"buffer": 0}, "gpus": []}`,
+	"deep nesting":          `{"gpus": [{"comment": ` + nested(2000) + `}]}`,
+	"too many gpus":         `{"gpus": [` + strings.Repeat(`{},`, 64) + `{}]}`,
+	"invalid UTF-8 key":     "{\"gpus\": [], \"\xff\": 1}",
+	"mig unknown key":       `{"gpus": [{"mig": {"mode": 1}}]}`,
+	"mig enabled not bool":  `{"gpus": [{"mig": {"enabled": 1}}]}`,
+	"mig too many slots":    `{"gpus": [{"mig": {"max_devices": 17}}]}`,
+	"mig profile index":     `{"gpus": [{"mig": {"profiles": [{"profile": 18, "id": 1, "slice_count": 1, "memory_mib": 1}]}}]}`,
+	"mig profile no id":     `{"gpus": [{"mig": {"profiles": [{"profile": 0, "slice_count": 1, "memory_mib": 1}]}}]}`,
+	"mig profile twice":     `{"gpus": [{"mig": {"profiles": [` + migProfileJSON(0, 19) + `, ` + migProfileJSON(0, 20) + `]}}]}`,
+	"mig profile id twice":  `{"gpus": [{"mig": {"profiles": [` + migProfileJSON(0, 19) + `, ` + migProfileJSON(7, 19) + `]}}]}`,
+	"mig unknown profile":   `{"gpus": [{"mig": {"profiles": [` + migProfileJSON(0, 19) + `], "gpu_instances": [{"id": 1, "profile_id": 0}]}}]}`,
+	"mig gi twice":          `{"gpus": [{"mig": {"profiles": [` + migProfileJSON(0, 19) + `], "gpu_instances": [{"id": 1, "profile_id": 19}, {"id": 1, "profile_id": 19}]}}]}`,
+	"mig gi memory":         `{"gpus": [{"mig": {"profiles": [` + migProfileJSON(0, 19) + `], "gpu_instances": [{"id": 1, "profile_id": 19, "memory": {"total_bytes": 1, "used_bytes": 2}}]}}]}`,
+	"mig gi gpm, gpu none":  `{"gpus": [{"mig": {"profiles": [` + migProfileJSON(0, 19) + `], "gpu_instances": [{"id": 1, "profile_id": 19, "gpm": {"SM_UTIL": 1}}]}}]}`,
+	"mig device no gi":      `{"gpus": [{"mig": {"profiles": [` + migProfileJSON(0, 19) + `], "gpu_instances": [{"id": 1, "profile_id": 19}], "devices": [{"uuid": "MIG-1", "gpu_instance_id": 2, "compute_instance_id": 0}]}}]}`,
+	"mig device twice":      `{"gpus": [{"mig": {"profiles": [` + migProfileJSON(0, 19) + `], "gpu_instances": [{"id": 1, "profile_id": 19}], "devices": [{"uuid": "MIG-1", "gpu_instance_id": 1, "compute_instance_id": 0}, {"uuid": "MIG-2", "gpu_instance_id": 1, "compute_instance_id": 0}]}}]}`,
+	"mig device no uuid":    `{"gpus": [{"mig": {"profiles": [` + migProfileJSON(0, 19) + `], "gpu_instances": [{"id": 1, "profile_id": 19}], "devices": [{"gpu_instance_id": 1, "compute_instance_id": 0}]}}]}`,
+	"mig uuid of a gpu":     `{"gpus": [{"uuid": "GPU-1", "mig": {"profiles": [` + migProfileJSON(0, 19) + `], "gpu_instances": [{"id": 1, "profile_id": 19}], "devices": [{"uuid": "gpu-1", "gpu_instance_id": 1, "compute_instance_id": 0}]}}]}`,
+	"mig more than max":     `{"gpus": [{"mig": {"max_devices": 1, "profiles": [` + migProfileJSON(0, 19) + `], "gpu_instances": [{"id": 1, "profile_id": 19}], "devices": [{"uuid": "MIG-1", "gpu_instance_id": 1, "compute_instance_id": 0}, {"uuid": "MIG-2", "gpu_instance_id": 1, "compute_instance_id": 1}]}}]}`,
+	"mig off, instances":    `{"gpus": [{"mig": {"enabled": false, "profiles": [` + migProfileJSON(0, 19) + `], "gpu_instances": [{"id": 1, "profile_id": 19}]}}]}`,
+	"process gi, no mig":    `{"gpus": [{"processes": [{"pid": 1, "gpu_instance_id": 1, "compute_instance_id": 0}]}]}`,
+	"process gi without ci": `{"gpus": [{"processes": [{"pid": 1, "gpu_instance_id": 1}]}]}`,
+	"process outside mig":   `{"gpus": [{"processes": [{"pid": 1}], "mig": {"profiles": [` + migProfileJSON(0, 19) + `], "gpu_instances": [{"id": 1, "profile_id": 19}], "devices": [{"uuid": "MIG-1", "gpu_instance_id": 1, "compute_instance_id": 0}]}}]}`,
+	"process on no device":  `{"gpus": [{"processes": [{"pid": 1, "gpu_instance_id": 1, "compute_instance_id": 1}], "mig": {"profiles": [` + migProfileJSON(0, 19) + `], "gpu_instances": [{"id": 1, "profile_id": 19}], "devices": [{"uuid": "MIG-1", "gpu_instance_id": 1, "compute_instance_id": 0}]}}]}`,
+	"event gi, no mig":      `{"gpus": [{"events": [{"at": 1, "xid": 43, "gpu_instance_id": 1}]}]}`,
+	"event ci without gi":   `{"gpus": [{"events": [{"at": 1, "xid": 43, "compute_instance_id": 1}]}]}`,
+	"event on no gi":        `{"gpus": [{"events": [{"at": 1, "xid": 43, "gpu_instance_id": 3}], "mig": {"profiles": [` + migProfileJSON(0, 19) + `], "gpu_instances": [{"id": 1, "profile_id": 19}]}}]}`,
+}
+
+func migProfileJSON(index, id int) string {
+	return fmt.Sprintf(`{"profile": %d, "id": %d, "slice_count": 1, "memory_mib": 18432}`, index, id)
 }
 
 func nested(n int) string {
@@ -604,6 +827,65 @@ func testLibraryDemoScenario(t *testing.T) {
 	}
 }
 
+// exerciseMIG calls every MIG entry point on d and on each of its MIG devices.
+func exerciseMIG(lib nvml.Interface, d nvml.Device) {
+	d.GetMigMode()
+	d.IsMigDeviceHandle()
+	d.GetAttributes()
+	d.GetGpuInstanceId()
+	d.GetComputeInstanceId()
+	d.GetDeviceHandleFromMigDeviceHandle()
+	for p := range nvml.GPU_INSTANCE_PROFILE_COUNT + 1 {
+		d.GetGpuInstanceProfileInfo(p)
+		d.GetGpuInstanceProfileInfoV(p).V2()
+		d.GetGpuInstanceProfileInfoV(p).V3()
+		d.GetGpuInstanceProfileInfoByIdV(p * 3).V2()
+	}
+	s, ret := lib.GpmSampleAlloc()
+	if ret == nvml.SUCCESS {
+		defer s.Free()
+	}
+	for id := range 20 {
+		if gi, ret := d.GetGpuInstanceById(id); ret == nvml.SUCCESS {
+			gi.GetInfo()
+		}
+		if s != nil {
+			d.GpmMigSampleGet(id, s)
+		}
+	}
+	n, ret := d.GetMaxMigDeviceCount()
+	if ret != nvml.SUCCESS {
+		return
+	}
+	for i := range n + 1 {
+		m, ret := d.GetMigDeviceHandleByIndex(i)
+		if ret != nvml.SUCCESS {
+			continue
+		}
+		m.GetUUID()
+		m.GetName()
+		m.GetGpuInstanceId()
+		m.GetComputeInstanceId()
+		m.GetMemoryInfo()
+		m.GetMemoryInfo_v2()
+		m.GetAttributes()
+		m.IsMigDeviceHandle()
+		m.GetDeviceHandleFromMigDeviceHandle()
+		m.GetComputeRunningProcesses()
+		m.GetGraphicsRunningProcesses()
+		m.GetProcessUtilization(0)
+		m.GetTemperature(nvml.TEMPERATURE_GPU)
+		m.GetMigDeviceHandleByIndex(0)
+		if s != nil {
+			m.GpmSampleGet(s)
+		}
+	}
+}
+
+// addr is the C handle inside d: equal handles are the same address (testify
+// would compare the structs they point to).
+func addr(d nvml.Device) string { return fmt.Sprint(d) }
+
 func uintValue(s nvml.Sample) uint32 {
 	return uint32(s.SampleValue[0]) | uint32(s.SampleValue[1])<<8 | uint32(s.SampleValue[2])<<16 | uint32(s.SampleValue[3])<<24
 }
@@ -628,7 +910,7 @@ func FuzzScenario(f *testing.F) {
 	for _, content := range malformedScenarios {
 		f.Add([]byte(content))
 	}
-	for _, s := range []Scenario{abiScenario(), pipelineScenario(), initScenario()} {
+	for _, s := range []Scenario{abiScenario(), pipelineScenario(), initScenario(), migScenario()} {
 		data, err := json.Marshal(s)
 		if err != nil {
 			f.Fatal(err)
@@ -751,6 +1033,7 @@ func exerciseAll(t *testing.T, lib nvml.Interface) {
 		d.GetPcieReplayCounter()
 		d.GetCurrPcieLinkGeneration()
 		d.GetCurrPcieLinkWidth()
+		exerciseMIG(lib, d)
 		if types, ret := d.GetSupportedEventTypes(); ret == nvml.SUCCESS {
 			if set, ret := lib.EventSetCreate(); ret == nvml.SUCCESS {
 				d.RegisterEvents(types, set)

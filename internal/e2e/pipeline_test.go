@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 )
 
@@ -43,7 +44,11 @@ type gpuSpec struct {
 	lostAt, hangFrom, hangFor float64 // 0: none
 	processes                 []Process
 	gpm                       map[string]Signal
-	health                    bool // ECC, remapped rows, clock event reasons, violations, PCIe
+	// Health: a nil map or signal leaves the key out of the scenario (the
+	// calls then answer NOT_SUPPORTED).
+	ecc, remapped, violation, pcie map[string]Signal
+	clockEvents                    Signal // nvmlDeviceGetCurrentClocksEventReasons bits
+	events                         []Event
 }
 
 // Process IDs above the kernel's PID_MAX_LIMIT (2^22): never a real process,
@@ -55,7 +60,24 @@ var gpm0 = map[string]Signal{
 	"SM_UTIL": 40, "SM_OCCUPANCY": 25, "GRAPHICS_UTIL": 45, "ANY_TENSOR_UTIL": 30, "DRAM_BW_UTIL": 20,
 	"HMMA_TENSOR_UTIL": 30, "IMMA_TENSOR_UTIL": 0, "DMMA_TENSOR_UTIL": 0, "DFMA_TENSOR_UTIL": 0,
 	"FP64_UTIL": 0, "FP32_UTIL": 10, "FP16_UTIL": 20, "INTEGER_UTIL": 5,
-	"PCIE_TX_PER_SEC": 1000, "PCIE_RX_PER_SEC": 2000, "NVLINK_TOTAL_TX_PER_SEC": 5000, "NVLINK_TOTAL_RX_PER_SEC": 4000,
+	"PCIE_TX_PER_SEC": Steps{Steps: [][2]float64{{0, 1000}, {9, 3000}}}, "PCIE_RX_PER_SEC": 2000,
+	"NVLINK_TOTAL_TX_PER_SEC": 5000, "NVLINK_TOTAL_RX_PER_SEC": 4000,
+}
+
+// Clock event reason bits (nvmlClocksEventReason*), by the receiver's
+// nvidia.gpu.clock.event.reason.
+var clockEventBits = map[string]int{
+	"gpu_idle": 0x1, "applications_clocks": 0x2, "sw_power_cap": 0x4, "hw_slowdown": 0x8, "sync_boost": 0x10,
+	"sw_thermal_slowdown": 0x20, "hw_thermal_slowdown": 0x40, "hw_power_brake_slowdown": 0x80, "display_clocks": 0x100,
+}
+
+// steps is a Steps signal from t, value pairs.
+func steps(tv ...float64) Steps {
+	var s Steps
+	for i := 0; i+1 < len(tv); i += 2 {
+		s.Steps = append(s.Steps, [2]float64{tv[i], tv[i+1]})
+	}
+	return s
 }
 
 const driverVersion = "560.35.03"
@@ -71,7 +93,17 @@ var pipelineGPUs = []gpuSpec{
 			{PID: fakePID, Name: "python3 train.py", UsedMemoryBytes: 20 << 30, SMPercent: 60, MemoryPercent: 30},
 			{PID: fakePID + 1, Name: "Xorg", Type: "graphics", UsedMemoryBytes: 1 << 30, SMPercent: 5},
 		},
-		gpm: gpm0, health: true,
+		gpm: gpm0,
+		// Degraded from t = 5: an uncorrected ECC error (and its double-bit event).
+		ecc:         map[string]Signal{"corrected": steps(0, 0, 6, 2), "uncorrected": steps(0, 0, 5, 1)},
+		remapped:    map[string]Signal{"correctable": 1, "uncorrectable": 0, "pending": 0, "failure": 0},
+		clockEvents: 0x4, // SW power cap: not a reason to degrade
+		violation:   map[string]Signal{"power": 0.25, "thermal": 0, "sync_boost": 0, "board_limit": 0, "low_utilization": 0.5, "reliability": 0},
+		pcie:        map[string]Signal{"link_generation": 5, "link_width": 16, "replays": steps(0, 3, 9, 7)},
+		events: []Event{
+			{At: 2, XID: 13}, {At: 3, Type: "single_bit_ecc"}, {At: 3.5, Type: "pstate"}, {At: 4, XID: 13},
+			{At: 5, Type: "double_bit_ecc"}, {At: 6, XID: 31},
+		},
 	},
 	{
 		uuid: "GPU-e2e00000-0000-4000-8000-000000000001", name: "NVIDIA H200 (SIMULATED)", serial: "SIMULATED-E2E-1", pci: "00000000:2A:00.0",
@@ -79,6 +111,8 @@ var pipelineGPUs = []gpuSpec{
 		used: 80 << 30, total: 150754820096, reserved: 617086976,
 		temp: 40, tempAfter: 62, tempStep: 10, power: 400, powerNotSupported: true, powerLimit: 700, fan: 40,
 		clocks: map[string]float64{"sm": 1755, "memory": 3201, "graphics": 1755, "video": 1500}, pstate: 2,
+		// Hot from t = 10: a software thermal slowdown (degraded), beside the power cap.
+		clockEvents: steps(0, 0, 10, 0x24),
 	},
 	{
 		uuid: "GPU-e2e00000-0000-4000-8000-000000000002", name: "NVIDIA H200 (SIMULATED)", serial: "SIMULATED-E2E-2", pci: "00000000:3B:00.0",
@@ -94,7 +128,11 @@ var pipelineGPUs = []gpuSpec{
 		used: 1 << 30, total: 85520809984, reserved: 570425344,
 		temp: 35, power: 90, powerLimit: 350, fan: -1,
 		clocks: map[string]float64{"sm": 345, "memory": 1593, "graphics": 345, "video": 765}, pstate: 8,
-		lostAt: 8,
+		// Degraded from t = 4 (a row remap pending after an uncorrectable
+		// error, Xid 63), failed from t = 8 (lost; Xid 79 just before).
+		remapped: map[string]Signal{"correctable": 0, "uncorrectable": steps(0, 0, 4, 1), "pending": steps(0, 0, 4, 1), "failure": 0},
+		events:   []Event{{At: 4, XID: 63}},
+		lostAt:   8,
 	},
 }
 
@@ -118,13 +156,9 @@ func (g gpuSpec) scenarioGPU() GPU {
 	if g.processes != nil {
 		out.Processes = g.processes
 	}
-	if g.health {
-		out.ECCErrors = map[string]Signal{"corrected": Steps{Steps: [][2]float64{{0, 0}, {6, 2}}}, "uncorrected": 0}
-		out.RemappedRows = map[string]Signal{"correctable": 1, "uncorrectable": 0, "pending": 0, "failure": 0}
-		out.ClocksEventReasons = 4 // SW power cap
-		out.Violation = map[string]Signal{"power": 0.25, "thermal": 0, "sync_boost": 0, "board_limit": 0, "low_utilization": 0.5, "reliability": 0}
-		out.PCIe = map[string]Signal{"link_generation": 5, "link_width": 16, "replays": 3}
-	}
+	out.ECCErrors, out.RemappedRows, out.Violation, out.PCIe = g.ecc, g.remapped, g.violation, g.pcie
+	out.ClocksEventReasons = g.clockEvents
+	out.Events = g.allEvents()
 	if g.encoder >= 0 {
 		out.Utilization.Encoder = &Duty{Busy: g.encoder, PeriodS: 1.0 / 3}
 	}
@@ -139,12 +173,57 @@ func (g gpuSpec) scenarioGPU() GPU {
 	}
 	if g.lostAt > 0 {
 		out.LostAt = ptr(g.lostAt)
-		out.Events = []Event{{At: g.lostAt - 0.5, XID: 79}} // fallen off the bus
 	}
 	if g.hangFor > 0 {
 		out.Hangs = []Hang{{Call: "nvmlDeviceGetTemperature", From: g.hangFrom, Seconds: g.hangFor}}
 	}
 	return out
+}
+
+// allEvents are the GPU's events; a GPU that is lost says Xid 79 (fallen
+// off the bus) half a second before.
+func (g gpuSpec) allEvents() []Event {
+	out := append([]Event(nil), g.events...)
+	if g.lostAt > 0 {
+		out = append(out, Event{At: g.lostAt - 0.5, XID: 79})
+	}
+	return out
+}
+
+// state is the hw.state the receiver must report at t, and the times at
+// which it may change.
+func (g gpuSpec) state(t float64) (string, []float64) {
+	var edges []float64
+	at := func(s Signal) float64 {
+		if s == nil {
+			return 0
+		}
+		edges = append(edges, signalEdges(s)...)
+		return signalAt(s, t)
+	}
+	degraded := at(g.remapped["pending"]) > 0 || at(g.remapped["failure"]) > 0 || at(g.ecc["uncorrected"]) > 0 ||
+		int(at(g.clockEvents))&(clockEventBits["sw_thermal_slowdown"]|clockEventBits["hw_thermal_slowdown"]) != 0
+	if g.lostAt > 0 {
+		edges = append(edges, g.lostAt)
+	}
+	switch {
+	case g.lostAt > 0 && t >= g.lostAt:
+		return "failed", edges
+	case degraded:
+		return "degraded", edges
+	default:
+		return "ok", edges
+	}
+}
+
+// near reports whether t is within d of one of edges.
+func near(t float64, edges []float64, d float64) bool {
+	for _, e := range edges {
+		if math.Abs(t-e) < d {
+			return true
+		}
+	}
+	return false
 }
 
 func pipelineScenario() Scenario {
@@ -393,6 +472,26 @@ func TestPipeline(t *testing.T) {
 			assert.GreaterOrEqual(t, after, 5, "GPU %d keeps reporting after GPU 3 is lost", i)
 		}
 		assert.Equal(t, 1, logCount(logs, "GPU is lost", lost.uuid), "the loss is logged once")
+		// From then on the receiver says only that it failed (and its Xid counts).
+		var after int
+		for _, p := range filter(pts, lost.uuid, "", nil) {
+			if rel(p, t0) < lost.lostAt+0.1 {
+				continue
+			}
+			after++
+			switch p.Metric {
+			case "hw.status":
+				want := 0.0
+				if p.Attrs["hw.state"] == "failed" {
+					want = 1
+				}
+				assert.Equal(t, want, p.Value, "lost GPU: hw.status %v at t=%.2f", p.Attrs, rel(p, t0))
+			case "nvidia.gpu.xid.errors":
+			default:
+				assert.Fail(t, "a lost GPU reports only hw.status and its Xid counts", "%s at t=%.2f", p.Metric, rel(p, t0))
+			}
+		}
+		assert.Positive(t, after, "the lost GPU's hw.status after the loss")
 	})
 
 	t.Run("a hung call delays only its GPU", func(t *testing.T) {
@@ -474,7 +573,7 @@ func TestPipeline(t *testing.T) {
 
 	t.Run("GPM", func(t *testing.T) {
 		g := pipelineGPUs[0]
-		frac := func(name string) float64 { return float64(g.gpm[name].(int)) / 100 }
+		frac := func(name string) float64 { return signalAt(g.gpm[name], 0) / 100 }
 		for metric, want := range map[string]float64{
 			"nvidia.gpu.sm.activity":                  frac("SM_UTIL"),
 			"nvidia.gpu.sm.occupancy":                 frac("SM_OCCUPANCY"),
@@ -490,30 +589,186 @@ func TestPipeline(t *testing.T) {
 			}
 		}
 		for pipe, name := range map[string]string{"fp16": "FP16_UTIL", "fp32": "FP32_UTIL", "fp64": "FP64_UTIL", "integer": "INTEGER_UTIL"} {
-			for _, p := range filter(gpuPts, g.uuid, "nvidia.gpu.pipe.activity", map[string]any{"nvidia.gpu.pipe": pipe}) {
+			got := filter(gpuPts, g.uuid, "nvidia.gpu.pipe.activity", map[string]any{"nvidia.gpu.pipe": pipe})
+			assert.Greater(t, len(got), 3, "GPU 0: %s pipe", pipe)
+			for _, p := range got {
 				assert.InDelta(t, frac(name), p.Value, 1e-9, "GPU 0: %s pipe", pipe)
 			}
 		}
-		// Byte counters: the rates (MiB/s) integrated over the windows.
-		for _, c := range []struct{ metric, dir, name string }{
-			{"hw.gpu.io", "transmit", "PCIE_TX_PER_SEC"}, {"hw.gpu.io", "receive", "PCIE_RX_PER_SEC"},
-			{"nvidia.gpu.nvlink.io", "transmit", "NVLINK_TOTAL_TX_PER_SEC"}, {"nvidia.gpu.nvlink.io", "receive", "NVLINK_TOTAL_RX_PER_SEC"},
-		} {
-			got := filter(gpuPts, g.uuid, c.metric, map[string]any{"network.io.direction": c.dir})
-			sort.Slice(got, func(a, b int) bool { return got[a].Time.Before(got[b].Time) })
-			if !assert.Greater(t, len(got), 3, "GPU 0: %s %s", c.metric, c.dir) {
-				continue
-			}
-			for k := 1; k < len(got); k++ {
-				assert.GreaterOrEqual(t, got[k].Value, got[k-1].Value, "GPU 0: %s %s decreased", c.metric, c.dir)
-			}
-			first, last := got[0], got[len(got)-1]
-			rate := (last.Value - first.Value) / last.Time.Sub(first.Time).Seconds()
-			want := float64(g.gpm[c.name].(int)) * (1 << 20)
-			assert.InDelta(t, want, rate, want*0.1, "GPU 0: %s %s in B/s", c.metric, c.dir)
-		}
+		checkTraffic(t, "GPU 0", filter(gpuPts, g.uuid, "", nil), g.gpm, t0)
 		for i, other := range pipelineGPUs[1:] {
 			assert.Empty(t, filter(gpuPts, other.uuid, "nvidia.gpu.sm.activity", nil), "GPU %d has no GPM", i+1)
+			assert.Empty(t, filter(gpuPts, other.uuid, "hw.gpu.io", nil), "GPU %d has no GPM", i+1)
+		}
+	})
+
+	t.Run("health values equal the scenario", func(t *testing.T) {
+		for i, g := range pipelineGPUs {
+			// follows checks every point of metric against sig (times scale),
+			// away from the times sig changes; a nil sig: no point at all.
+			follows := func(metric string, attrs map[string]any, sig Signal, scale float64) {
+				t.Helper()
+				got := filter(gpuPts, g.uuid, metric, attrs)
+				if sig == nil {
+					assert.Empty(t, got, "GPU %d: %s %v is not in the scenario (NOT_SUPPORTED)", i, metric, attrs)
+					return
+				}
+				var n int
+				for _, p := range got {
+					r := rel(p, t0)
+					if near(r, signalEdges(sig), 0.3) || (g.lostAt > 0 && r >= g.lostAt) {
+						continue
+					}
+					n++
+					if !assert.Equal(t, signalAt(sig, r)*scale, p.Value, "GPU %d: %s %v at t=%.2f", i, metric, attrs, r) {
+						return
+					}
+				}
+				assert.Greater(t, n, 3, "GPU %d: %s %v", i, metric, attrs)
+			}
+			for metric, attrs := range map[string]map[string]Signal{
+				"hw.errors":                       {"corrected": g.ecc["corrected"], "uncorrected": g.ecc["uncorrected"]},
+				"nvidia.gpu.memory.rows.remapped": {"corrected": g.remapped["correctable"], "uncorrected": g.remapped["uncorrectable"]},
+			} {
+				for typ, sig := range attrs {
+					follows(metric, map[string]any{"error.type": typ}, sig, 1)
+				}
+			}
+			follows("nvidia.gpu.memory.rows.remap.pending", nil, g.remapped["pending"], 1)
+			follows("nvidia.gpu.memory.rows.remap.failed", nil, g.remapped["failure"], 1)
+			follows("nvidia.gpu.pcie.replays", nil, g.pcie["replays"], 1)
+			follows("nvidia.gpu.pcie.link.generation", nil, g.pcie["link_generation"], 1)
+			follows("nvidia.gpu.pcie.link.width", nil, g.pcie["link_width"], 1)
+			for reason, bit := range clockEventBits {
+				var sig Signal
+				if g.clockEvents != nil {
+					var tv []float64
+					for _, e := range append([]float64{0}, signalEdges(g.clockEvents)...) {
+						tv = append(tv, e, float64(int(signalAt(g.clockEvents, e))&bit/bit))
+					}
+					sig = steps(tv...)
+				}
+				follows("nvidia.gpu.clock.event.active", map[string]any{"nvidia.gpu.clock.event.reason": reason}, sig, 1)
+			}
+			// Time held back: each policy's fraction of time, integrated
+			// since t = 0. The receiver reads it a little after the point's
+			// timestamp (the start of the read).
+			for reason, frac := range g.violation {
+				got := filter(gpuPts, g.uuid, "nvidia.gpu.clock.throttle.time", map[string]any{"nvidia.gpu.throttle.reason": reason})
+				if !assert.Greater(t, len(got), 3, "GPU %d: throttle time %s", i, reason) {
+					continue
+				}
+				for _, p := range got {
+					r := rel(p, t0)
+					want := signalIntegral(frac, 0, r)
+					assert.InDelta(t, want+0.05*signalAt(frac, r), p.Value, 0.1*signalAt(frac, r)+1e-6,
+						"GPU %d: throttle time %s at t=%.2f", i, reason, r)
+				}
+			}
+			if g.violation == nil {
+				assert.Empty(t, filter(gpuPts, g.uuid, "nvidia.gpu.clock.throttle.time", nil), "GPU %d: no violation counters", i)
+			}
+		}
+	})
+
+	t.Run("hw.status follows the health", func(t *testing.T) {
+		for i, g := range pipelineGPUs {
+			seen := map[string]int{}
+			for _, p := range filter(gpuPts, g.uuid, "hw.status", nil) {
+				r := rel(p, t0)
+				state, edges := g.state(r)
+				if near(r, edges, 0.3) {
+					continue
+				}
+				want := 0.0
+				if p.Attrs["hw.state"] == state {
+					want = 1
+					seen[state]++
+				}
+				assert.Equal(t, want, p.Value, "GPU %d: hw.status{hw.state=%v} at t=%.2f (the GPU is %s)", i, p.Attrs["hw.state"], r, state)
+			}
+			// Every state the scenario goes through is seen.
+			for _, r := range []float64{1, 3, 4.5, 7, 9, 12, 16} {
+				state, _ := g.state(r)
+				assert.Positive(t, seen[state], "GPU %d: never reported %s (as at t=%.0f)", i, state, r)
+			}
+		}
+	})
+
+	t.Run("XID events as metrics and log records", func(t *testing.T) {
+		records := be.logs(t)
+		for i, g := range pipelineGPUs {
+			// nvidia.gpu.xid.errors counts each code's events so far; an event
+			// reaches the count within a scrape or so. The receiver reads the
+			// counts when the scrape's reads are done (up to its 0.5 s timeout
+			// later, while GPU 2 hangs) but stamps them with the read's start.
+			codes := map[int64][]float64{}
+			for _, e := range g.allEvents() {
+				if e.Type == "" || e.Type == "xid" {
+					codes[int64(e.XID)] = append(codes[int64(e.XID)], e.At)
+				}
+			}
+			for _, p := range filter(pts, g.uuid, "nvidia.gpu.xid.errors", nil) {
+				code, _ := p.Attrs["nvidia.gpu.xid"].(int64)
+				if !assert.Contains(t, codes, code, "GPU %d: Xid %d is not in the scenario", i, code) {
+					continue
+				}
+				lo, hi, r := 0.0, 0.0, rel(p, t0)
+				for _, at := range codes[code] {
+					if at <= r-0.5 {
+						lo++
+					}
+					if at <= r+0.6 {
+						hi++
+					}
+				}
+				assert.True(t, p.Value >= lo && p.Value <= hi, "GPU %d: Xid %d count %.0f at t=%.2f, want %.0f..%.0f", i, code, p.Value, r, lo, hi)
+			}
+			for code, ats := range codes {
+				got := filter(pts, g.uuid, "nvidia.gpu.xid.errors", map[string]any{"nvidia.gpu.xid": code})
+				sort.Slice(got, func(a, b int) bool { return got[a].Time.Before(got[b].Time) })
+				if assert.NotEmpty(t, got, "GPU %d: Xid %d", i, code) {
+					assert.Equal(t, float64(len(ats)), got[len(got)-1].Value, "GPU %d: Xid %d count at the end", i, code)
+				}
+			}
+
+			// One log record per XID or ECC event, on the GPU's resource.
+			type rec struct {
+				event, severity string
+				xid             any
+			}
+			var want, gotRecs []rec
+			for _, e := range g.allEvents() {
+				switch e.Type {
+				case "", "xid":
+					want = append(want, rec{"nvidia.gpu.xid", "ERROR", int64(e.XID)})
+				case "single_bit_ecc":
+					want = append(want, rec{"nvidia.gpu.ecc.single_bit", "WARN", nil})
+				case "double_bit_ecc":
+					want = append(want, rec{"nvidia.gpu.ecc.double_bit", "ERROR", nil})
+				}
+			}
+			for _, lr := range records {
+				if lr.UUID != g.uuid {
+					continue
+				}
+				gotRecs = append(gotRecs, rec{lr.EventName, lr.SeverityText, lr.Attrs["nvidia.gpu.xid"]})
+				assert.Equal(t, scopeName, lr.Scope)
+				assert.Equal(t, g.name, lr.Resource["hw.model"], "GPU %d: the log record's resource", i)
+				assert.Equal(t, g.pci, lr.Resource["nvidia.gpu.pci_bus_id"], "GPU %d: the log record's resource", i)
+				wantSev := map[string]plog.SeverityNumber{"ERROR": plog.SeverityNumberError, "WARN": plog.SeverityNumberWarn}[lr.SeverityText]
+				assert.Equal(t, wantSev, lr.Severity, "GPU %d: severity number of %s", i, lr.EventName)
+				var at []float64
+				for _, e := range g.allEvents() {
+					at = append(at, e.At)
+				}
+				assert.True(t, near(lr.Time.Sub(t0).Seconds(), at, 0.5), "GPU %d: %s at t=%.2f, when no event was due", i, lr.EventName, lr.Time.Sub(t0).Seconds())
+			}
+			assert.ElementsMatch(t, want, gotRecs, "GPU %d: log records", i)
+		}
+		for _, lr := range records {
+			_, ok := map[string]bool{pipelineGPUs[0].uuid: true, pipelineGPUs[3].uuid: true}[lr.UUID]
+			assert.True(t, ok, "a log record of a GPU without events: %+v", lr)
 		}
 	})
 
@@ -649,5 +904,44 @@ func TestMalformedScenario(t *testing.T) {
 			col.proc.stop(t)
 			assert.NoError(t, col.proc.waitErr, "clean exit on SIGTERM")
 		})
+	}
+}
+
+// checkTraffic checks the GPM byte counters among pts (one resource's
+// points) against gpm's MiB/s rates: monotonic, and each rise the rate
+// integrated over the time between the two points.
+func checkTraffic(t *testing.T, who string, pts []point, gpm map[string]Signal, t0 time.Time) {
+	t.Helper()
+	for _, c := range []struct{ metric, dir, name string }{
+		{"hw.gpu.io", "transmit", "PCIE_TX_PER_SEC"}, {"hw.gpu.io", "receive", "PCIE_RX_PER_SEC"},
+		{"nvidia.gpu.nvlink.io", "transmit", "NVLINK_TOTAL_TX_PER_SEC"}, {"nvidia.gpu.nvlink.io", "receive", "NVLINK_TOTAL_RX_PER_SEC"},
+	} {
+		got := filter(pts, "", c.metric, map[string]any{"network.io.direction": c.dir})
+		rate, ok := gpm[c.name]
+		if !ok {
+			assert.Empty(t, got, "%s: %s %s without %s in the scenario", who, c.metric, c.dir, c.name)
+			continue
+		}
+		sort.Slice(got, func(a, b int) bool { return got[a].Time.Before(got[b].Time) })
+		if !assert.Greater(t, len(got), 3, "%s: %s %s", who, c.metric, c.dir) {
+			continue
+		}
+		peak := 0.0
+		for _, e := range append([]float64{0}, signalEdges(rate)...) {
+			peak = math.Max(peak, signalAt(rate, e))
+		}
+		for k := 1; k < len(got); k++ {
+			assert.GreaterOrEqual(t, got[k].Value, got[k-1].Value, "%s: %s %s decreased", who, c.metric, c.dir)
+			a, b := rel(got[k-1], t0), rel(got[k], t0)
+			want := signalIntegral(rate, a, b) * (1 << 20)
+			// The receiver times its windows itself, a few ms off the points'
+			// timestamps.
+			assert.InDelta(t, want, got[k].Value-got[k-1].Value, peak*(1<<20)*0.05,
+				"%s: %s %s rose by %.0f B over t=%.2f..%.2f (%.0f MiB/s)", who, c.metric, c.dir, got[k].Value-got[k-1].Value, a, b, signalAt(rate, b))
+		}
+		// The counter starts with the first GPM window, at the collector's start.
+		first := rel(got[0], t0)
+		assert.InDelta(t, signalIntegral(rate, 0, first)*(1<<20), got[0].Value, peak*(1<<20)*0.8,
+			"%s: %s %s at t=%.2f", who, c.metric, c.dir, first)
 	}
 }

@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -156,11 +157,11 @@ type MIG struct {
 // NVML_GPU_INSTANCE_PROFILE_* index, ID the profile ID its GPU instances
 // carry.
 type MIGProfile struct {
-	Profile     int    `json:"profile"`
-	ID          int    `json:"id"`
-	SliceCount  int    `json:"slice_count"`
-	MemoryMiB   uint64 `json:"memory_mib"`
-	Name        string `json:"name,omitempty"`
+	Profile    int    `json:"profile"`
+	ID         int    `json:"id"`
+	SliceCount int    `json:"slice_count"`
+	MemoryMiB  uint64 `json:"memory_mib"`
+	Name       string `json:"name,omitempty"`
 }
 
 type GPUInstance struct {
@@ -190,4 +191,51 @@ func (s Scenario) write(t testing.TB) string {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// signalAt is s (a number or Steps) at scenario time t, as the library
+// computes it.
+func signalAt(s Signal, t float64) float64 {
+	switch v := s.(type) {
+	case int:
+		return float64(v)
+	case float64:
+		return v
+	case Steps:
+		out := v.Steps[0][1] // before the first step, the first value holds
+		for _, st := range v.Steps {
+			if st[0] <= t {
+				out = st[1]
+			}
+		}
+		return out
+	}
+	panic(fmt.Sprintf("signalAt: %T is not a number or Steps", s))
+}
+
+// signalIntegral is the integral of s (a number or Steps) over [a, b].
+func signalIntegral(s Signal, a, b float64) float64 {
+	st, ok := s.(Steps)
+	if !ok {
+		return signalAt(s, a) * (b - a)
+	}
+	sum, from := 0.0, a
+	for _, e := range st.Steps {
+		if e[0] > from && e[0] < b {
+			sum += signalAt(s, from) * (e[0] - from)
+			from = e[0]
+		}
+	}
+	return sum + signalAt(s, from)*(b-from)
+}
+
+// signalEdges are the times at which s changes.
+func signalEdges(s Signal) []float64 {
+	var out []float64
+	if st, ok := s.(Steps); ok {
+		for _, e := range st.Steps {
+			out = append(out, e[0])
+		}
+	}
+	return out
 }

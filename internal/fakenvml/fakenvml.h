@@ -8,9 +8,9 @@
  *
  * Layout: one .c file per area. Each area parses its own keys of a GPU object
  * (a FAKE_AREA entry in scenario.c) and implements the NVML calls of that
- * area. Adding an area (processes, GPM, MIG, events, ...) means: a new .c
- * file, its fields in fake_gpu below, its calls in FAKE_CALLS, one line in the
- * areas table of scenario.c, and the file in the Makefile's FAKENVML_SRCS.
+ * area. Adding an area means: a new .c file, its fields in fake_gpu below,
+ * its calls in FAKE_CALLS and one line in the areas table of scenario.c (the
+ * Makefile compiles every .c file here).
  *
  * This header is internal: only names starting with "nvml" are exported from
  * the shared library (exports.map).

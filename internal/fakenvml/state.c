@@ -23,7 +23,8 @@
  * (go-nvml's nvml.h wraps the pointer in a one-member struct, nvmlDevice_t;
  * passed by value it has the ABI of the bare pointer of NVIDIA's header.) */
 struct nvmlDevice_st {
-	unsigned int index;
+	unsigned int index; /* the GPU's */
+	int mig_slot;       /* -1: the GPU itself (and MIG handles never equal GPU handles in content) */
 };
 static struct nvmlDevice_st handles[FAKE_MAX_GPUS];
 /* MIG device handles: slot s of GPU i is mig_handles[i * FAKE_MAX_MIG + s],
@@ -164,9 +165,9 @@ static nvmlReturn_t init_locked(void)
 			return NVML_ERROR_UNKNOWN;
 		}
 		for (int i = 0; i < FAKE_MAX_GPUS; i++)
-			handles[i].index = (unsigned int)i;
+			handles[i] = (struct nvmlDevice_st){.index = (unsigned int)i, .mig_slot = -1};
 		for (int i = 0; i < FAKE_MAX_GPUS * FAKE_MAX_MIG; i++)
-			mig_handles[i].index = (unsigned int)i;
+			mig_handles[i] = (struct nvmlDevice_st){.index = (unsigned int)(i / FAKE_MAX_MIG), .mig_slot = i % FAKE_MAX_MIG};
 		pthread_rwlock_wrlock(&scn_lock);
 		fake_scenario *old = scn;
 		scn = next;
