@@ -42,6 +42,9 @@ type migDevice struct {
 	handle nvml.Device
 	gpm    gpmState // per GPU instance
 	memOK  bool     // false once its memory call said NOT_SUPPORTED
+	// ownListFailed is set once the MIG device's own process list fails:
+	// the parent's list is used from then on.
+	ownListFailed bool
 }
 
 // takeMIGInventory lists the MIG devices of a GPU in MIG mode. A GPU not in
@@ -80,7 +83,7 @@ func (d *Device) takeMIGInventory(lib nvml.Interface, sym symbols) {
 			continue
 		}
 		m.info = MIGInfo{UUID: uuid, ParentUUID: d.Info.UUID, GPUInstanceID: uint32(gi), ComputeInstanceID: uint32(ci),
-			Profile: d.migProfile(gi)}
+			Profile: d.migProfile(h, gi)}
 		d.migs = append(d.migs, m)
 	}
 	d.logger.Info("GPU is in MIG mode", zap.Int("mig_devices", len(d.migs)))
@@ -91,8 +94,23 @@ func (d *Device) takeMIGInventory(lib nvml.Interface, sym symbols) {
 	}
 }
 
-// migProfile names a GPU instance's profile as nvidia-smi does: "<slices>g.<GiB>gb".
-func (d *Device) migProfile(giID int) string {
+// migProfile names a MIG device's profile as nvidia-smi does:
+// "<slices>g.<GiB>gb". The GPU instance's profile is exact but needs a
+// privileged user; the MIG device's own attributes need none.
+func (d *Device) migProfile(mig nvml.Device, giID int) string {
+	if name := d.migProfileFromInstance(giID); name != "" {
+		return name
+	}
+	if a, ret := mig.GetAttributes(); ret == nvml.SUCCESS && a.GpuInstanceSliceCount > 0 {
+		return migProfileName(a.GpuInstanceSliceCount, a.MemorySizeMB)
+	}
+	return ""
+}
+
+// migProfileFromInstance finds the GPU instance's profile. Profiles are
+// asked for by index, while a GPU instance carries the profile's id (on
+// Hopper, 1g is id 19 at index 0), so the indices are searched for the id.
+func (d *Device) migProfileFromInstance(giID int) string {
 	gi, ret := d.handle.GetGpuInstanceById(giID)
 	if ret != nvml.SUCCESS {
 		return ""
@@ -101,11 +119,13 @@ func (d *Device) migProfile(giID int) string {
 	if ret != nvml.SUCCESS {
 		return ""
 	}
-	p, ret := d.handle.GetGpuInstanceProfileInfo(int(info.ProfileId))
-	if ret != nvml.SUCCESS {
-		return ""
+	for i := 0; i < nvml.GPU_INSTANCE_PROFILE_COUNT; i++ {
+		p, ret := d.handle.GetGpuInstanceProfileInfo(i)
+		if ret == nvml.SUCCESS && p.Id == info.ProfileId {
+			return migProfileName(p.SliceCount, p.MemorySizeMB)
+		}
 	}
-	return migProfileName(p.SliceCount, p.MemorySizeMB)
+	return ""
 }
 
 // migProfileName rounds the memory up to whole GiB, which matches NVIDIA's
@@ -166,10 +186,8 @@ func (r *reading) readMIG(s *Sample) {
 			gi := int(m.info.GPUInstanceID)
 			ms.GPM = r.gpmWindow(&m.gpm, func(smp nvml.GpmSample) nvml.Return { return r.d.handle.GpmMigSampleGet(gi, smp) })
 		}
-		for _, p := range s.Processes {
-			if p.GPUInstanceID == m.info.GPUInstanceID && p.ComputeInstanceID == m.info.ComputeInstanceID {
-				ms.Processes = append(ms.Processes, p)
-			}
+		if r.d.readProcesses {
+			ms.Processes = r.migProcesses(m, s.Processes)
 		}
 		s.MIG = append(s.MIG, ms)
 	}
@@ -186,4 +204,28 @@ func (r *reading) okMIG(m *migDevice, ret nvml.Return) bool {
 		return false
 	}
 	return r.ok(callMemoryInfo, ret)
+}
+
+// migProcesses returns the processes on one MIG device. The parent's list
+// carries every process with its instance ids, but only for a privileged
+// caller; the MIG device's own list needs no privilege, so it is asked
+// first. Its entries lack utilization, which NVML does not give in MIG mode.
+func (r *reading) migProcesses(m *migDevice, parent []Process) []Process {
+	var out []Process
+	if !m.ownListFailed {
+		if infos, ret := m.handle.GetComputeRunningProcesses(); ret == nvml.SUCCESS {
+			for _, in := range infos {
+				out = append(out, Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
+					GPUInstanceID: m.info.GPUInstanceID, ComputeInstanceID: m.info.ComputeInstanceID})
+			}
+			return out
+		}
+		m.ownListFailed = true
+	}
+	for _, p := range parent {
+		if p.GPUInstanceID == m.info.GPUInstanceID && p.ComputeInstanceID == m.info.ComputeInstanceID {
+			out = append(out, p)
+		}
+	}
+	return out
 }

@@ -81,3 +81,38 @@ func TestMIGRead(t *testing.T) {
 	assert.True(t, mi.GPM.Activity[GPMSMActivity].OK)
 	assert.Equal(t, uint32(10), s.MIG[0].Processes[0].PID)
 }
+
+func TestMIGProfileIDIsNotTheIndex(t *testing.T) {
+	// On Hopper the 1g profile has id 19 at index 0: the id must be searched.
+	m := nvmltest.NewH200()
+	g := m.GPUs[0]
+	g.EnableMIG(nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_7_SLICE)
+	byIndex := g.GetGpuInstanceProfileInfoFunc
+	g.GetGpuInstanceProfileInfoFunc = func(i int) (nvml.GpuInstanceProfileInfo, nvml.Return) {
+		p, ret := byIndex(i)
+		p.Id += 19
+		return p, ret
+	}
+	for gi := range g.GpuInstances {
+		gi.Info.ProfileId += 19
+	}
+	c := New(m, zap.NewNop())
+	require.NoError(t, c.Open(nil))
+	defer c.Close()
+	var profiles []string
+	for _, mi := range c.Inventory().MIGDevices {
+		profiles = append(profiles, mi.Profile)
+	}
+	assert.Equal(t, []string{"1g.18gb", "7g.141gb"}, profiles)
+}
+
+func TestMIGProfileWithoutPrivilege(t *testing.T) {
+	m := nvmltest.NewH200()
+	g := m.GPUs[0]
+	g.EnableMIG(nvml.GPU_INSTANCE_PROFILE_2_SLICE)
+	g.GetGpuInstanceByIdFunc = func(int) (nvml.GpuInstance, nvml.Return) { return nil, nvml.ERROR_NO_PERMISSION }
+	c := New(m, zap.NewNop())
+	require.NoError(t, c.Open(nil))
+	defer c.Close()
+	assert.Equal(t, "2g.35gb", c.Inventory().MIGDevices[0].Profile, "from the MIG device's own attributes")
+}

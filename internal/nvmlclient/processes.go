@@ -91,12 +91,7 @@ func (r *reading) readProcesses(s *Sample) {
 		}
 		return p
 	}
-	memory := func(v uint64) Opt[uint64] {
-		if v == math.MaxUint64 { // NVML_VALUE_NOT_AVAILABLE
-			return Opt[uint64]{}
-		}
-		return some(v)
-	}
+	memory := memoryOpt
 	listed := false
 	if !r.skip(callComputeProcesses) {
 		if infos, ret := h.GetComputeRunningProcesses(); r.ok(callComputeProcesses, ret) {
@@ -175,4 +170,12 @@ func addOpt(a, b Opt[uint64]) Opt[uint64] {
 	default:
 		return some(a.Value + b.Value)
 	}
+}
+
+// memoryOpt reads a process's memory, absent for NVML_VALUE_NOT_AVAILABLE.
+func memoryOpt(v uint64) Opt[uint64] {
+	if v == math.MaxUint64 {
+		return Opt[uint64]{}
+	}
+	return some(v)
 }

@@ -418,6 +418,21 @@ func (g *GPU) EnableMIG(giProfiles ...int) []*MIGDevice {
 			GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
 				return nvml.Memory{Total: m.Memory.Total, Used: m.Memory.Used}, nvml.SUCCESS
 			},
+			GetAttributesFunc: func() (nvml.DeviceAttributes, nvml.Return) {
+				return nvml.DeviceAttributes{GpuInstanceSliceCount: info.SliceCount, MemorySizeMB: info.MemorySizeMB}, nvml.SUCCESS
+			},
+			// A MIG device lists its own processes, without privilege.
+			GetComputeRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) {
+				g.mu.Lock()
+				defer g.mu.Unlock()
+				var out []nvml.ProcessInfo
+				for _, p := range g.ComputeProcs {
+					if int(p.GpuInstanceId) == m.GPUInstanceID && int(p.ComputeInstanceId) == m.ComputeInstanceID {
+						out = append(out, p)
+					}
+				}
+				return out, nvml.SUCCESS
+			},
 		}
 		migs = append(migs, m)
 	}

@@ -212,17 +212,23 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		return pmetric.NewMetrics(), nil
 	}
 	devices := s.client.Devices()
+	// XIDs counted so far: taken before the reads, so that no count is
+	// stamped with a time before its event.
+	xids := make(map[string]map[int64]int64, len(devices))
+	for _, d := range devices {
+		xids[d.Info.UUID] = s.xidCounts(d.Info.UUID)
+	}
 	samples := s.readAll(ctx, devices)
 	lost := 0
 	now := pcommon.NewTimestampFromTime(time.Now())
 	for i, d := range devices {
 		if d.Lost() {
 			lost++
-			recordLost(s.mb, now, d.Info, s.xidCounts(d.Info.UUID))
+			recordLost(s.mb, now, d.Info, xids[d.Info.UUID])
 			continue
 		}
 		if samples[i] != nil {
-			recordGPU(s.mb, s.report(d.Info, samples[i]))
+			recordGPU(s.mb, s.report(d.Info, samples[i], xids[d.Info.UUID]))
 		}
 	}
 	if lost == len(devices) {
@@ -243,8 +249,8 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 // report attributes one GPU's sample: its processes' owners and, when they
 // all share one, the GPU's own. In MIG mode the processes go to their MIG
 // devices instead.
-func (s *nvmlScraper) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample) gpuReport {
-	r := gpuReport{info: info, sample: smp, xids: s.xidCounts(info.UUID)}
+func (s *nvmlScraper) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) gpuReport {
+	r := gpuReport{info: info, sample: smp, xids: xids}
 	if !smp.ProcessesListed {
 		for i := range smp.MIG {
 			r.migs = append(r.migs, migReport{sample: &smp.MIG[i]})
