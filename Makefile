@@ -30,6 +30,7 @@ test: vet check-generated unit build smoke e2e
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags "e2e smoke h200probe" ./...
 
 $(OCB):
 	@mkdir -p $(BIN)
