@@ -31,7 +31,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -39,6 +38,8 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/testutil"
 )
 
 var (
@@ -65,40 +66,11 @@ func absFlag(t testing.TB, name, val string) string {
 	return p
 }
 
-// syncBuffer collects a process's output while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// freePort returns a 127.0.0.1 port that was free a moment ago.
-func freePort(t testing.TB) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
-
 // process is one child the test started.
 type process struct {
 	name    string
 	cmd     *exec.Cmd
-	logs    *syncBuffer
+	logs    *testutil.SyncBuffer
 	started time.Time
 	done    chan struct{}
 	waitErr error
@@ -108,7 +80,7 @@ type process struct {
 // PID) and, when the test failed, the print of its output.
 func startProcess(t *testing.T, name string, env []string, bin string, args ...string) *process {
 	t.Helper()
-	p := &process{name: name, logs: &syncBuffer{}, done: make(chan struct{})}
+	p := &process{name: name, logs: &testutil.SyncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, args...)
 	p.cmd.Env = append(os.Environ(), env...)
 	p.cmd.Stdout = p.logs
@@ -209,7 +181,7 @@ type backend struct {
 func startBackend(t *testing.T, bin string) *backend {
 	t.Helper()
 	dir := t.TempDir()
-	b := &backend{endpoint: fmt.Sprintf("127.0.0.1:%d", freePort(t)), file: filepath.Join(dir, "metrics.jsonl"),
+	b := &backend{endpoint: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t)), file: filepath.Join(dir, "metrics.jsonl"),
 		logsFile: filepath.Join(dir, "logs.jsonl")}
 	cfg := fmt.Sprintf(`receivers:
   otlp:
@@ -416,7 +388,7 @@ type collector struct {
 func startCollector(t *testing.T, name, scenarioPath string, be *backend, nvmlExtra string) *collector {
 	t.Helper()
 	dir := t.TempDir()
-	c := &collector{promAddr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	c := &collector{promAddr: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))}
 	exporters := "[prometheus]"
 	otlp, logs := "", ""
 	if be != nil {
@@ -514,7 +486,7 @@ func startPrometheus(t *testing.T, target string) *prometheus {
 	t.Helper()
 	bin := absFlag(t, "prometheus", *prometheusPath)
 	dir := t.TempDir()
-	p := &prometheus{addr: fmt.Sprintf("127.0.0.1:%d", freePort(t))}
+	p := &prometheus{addr: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))}
 	cfg := fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s

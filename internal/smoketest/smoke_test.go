@@ -13,20 +13,19 @@
 package smoketest
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/testutil"
 )
 
 var (
@@ -40,36 +39,6 @@ const (
 	stayUpFor    = 5 * time.Second  // how long it must keep running after that
 	stopTimeout  = 15 * time.Second // SIGTERM until exit
 )
-
-// syncBuffer is a bytes.Buffer that the exec.Cmd copier goroutine writes to
-// while the test reads it.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
-// freePort returns a 127.0.0.1 port that was free a moment ago.
-func freePort(t *testing.T) int {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("finding a free port: %v", err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}
 
 func absFlag(t *testing.T, name, val string) string {
 	t.Helper()
@@ -101,7 +70,7 @@ func TestCollectorStartsServesAndStops(t *testing.T) {
 	bin := absFlag(t, "otelcol", *otelcolPath)
 	cfg := absFlag(t, "config", *configPath)
 
-	promPort, healthPort, telemetryPort := freePort(t), freePort(t), freePort(t)
+	promPort, healthPort, telemetryPort := testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	promAddr := fmt.Sprintf("127.0.0.1:%d", promPort)
 	healthAddr := fmt.Sprintf("127.0.0.1:%d", healthPort)
 	args := []string{
@@ -113,7 +82,7 @@ func TestCollectorStartsServesAndStops(t *testing.T) {
 		fmt.Sprintf("--set=service::telemetry::metrics::readers=[{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]", telemetryPort),
 	}
 
-	logs := &syncBuffer{}
+	logs := &testutil.SyncBuffer{}
 	cmd := exec.Command(bin, args...)
 	cmd.Stdout = logs
 	cmd.Stderr = logs
