@@ -91,18 +91,18 @@ func (s *nvmlScraper) start(_ context.Context, host component.Host) error {
 		s.owners.procs = procs
 		s.owners.cgroup = attribution.NewResolver(s.cfg.Processes.ProcRoot, s.logger).Resolve
 	}
-	if s.cfg.Kubernetes.Enabled {
-		pc := attribution.DefaultPodResourcesConfig()
-		pc.Socket, pc.RefreshInterval = s.cfg.Kubernetes.PodResourcesSocket, s.cfg.Kubernetes.RefreshInterval
-		s.owners.pods = attribution.NewPodResourcesCache(pc, s.logger)
-		if err := s.owners.pods.Start(context.Background()); err != nil {
-			return err
-		}
-	}
 	err := s.client.Open(s.cfg.Devices)
 	var selErr *nvmlclient.SelectorError
 	if errors.As(err, &selErr) {
 		return err // a devices entry that matches no GPU is a configuration error
+	}
+	if s.cfg.Kubernetes.Enabled {
+		pc := attribution.DefaultPodResourcesConfig()
+		pc.Socket, pc.RefreshInterval = s.cfg.Kubernetes.PodResourcesSocket, s.cfg.Kubernetes.RefreshInterval
+		s.owners.pods = attribution.NewPodResourcesCache(pc, s.logger)
+		if perr := s.owners.pods.Start(context.Background()); perr != nil {
+			return perr
+		}
 	}
 	if err != nil {
 		s.unavailable(err)
