@@ -13,6 +13,7 @@ const (
 	callEncoderUtilization
 	callDecoderUtilization
 	callMemoryInfo
+	callMIGMemoryInfo
 	callTemperature
 	callPowerUsage
 	callPowerLimit
@@ -53,6 +54,7 @@ var callNames = [callCount]string{
 	callEncoderUtilization:      "nvmlDeviceGetEncoderUtilization",
 	callDecoderUtilization:      "nvmlDeviceGetDecoderUtilization",
 	callMemoryInfo:              "nvmlDeviceGetMemoryInfo",
+	callMIGMemoryInfo:           "nvmlDeviceGetMemoryInfo(MIG device)",
 	callTemperature:             "nvmlDeviceGetTemperature",
 	callPowerUsage:              "nvmlDeviceGetPowerUsage",
 	callPowerLimit:              "nvmlDeviceGetEnforcedPowerLimit",

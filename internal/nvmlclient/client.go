@@ -136,9 +136,9 @@ func (c *Client) Close() error {
 		return nil
 	}
 	for _, d := range c.devices {
-		d.freeGPM()
+		d.gpm.free()
 		for _, m := range d.migs {
-			m.freeGPM()
+			m.gpm.free()
 		}
 	}
 	c.open, c.devices, c.inv = false, nil, Inventory{}

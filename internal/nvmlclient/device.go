@@ -243,18 +243,21 @@ func (r *reading) readMemory(s *Sample) {
 	if r.skip(callMemoryInfo) {
 		return
 	}
-	h := r.d.handle
-	if r.d.symbols.memoryInfoV2 {
+	used, total, reserved, ret := memoryOf(r.d.handle, r.d.symbols.memoryInfoV2)
+	if r.ok(callMemoryInfo, ret) {
+		s.MemoryUsedBytes, s.MemoryTotalBytes, s.MemoryReservedBytes = used, total, reserved
+	}
+}
+
+// memoryOf reads a GPU's or MIG device's memory: with v2, used leaves out
+// what the driver reserves; v1 has no reserved figure.
+func memoryOf(h nvml.Device, v2 bool) (used, total, reserved Opt[uint64], ret nvml.Return) {
+	if v2 {
 		m, ret := h.GetMemoryInfo_v2()
-		if r.ok(callMemoryInfo, ret) {
-			s.MemoryUsedBytes, s.MemoryTotalBytes, s.MemoryReservedBytes = some(m.Used), some(m.Total), some(m.Reserved)
-		}
-		return
+		return some(m.Used), some(m.Total), some(m.Reserved), ret
 	}
 	m, ret := h.GetMemoryInfo()
-	if r.ok(callMemoryInfo, ret) {
-		s.MemoryUsedBytes, s.MemoryTotalBytes = some(m.Used), some(m.Total)
-	}
+	return some(m.Used), some(m.Total), Opt[uint64]{}, ret
 }
 
 func (r *reading) readThermalsAndPower(s *Sample) {

@@ -114,30 +114,40 @@ func (d *Device) initGPM(lib nvml.Interface, sym symbols) {
 			zap.String("nvml.return", ret.Error()))
 		return
 	}
-	for _, s := range []*nvml.GpmSample{&d.gpm.prev, &d.gpm.cur} {
-		smp, ret := lib.GpmSampleAlloc()
-		if ret != nvml.SUCCESS {
-			d.logger.Warn("nvmlGpmSampleAlloc failed; GPM metrics are absent for this GPU", zap.String("nvml.return", ret.Error()))
-			d.freeGPM()
-			return
-		}
-		*s = smp
-	}
-	d.gpm.supported = true
-	d.gpm.failed = map[nvml.GpmMetricId]bool{}
-	if ret := d.handle.GpmSampleGet(d.gpm.prev); ret == nvml.SUCCESS {
-		d.gpm.prevTime, d.gpm.havePrev = d.now(), true
+	if ret := d.gpm.start(lib, d.handle.GpmSampleGet, d.now); ret != nvml.SUCCESS {
+		d.logger.Warn("nvmlGpmSampleAlloc failed; GPM metrics are absent for this GPU", zap.String("nvml.return", ret.Error()))
 	}
 }
 
-func (d *Device) freeGPM() {
-	for _, s := range []*nvml.GpmSample{&d.gpm.prev, &d.gpm.cur} {
+// start allocates g's two samples and takes the first with take, so that
+// the first read already has a window. On a failed allocation g stays
+// unsupported.
+func (g *gpmState) start(lib nvml.Interface, take func(nvml.GpmSample) nvml.Return, now func() time.Time) nvml.Return {
+	for _, s := range []*nvml.GpmSample{&g.prev, &g.cur} {
+		smp, ret := lib.GpmSampleAlloc()
+		if ret != nvml.SUCCESS {
+			g.free()
+			return ret
+		}
+		*s = smp
+	}
+	g.supported = true
+	g.failed = map[nvml.GpmMetricId]bool{}
+	if take(g.prev) == nvml.SUCCESS {
+		g.prevTime, g.havePrev = now(), true
+	}
+	return nvml.SUCCESS
+}
+
+// free releases g's samples.
+func (g *gpmState) free() {
+	for _, s := range []*nvml.GpmSample{&g.prev, &g.cur} {
 		if *s != nil {
 			(*s).Free()
 			*s = nil
 		}
 	}
-	d.gpm.supported = false
+	g.supported = false
 }
 
 // readGPM takes the device's GPM sample and computes the window.

@@ -3,7 +3,6 @@ package nvmlclient
 import (
 	"fmt"
 	"math"
-	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
@@ -41,7 +40,6 @@ type migDevice struct {
 	info   MIGInfo
 	handle nvml.Device
 	gpm    gpmState // per GPU instance
-	memOK  bool     // false once its memory call said NOT_SUPPORTED
 	// ownListFailed is set once the MIG device's own process list fails:
 	// the parent's list is used from then on.
 	ownListFailed bool
@@ -72,7 +70,7 @@ func (d *Device) takeMIGInventory(lib nvml.Interface, sym symbols) {
 		if ret != nvml.SUCCESS {
 			continue // an empty slot
 		}
-		m := &migDevice{handle: h, memOK: true}
+		m := &migDevice{handle: h}
 		uuid, ret := h.GetUUID()
 		if ret != nvml.SUCCESS {
 			continue
@@ -89,7 +87,8 @@ func (d *Device) takeMIGInventory(lib nvml.Interface, sym symbols) {
 	d.logger.Info("GPU is in MIG mode", zap.Int("mig_devices", len(d.migs)))
 	if sym.gpm && d.gpm.supported {
 		for _, m := range d.migs {
-			m.initGPM(lib, d.handle, d.now)
+			gi := int(m.info.GPUInstanceID)
+			m.gpm.start(lib, func(smp nvml.GpmSample) nvml.Return { return d.handle.GpmMigSampleGet(gi, smp) }, d.now)
 		}
 	}
 }
@@ -134,32 +133,6 @@ func migProfileName(slices uint32, memoryMiB uint64) string {
 	return fmt.Sprintf("%dg.%dgb", slices, uint64(math.Ceil(float64(memoryMiB)/1024)))
 }
 
-func (m *migDevice) initGPM(lib nvml.Interface, parent nvml.Device, now func() time.Time) {
-	for _, s := range []*nvml.GpmSample{&m.gpm.prev, &m.gpm.cur} {
-		smp, ret := lib.GpmSampleAlloc()
-		if ret != nvml.SUCCESS {
-			m.freeGPM()
-			return
-		}
-		*s = smp
-	}
-	m.gpm.supported = true
-	m.gpm.failed = map[nvml.GpmMetricId]bool{}
-	if ret := parent.GpmMigSampleGet(int(m.info.GPUInstanceID), m.gpm.prev); ret == nvml.SUCCESS {
-		m.gpm.prevTime, m.gpm.havePrev = now(), true
-	}
-}
-
-func (m *migDevice) freeGPM() {
-	for _, s := range []*nvml.GpmSample{&m.gpm.prev, &m.gpm.cur} {
-		if *s != nil {
-			(*s).Free()
-			*s = nil
-		}
-	}
-	m.gpm.supported = false
-}
-
 // readMIG reads every MIG device of the GPU, and hands each the parent's
 // processes that run on it.
 func (r *reading) readMIG(s *Sample) {
@@ -168,18 +141,10 @@ func (r *reading) readMIG(s *Sample) {
 	}
 	for _, m := range r.d.migs {
 		ms := MIGSample{Info: m.info}
-		if m.memOK {
-			r.mark = time.Now()
-			if r.d.symbols.memoryInfoV2 {
-				mem, ret := m.handle.GetMemoryInfo_v2()
-				if r.okMIG(m, ret) {
-					ms.MemoryUsedBytes, ms.MemoryTotalBytes, ms.MemoryReservedBytes = some(mem.Used), some(mem.Total), some(mem.Reserved)
-				}
-			} else {
-				mem, ret := m.handle.GetMemoryInfo()
-				if r.okMIG(m, ret) {
-					ms.MemoryUsedBytes, ms.MemoryTotalBytes = some(mem.Used), some(mem.Total)
-				}
+		if !r.skip(callMIGMemoryInfo) {
+			used, total, reserved, ret := memoryOf(m.handle, r.d.symbols.memoryInfoV2)
+			if r.ok(callMIGMemoryInfo, ret) {
+				ms.MemoryUsedBytes, ms.MemoryTotalBytes, ms.MemoryReservedBytes = used, total, reserved
 			}
 		}
 		if m.gpm.supported {
@@ -191,19 +156,6 @@ func (r *reading) readMIG(s *Sample) {
 		}
 		s.MIG = append(s.MIG, ms)
 	}
-}
-
-// okMIG classifies a MIG device's memory call: NOT_SUPPORTED stops asking.
-func (r *reading) okMIG(m *migDevice, ret nvml.Return) bool {
-	if classify(ret) == outcomeUnsupported {
-		r.timed(callMemoryInfo)
-		m.memOK = false
-		r.d.logOnce("mig-memory", func(l *zap.Logger) {
-			l.Info("MIG device memory not supported; left out", zap.String("mig.uuid", m.info.UUID))
-		})
-		return false
-	}
-	return r.ok(callMemoryInfo, ret)
 }
 
 // migProcesses returns the processes on one MIG device. The parent's list

@@ -91,7 +91,6 @@ func (r *reading) readProcesses(s *Sample) {
 		}
 		return p
 	}
-	memory := memoryOpt
 	listed := false
 	if !r.skip(callComputeProcesses) {
 		if infos, ret := h.GetComputeRunningProcesses(); r.ok(callComputeProcesses, ret) {
@@ -99,7 +98,7 @@ func (r *reading) readProcesses(s *Sample) {
 			for _, in := range infos {
 				p := get(in.Pid, in.GpuInstanceId, in.ComputeInstanceId)
 				p.Compute = true
-				p.ComputeMemoryBytes = addOpt(p.ComputeMemoryBytes, memory(in.UsedGpuMemory))
+				p.ComputeMemoryBytes = addOpt(p.ComputeMemoryBytes, memoryOpt(in.UsedGpuMemory))
 			}
 		}
 	}
@@ -109,7 +108,7 @@ func (r *reading) readProcesses(s *Sample) {
 			for _, in := range infos {
 				p := get(in.Pid, in.GpuInstanceId, in.ComputeInstanceId)
 				p.Graphics = true
-				p.GraphicsMemoryBytes = addOpt(p.GraphicsMemoryBytes, memory(in.UsedGpuMemory))
+				p.GraphicsMemoryBytes = addOpt(p.GraphicsMemoryBytes, memoryOpt(in.UsedGpuMemory))
 			}
 		}
 	}
@@ -123,7 +122,7 @@ func (r *reading) readProcesses(s *Sample) {
 	if len(byPID) > 0 && !r.skip(callProcessUtilization) {
 		samples, ret := h.GetProcessUtilization(r.d.procWindow.lastSeen)
 		switch {
-		case ret == nvml.ERROR_NOT_FOUND, ret == nvml.ERROR_INSUFFICIENT_SIZE && len(samples) == 0:
+		case noNewProcessSample(ret, samples):
 			r.timed(callProcessUtilization) // no sample since the last read: every process idle
 			utilOK = true
 		case r.ok(callProcessUtilization, ret):
@@ -152,7 +151,7 @@ func (d *Device) primeProcessWindow() {
 		return
 	}
 	samples, ret := d.handle.GetProcessUtilization(0)
-	if ret == nvml.ERROR_NOT_FOUND || (ret == nvml.ERROR_INSUFFICIENT_SIZE && len(samples) == 0) {
+	if noNewProcessSample(ret, samples) {
 		r.timed(callProcessUtilization)
 		return
 	}
@@ -178,4 +177,11 @@ func memoryOpt(v uint64) Opt[uint64] {
 		return Opt[uint64]{}
 	}
 	return some(v)
+}
+
+// noNewProcessSample reports whether GetProcessUtilization found nothing
+// newer than the timestamp asked: NOT_FOUND, or, through go-nvml, an empty
+// INSUFFICIENT_SIZE answer.
+func noNewProcessSample(ret nvml.Return, samples []nvml.ProcessUtilizationSample) bool {
+	return ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INSUFFICIENT_SIZE && len(samples) == 0
 }

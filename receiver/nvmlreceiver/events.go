@@ -72,8 +72,17 @@ func (s *nvmlScraper) onEvent(ev nvmlclient.Event) {
 		byCode[int64(ev.XID)]++
 		s.xidMu.Unlock()
 	}
-	s.logger.Warn("GPU event", zap.String("hw.id", ev.Device.UUID), zap.String("event", ev.Kind.String()),
-		zap.Uint64("xid", ev.XID))
+	// The collector's own log gets the first event of each GPU, kind and
+	// code; the rest (an ECC storm) are counted and sent as log records.
+	key := fmt.Sprintf("%s/%s/%d", ev.Device.UUID, ev.Kind, ev.XID)
+	s.xidMu.Lock()
+	_, seen := s.eventsLogged[key]
+	s.eventsLogged[key] = struct{}{}
+	s.xidMu.Unlock()
+	if !seen {
+		s.logger.Warn("GPU event (later ones of this GPU, kind and code are not logged here)",
+			zap.String("hw.id", ev.Device.UUID), zap.String("event", ev.Kind.String()), zap.Uint64("xid", ev.XID))
+	}
 	if s.logsConsumer != nil {
 		if err := s.logsConsumer.ConsumeLogs(context.Background(), s.eventLogs(ev)); err != nil {
 			s.logger.Debug("Cannot pass a GPU event on", zap.Error(err))

@@ -55,6 +55,7 @@ type nvmlScraper struct {
 	watcher      *eventWatcher
 	xidMu        sync.Mutex
 	xids         map[string]map[int64]int64 // per GPU UUID, per Xid code
+	eventsLogged map[string]struct{}        // guarded by xidMu
 	onLastStop   func()
 }
 
@@ -70,8 +71,9 @@ func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *
 			logger:      set.Logger,
 			withCmdline: cfg.ResourceAttributes.ProcessCommandLine.Enabled,
 		},
-		dropped: map[string]int64{},
-		xids:    map[string]map[int64]int64{},
+		dropped:      map[string]int64{},
+		xids:         map[string]map[int64]int64{},
+		eventsLogged: map[string]struct{}{},
 	}
 }
 
