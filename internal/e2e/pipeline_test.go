@@ -201,7 +201,8 @@ func (g gpuSpec) state(t float64) (string, []float64) {
 		edges = append(edges, signalEdges(s)...)
 		return signalAt(s, t)
 	}
-	degraded := at(g.remapped["pending"]) > 0 || at(g.remapped["failure"]) > 0 || at(g.ecc["uncorrected"]) > 0 ||
+	predictedFailure := at(g.remapped["failure"]) > 0
+	degraded := at(g.remapped["pending"]) > 0 || at(g.ecc["uncorrected"]) > 0 ||
 		int(at(g.clockEvents))&(clockEventBits["sw_thermal_slowdown"]|clockEventBits["hw_thermal_slowdown"]) != 0
 	if g.lostAt > 0 {
 		edges = append(edges, g.lostAt)
@@ -209,11 +210,56 @@ func (g gpuSpec) state(t float64) (string, []float64) {
 	switch {
 	case g.lostAt > 0 && t >= g.lostAt:
 		return "failed", edges
+	case predictedFailure:
+		return "predicted_failure", edges
 	case degraded:
 		return "degraded", edges
 	default:
 		return "ok", edges
 	}
+}
+
+// rowRemapStates is, per nvidia.gpu.memory.row_remap.state, the signal its
+// nvidia.gpu.memory.row_remap.status series must follow: 1 in the current
+// state (failed over pending, none without either), 0 in the others. Nil
+// when the scenario has no row remapping (NOT_SUPPORTED).
+func (g gpuSpec) rowRemapStates() map[string]Signal {
+	pending, failure := g.remapped["pending"], g.remapped["failure"]
+	if pending == nil || failure == nil {
+		return map[string]Signal{"none": nil, "pending": nil, "failed": nil}
+	}
+	state := func(t float64) string {
+		switch {
+		case signalAt(failure, t) > 0:
+			return "failed"
+		case signalAt(pending, t) > 0:
+			return "pending"
+		}
+		return "none"
+	}
+	out := map[string]Signal{}
+	for _, s := range []string{"none", "pending", "failed"} {
+		var tv []float64
+		for _, e := range append(append([]float64{0}, signalEdges(pending)...), signalEdges(failure)...) {
+			tv = append(tv, e, float64(boolInt(state(e) == s)))
+		}
+		out[s] = stepsSorted(tv...)
+	}
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// stepsSorted is steps with its (time, value) pairs put in time order.
+func stepsSorted(tv ...float64) Steps {
+	s := steps(tv...)
+	sort.SliceStable(s.Steps, func(i, j int) bool { return s.Steps[i][0] < s.Steps[j][0] })
+	return s
 }
 
 // near reports whether t is within d of one of edges.
@@ -426,7 +472,7 @@ func TestPipeline(t *testing.T) {
 				assert.InDelta(t, want, mean, 0.05, "GPU %d: mean %s %v over %s", i, metric, attrs, strings.Join(vals, " "))
 			}
 			check("hw.gpu.utilization", map[string]any{"hw.gpu.task": "general"}, g.general, g.generalPeriod)
-			check("hw.gpu.memory.utilization", nil, g.memUtil, g.memPeriod)
+			check("nvidia.gpu.memory.controller.utilization", nil, g.memUtil, g.memPeriod)
 			if g.encoder >= 0 {
 				check("hw.gpu.utilization", map[string]any{"hw.gpu.task": "encoder"}, g.encoder, 1.0/3)
 			}
@@ -530,7 +576,7 @@ func TestPipeline(t *testing.T) {
 					break
 				}
 			}
-			for _, p := range filter(gpuPts, g.uuid, "nvidia.gpu.processes.dropped", nil) {
+			for _, p := range filter(gpuPts, g.uuid, "nvidia.gpu.process.dropped", nil) {
 				assert.Zero(t, p.Value, "GPU %d: dropped", i)
 			}
 			pids := map[int64]bool{}
@@ -555,15 +601,22 @@ func TestPipeline(t *testing.T) {
 						assert.Equal(t, float64(proc.UsedMemoryBytes), p.Value, "GPU %d pid %d: memory", i, proc.PID)
 					}
 				}
-				for engine, pct := range map[string]Signal{"sm": proc.SMPercent, "memory": proc.MemoryPercent} {
+				for _, u := range []struct {
+					metric string
+					attrs  map[string]any
+					pct    Signal
+				}{
+					{"nvidia.gpu.process.utilization", map[string]any{"hw.gpu.task": "general"}, proc.SMPercent},
+					{"nvidia.gpu.process.memory.controller.utilization", nil, proc.MemoryPercent},
+				} {
 					want := 0.0
-					if pct != nil {
-						want = float64(pct.(int)) / 100
+					if u.pct != nil {
+						want = float64(u.pct.(int)) / 100
 					}
-					got := mine("nvidia.gpu.process.utilization", map[string]any{"nvidia.gpu.engine": engine})
-					if assert.Greater(t, len(got), 2, "GPU %d pid %d: %s utilization", i, proc.PID, engine) {
+					got := mine(u.metric, u.attrs)
+					if assert.Greater(t, len(got), 2, "GPU %d pid %d: %s %v", i, proc.PID, u.metric, u.attrs) {
 						for _, p := range got[1:] {
-							assert.InDelta(t, want, p.Value, 1e-9, "GPU %d pid %d: %s utilization at t=%.2f", i, proc.PID, engine, rel(p, t0))
+							assert.InDelta(t, want, p.Value, 1e-9, "GPU %d pid %d: %s %v at t=%.2f", i, proc.PID, u.metric, u.attrs, rel(p, t0))
 						}
 					}
 				}
@@ -627,15 +680,16 @@ func TestPipeline(t *testing.T) {
 				assert.Greater(t, n, 3, "GPU %d: %s %v", i, metric, attrs)
 			}
 			for metric, attrs := range map[string]map[string]Signal{
-				"hw.errors":                       {"corrected": g.ecc["corrected"], "uncorrected": g.ecc["uncorrected"]},
-				"nvidia.gpu.memory.rows.remapped": {"corrected": g.remapped["correctable"], "uncorrected": g.remapped["uncorrectable"]},
+				"hw.errors":                        {"corrected": g.ecc["corrected"], "uncorrected": g.ecc["uncorrected"]},
+				"nvidia.gpu.memory.row_remap.rows": {"corrected": g.remapped["correctable"], "uncorrected": g.remapped["uncorrectable"]},
 			} {
 				for typ, sig := range attrs {
 					follows(metric, map[string]any{"error.type": typ}, sig, 1)
 				}
 			}
-			follows("nvidia.gpu.memory.rows.remap.pending", nil, g.remapped["pending"], 1)
-			follows("nvidia.gpu.memory.rows.remap.failed", nil, g.remapped["failure"], 1)
+			for state, sig := range g.rowRemapStates() {
+				follows("nvidia.gpu.memory.row_remap.status", map[string]any{"nvidia.gpu.memory.row_remap.state": state}, sig, 1)
+			}
 			follows("nvidia.gpu.pcie.replays", nil, g.pcie["replays"], 1)
 			follows("nvidia.gpu.pcie.link.generation", nil, g.pcie["link_generation"], 1)
 			follows("nvidia.gpu.pcie.link.width", nil, g.pcie["link_width"], 1)
@@ -654,7 +708,7 @@ func TestPipeline(t *testing.T) {
 			// since t = 0. The receiver reads it a little after the point's
 			// timestamp (the start of the read).
 			for reason, frac := range g.violation {
-				got := filter(gpuPts, g.uuid, "nvidia.gpu.clock.throttle.time", map[string]any{"nvidia.gpu.throttle.reason": reason})
+				got := filter(gpuPts, g.uuid, "nvidia.gpu.clock.event.time", map[string]any{"nvidia.gpu.clock.event.reason": reason})
 				if !assert.Greater(t, len(got), 3, "GPU %d: throttle time %s", i, reason) {
 					continue
 				}
@@ -666,7 +720,7 @@ func TestPipeline(t *testing.T) {
 				}
 			}
 			if g.violation == nil {
-				assert.Empty(t, filter(gpuPts, g.uuid, "nvidia.gpu.clock.throttle.time", nil), "GPU %d: no violation counters", i)
+				assert.Empty(t, filter(gpuPts, g.uuid, "nvidia.gpu.clock.event.time", nil), "GPU %d: no violation counters", i)
 			}
 		}
 	})

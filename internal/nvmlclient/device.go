@@ -264,7 +264,7 @@ func (r *reading) readThermalsAndPower(s *Sample) {
 	h := r.d.handle
 	if !r.skip(callTemperature) {
 		if v, ret := h.GetTemperature(nvml.TEMPERATURE_GPU); r.ok(callTemperature, ret) {
-			s.TemperatureCelsius = some(int64(v))
+			s.TemperatureCelsius = some(float64(v))
 		}
 	}
 	if !r.skip(callPowerUsage) {
