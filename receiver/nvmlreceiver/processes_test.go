@@ -64,7 +64,9 @@ func TestProcessesAreTheirOwnResources(t *testing.T) {
 
 	procs := processResources(md, nvmltest.UUID(0))
 	require.Len(t, procs, 2)
-	assert.Equal(t, "python3", procs[4242]["process.executable.name"])
+	assert.Equal(t, "python3.12", procs[4242]["process.executable.name"], "the base name of exe, not comm (pt_main_thread)")
+	assert.Equal(t, "torchrun", procs[4343]["process.executable.name"], "comm where exe cannot be read")
+	assert.Equal(t, "2025-11-30T01:00:00.12Z", procs[4242]["process.creation.time"], "boot time + start time")
 	assert.Equal(t, "4000123", procs[4343]["process.owner"])
 	assert.Equal(t, "NVIDIA", procs[4242]["hw.vendor"], "a process resource carries its GPU's attributes")
 	assert.NotContains(t, procs[4242], "process.command_line", "command lines are off by default")

@@ -88,6 +88,9 @@ func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, procs []
 			if p.info.Owner != "" {
 				rb.SetProcessOwner(p.info.Owner)
 			}
+			if p.info.CreationTime != "" {
+				rb.SetProcessCreationTime(p.info.CreationTime)
+			}
 			if p.info.CommandLine != "" {
 				rb.SetProcessCommandLine(p.info.CommandLine)
 			}
