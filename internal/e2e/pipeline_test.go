@@ -34,6 +34,7 @@ type gpuSpec struct {
 	encoder                   float64 // -1: none
 	used, total, reserved     uint64
 	temp, tempAfter, tempStep float64 // tempAfter from tempStep on; tempStep 0: constant
+	memTemp                   float64 // FI_DEV_MEMORY_TEMP; 0: NOT_SUPPORTED
 	power                     float64
 	powerNotSupported         bool
 	powerLimit                float64
@@ -87,7 +88,7 @@ var pipelineGPUs = []gpuSpec{
 		uuid: "GPU-e2e00000-0000-4000-8000-000000000000", name: "NVIDIA H200 (SIMULATED)", serial: "SIMULATED-E2E-0", pci: "00000000:19:00.0",
 		general: 0.5, generalPeriod: 1.0 / 3, memUtil: 0.25, memPeriod: 2.0 / 3, encoder: 0.5,
 		used: 2 << 30, total: 150754820096, reserved: 617086976,
-		temp: 45, power: 250, powerLimit: 700, energyOffset: 1000, fan: -1,
+		temp: 45, memTemp: 52, power: 250, powerLimit: 700, energyOffset: 1000, fan: -1,
 		clocks: map[string]float64{"sm": 1980, "memory": 3201, "graphics": 1980, "video": 1755}, pstate: 0,
 		processes: []Process{
 			{PID: fakePID, Name: "python3 train.py", UsedMemoryBytes: 20 << 30, SMPercent: 60, MemoryPercent: 30},
@@ -118,7 +119,7 @@ var pipelineGPUs = []gpuSpec{
 		uuid: "GPU-e2e00000-0000-4000-8000-000000000002", name: "NVIDIA H200 (SIMULATED)", serial: "SIMULATED-E2E-2", pci: "00000000:3B:00.0",
 		general: 0.75, generalPeriod: 2.0 / 3, memUtil: 0.5, memPeriod: 1.0 / 3, encoder: -1,
 		used: 0, total: 150754820096, reserved: 617086976,
-		temp: 50, power: 300, powerLimit: 650, fan: -1,
+		temp: 50, memTemp: 58, power: 300, powerLimit: 650, fan: -1,
 		clocks: map[string]float64{"sm": 1980, "memory": 3201, "graphics": 1980, "video": 1755}, pstate: 0,
 		hangFrom: 5, hangFor: 5,
 	},
@@ -129,8 +130,10 @@ var pipelineGPUs = []gpuSpec{
 		temp: 35, power: 90, powerLimit: 350, fan: -1,
 		clocks: map[string]float64{"sm": 345, "memory": 1593, "graphics": 345, "video": 765}, pstate: 8,
 		// Degraded from t = 4 (a row remap pending after an uncorrectable
-		// error, Xid 63), failed from t = 8 (lost; Xid 79 just before).
-		remapped: map[string]Signal{"correctable": 0, "uncorrectable": steps(0, 0, 4, 1), "pending": steps(0, 0, 4, 1), "failure": 0},
+		// error, Xid 63), predicted_failure from t = 6 (the remap failed),
+		// failed from t = 8 (lost; Xid 79 just before).
+		remapped: map[string]Signal{"correctable": 0, "uncorrectable": steps(0, 0, 4, 1), "pending": steps(0, 0, 4, 1),
+			"failure": steps(0, 0, 6, 1)},
 		events:   []Event{{At: 4, XID: 63}},
 		lostAt:   8,
 	},
@@ -161,6 +164,9 @@ func (g gpuSpec) scenarioGPU() GPU {
 	out.Events = g.allEvents()
 	if g.encoder >= 0 {
 		out.Utilization.Encoder = &Duty{Busy: g.encoder, PeriodS: 1.0 / 3}
+	}
+	if g.memTemp > 0 {
+		out.MemoryTemperatureC = g.memTemp
 	}
 	if g.tempStep > 0 {
 		out.TemperatureC = Steps{Steps: [][2]float64{{0, g.temp}, {g.tempStep, g.tempAfter}}}
@@ -287,6 +293,9 @@ func pipelineScenario() Scenario {
 // rel is p's time in scenario seconds.
 func rel(p point, t0 time.Time) float64 { return p.Time.Sub(t0).Seconds() }
 
+// dieSensor picks the GPU die's hw.temperature, one point per scrape.
+var dieSensor = map[string]any{"hw.sensor_location": "gpu"}
+
 func times(pts []point, t0 time.Time) []float64 {
 	var out []float64
 	for _, p := range pts {
@@ -314,8 +323,8 @@ func TestPipeline(t *testing.T) {
 	var pts []point
 	waitFor(t, 60*time.Second, fmt.Sprintf("data points up to t = %.0f s", runUntil), func() bool {
 		pts = be.points(t)
-		last := times(filter(pts, pipelineGPUs[0].uuid, "hw.temperature", nil), t0)
-		recovered := times(filter(pts, pipelineGPUs[2].uuid, "hw.temperature", nil), t0)
+		last := times(filter(pts, pipelineGPUs[0].uuid, "hw.temperature", dieSensor), t0)
+		recovered := times(filter(pts, pipelineGPUs[2].uuid, "hw.temperature", dieSensor), t0)
 		return len(last) > 0 && last[len(last)-1] >= runUntil &&
 			len(recovered) > 0 && recovered[len(recovered)-1] >= pipelineGPUs[2].hangFrom+pipelineGPUs[2].hangFor+2
 	}, col.proc, be.proc, prom.proc)
@@ -407,6 +416,7 @@ func TestPipeline(t *testing.T) {
 			}
 			eq("hw.gpu.memory.usage", nil, float64(g.used))
 			eq("hw.gpu.memory.limit", nil, float64(g.total))
+			eq("hw.gpu.memory.utilization", nil, float64(g.used)/float64(g.total))
 			eq("nvidia.gpu.memory.reserved", nil, float64(g.reserved))
 			eq("nvidia.gpu.power.limit", nil, g.powerLimit)
 			eq("nvidia.gpu.performance_state", nil, g.pstate)
@@ -425,11 +435,12 @@ func TestPipeline(t *testing.T) {
 			} else {
 				none("nvidia.gpu.fan.speed", nil, "no fan in the scenario")
 			}
+			die := dieSensor
 			if g.tempStep == 0 {
-				eq("hw.temperature", nil, g.temp)
+				eq("hw.temperature", die, g.temp)
 			} else {
 				var before, after int
-				for _, p := range filter(pts, g.uuid, "hw.temperature", nil) {
+				for _, p := range filter(pts, g.uuid, "hw.temperature", die) {
 					switch r := rel(p, t0); {
 					case r < g.tempStep-0.2:
 						before++
@@ -441,6 +452,11 @@ func TestPipeline(t *testing.T) {
 				}
 				assert.Positive(t, before, "GPU %d: temperature points before the step", i)
 				assert.Positive(t, after, "GPU %d: temperature points after the step", i)
+			}
+			if mem := map[string]any{"hw.sensor_location": "memory"}; g.memTemp > 0 {
+				eq("hw.temperature", mem, g.memTemp)
+			} else {
+				none("hw.temperature", mem, "FI_DEV_MEMORY_TEMP is NOT_SUPPORTED in the scenario")
 			}
 			none("hw.gpu.utilization", map[string]any{"hw.gpu.task": "decoder"}, "no decoder in the scenario")
 			if g.encoder < 0 {
@@ -501,7 +517,7 @@ func TestPipeline(t *testing.T) {
 
 	t.Run("a lost GPU leaves the others reported", func(t *testing.T) {
 		lost := pipelineGPUs[3]
-		lostTimes := times(filter(pts, lost.uuid, "hw.temperature", nil), t0)
+		lostTimes := times(filter(pts, lost.uuid, "hw.temperature", dieSensor), t0)
 		assert.GreaterOrEqual(t, len(lostTimes), 4, "the GPU reports before it is lost")
 		for _, metric := range []string{"hw.temperature", "hw.power", "hw.energy", "hw.gpu.utilization", "hw.gpu.memory.usage"} {
 			for _, p := range filter(pts, lost.uuid, metric, nil) {
@@ -510,7 +526,7 @@ func TestPipeline(t *testing.T) {
 		}
 		for i, g := range pipelineGPUs[:2] {
 			var after int
-			for _, r := range times(filter(pts, g.uuid, "hw.temperature", nil), t0) {
+			for _, r := range times(filter(pts, g.uuid, "hw.temperature", dieSensor), t0) {
 				if r > lost.lostAt+1 {
 					after++
 				}
@@ -544,7 +560,7 @@ func TestPipeline(t *testing.T) {
 		hung := pipelineGPUs[2]
 		from, until := hung.hangFrom, hung.hangFrom+hung.hangFor
 		var recovered bool
-		for _, r := range times(filter(pts, hung.uuid, "hw.temperature", nil), t0) {
+		for _, r := range times(filter(pts, hung.uuid, "hw.temperature", dieSensor), t0) {
 			// A read that started inside the hang cannot finish within the
 			// 0.5 s timeout, except in the hang's last half second.
 			assert.False(t, r > from+0.05 && r < until-0.6, "GPU 2 reported at t=%.2f, inside its hang [%.0f, %.0f)", r, from, until)
@@ -552,7 +568,7 @@ func TestPipeline(t *testing.T) {
 		}
 		assert.True(t, recovered, "GPU 2 reports again after its hang")
 		for i, g := range pipelineGPUs[:2] {
-			ts := times(filter(pts, g.uuid, "hw.temperature", nil), t0)
+			ts := times(filter(pts, g.uuid, "hw.temperature", dieSensor), t0)
 			var in int
 			for k := 1; k < len(ts); k++ {
 				if ts[k] < from-1 || ts[k-1] > until+1 {
@@ -836,7 +852,11 @@ func TestPipeline(t *testing.T) {
 				if byGPU[s.Metric["hw_id"]] == nil {
 					byGPU[s.Metric["hw_id"]] = map[string]promSeries{}
 				}
-				byGPU[s.Metric["hw_id"]][s.Metric["__name__"]] = s
+				key := s.Metric["__name__"]
+				if loc := s.Metric["hw_sensor_location"]; loc != "" {
+					key += "/" + loc // hw_temperature_celsius: one series per sensor
+				}
+				byGPU[s.Metric["hw_id"]][key] = s
 			}
 			for _, g := range pipelineGPUs {
 				if len(byGPU[g.uuid]) < 10 {
@@ -857,7 +877,10 @@ func TestPipeline(t *testing.T) {
 				want["hw_power_watts"] = g.power
 			}
 			if g.tempStep == 0 {
-				want["hw_temperature_celsius"] = g.temp
+				want["hw_temperature_celsius/gpu"] = g.temp
+			}
+			if g.memTemp > 0 {
+				want["hw_temperature_celsius/memory"] = g.memTemp
 			}
 			for name, v := range want {
 				s, ok := m[name]

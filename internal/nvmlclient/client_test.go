@@ -104,6 +104,7 @@ func TestReadAllMetrics(t *testing.T) {
 	assert.Equal(t, some(uint64(150_754_820_096)), s.MemoryTotalBytes)
 	assert.Equal(t, some(uint64(617_086_976)), s.MemoryReservedBytes)
 	assert.Equal(t, some(31.0), s.TemperatureCelsius)
+	assert.Equal(t, some(41.0), s.MemoryTemperatureCelsius, "FI_DEV_MEMORY_TEMP")
 	assert.Equal(t, some(76.0), s.PowerWatts)
 	assert.Equal(t, some(700.0), s.PowerLimitWatts)
 	assert.Equal(t, some(2000.0), s.EnergyJoules)

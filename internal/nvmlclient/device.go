@@ -119,6 +119,7 @@ func (d *Device) Read() (Sample, error) {
 		r.readUtilization(&s)
 		r.readMemory(&s)
 		r.readThermalsAndPower(&s)
+		r.readMemoryTemperature(&s)
 		r.readClocks(&s)
 		if d.readProcesses {
 			r.readProcesses(&s)

@@ -48,13 +48,16 @@ type Sample struct {
 	MemoryTotalBytes    Opt[uint64]
 	MemoryReservedBytes Opt[uint64]
 
-	TemperatureCelsius Opt[float64]
-	PowerWatts         Opt[float64]
-	PowerLimitWatts    Opt[float64]
-	EnergyJoules       Opt[float64]
-	ClockHz            [clockCount]Opt[int64]
-	PerformanceState   Opt[int64]
-	FanSpeed           Opt[float64] // 0..1
+	TemperatureCelsius Opt[float64] // the die
+	// MemoryTemperatureCelsius is the HBM's; absent on boards without a
+	// memory sensor.
+	MemoryTemperatureCelsius Opt[float64]
+	PowerWatts               Opt[float64]
+	PowerLimitWatts          Opt[float64]
+	EnergyJoules             Opt[float64]
+	ClockHz                  [clockCount]Opt[int64]
+	PerformanceState         Opt[int64]
+	FanSpeed                 Opt[float64] // 0..1
 
 	// Processes on the GPU, when process reading is on. ProcessesListed
 	// says the lists were read (an empty list is then a fact, not a gap).

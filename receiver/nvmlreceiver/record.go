@@ -142,6 +142,9 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 	if v := s.TemperatureCelsius; v.OK {
 		mb.RecordHwTemperatureDataPoint(ts, v.Value, metadata.AttributeHwSensorLocationGpu)
 	}
+	if v := s.MemoryTemperatureCelsius; v.OK {
+		mb.RecordHwTemperatureDataPoint(ts, v.Value, metadata.AttributeHwSensorLocationMemory)
+	}
 	if v := s.PowerWatts; v.OK {
 		mb.RecordHwPowerDataPoint(ts, v.Value)
 	}
