@@ -49,7 +49,7 @@ tools: $(OCB) $(MDATAGEN)
 generate: $(MDATAGEN)
 	$(MDATAGEN) $(RECEIVER)/metadata.yaml
 
-GENERATED = find $(RECEIVER) \( -name 'generated_*.go' -o -name documentation.md -o -path '*/internal/metadata/testdata/*' \) -type f | sort | xargs sha256sum
+GENERATED = find $(RECEIVER) \( -name 'generated_*.go' -o -name documentation.md -o -name README.md -o -path '*/internal/metadata/testdata/*' \) -type f | sort | xargs sha256sum
 
 ## check-generated: fail when the generated files differ from what metadata.yaml gives
 check-generated: $(MDATAGEN)
