@@ -32,7 +32,7 @@ for pid in "${wpids[@]}"; do
 		"$(date -u -d "@$(($(awk '/^btime/ {print $2}' /proc/stat) + $(awk '{print $22}' "/proc/$pid/stat") / $(getconf CLK_TCK)))" +%FT%TZ)"
 done >"$RUN_DIR/processes.txt"
 
-"$CARRY/otelcol-nvml" --config internal/devicecheck/h200-config.yaml >"$RUN_DIR/collector.log" 2>&1 &
+"$CARRY/otelcol-nvml" --config testdata/collector/h200-check.yaml >"$RUN_DIR/collector.log" 2>&1 &
 cpid=$!
 for _ in $(seq 1 32); do
 	nvidia-smi --query-gpu=timestamp,uuid,memory.used,power.draw,utilization.gpu,temperature.gpu,temperature.memory \

@@ -35,7 +35,7 @@ echo "workload_pid=$wpid spin_pid=$spid" >>"$RUN_DIR/machine.txt"
 cat "/proc/$wpid/cgroup" >>"$RUN_DIR/machine.txt"
 sleep 10
 
-"$CARRY/otelcol-nvml" --config internal/devicecheck/h200-config.yaml >"$RUN_DIR/collector.log" 2>&1 &
+"$CARRY/otelcol-nvml" --config testdata/collector/h200-check.yaml >"$RUN_DIR/collector.log" 2>&1 &
 cpid=$!
 for _ in $(seq 1 40); do
 	nvidia-smi --query-gpu=timestamp,uuid,memory.used,power.draw,utilization.gpu --format=csv,noheader,nounits >>"$RUN_DIR/smi.csv"
