@@ -40,8 +40,8 @@ func TestDemoConfig(t *testing.T) {
 	promAddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	healthAddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	p := startProcess(t, "demo collector",
-		[]string{scenarioEnv + "=" + scenario, "FAKENVML_LIBRARY=" + absFlag(t, "fakenvml", *fakeNVMLPath)},
-		absFlag(t, "otelcol", *otelcolPath), "--config="+cfg,
+		[]string{scenarioEnv + "=" + scenario, "FAKENVML_LIBRARY=" + testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath)},
+		testutil.AbsFlag(t, "otelcol", *otelcolPath), "--config="+cfg,
 		"--set=exporters::prometheus::endpoint="+promAddr,
 		"--set=extensions::health_check::endpoint="+healthAddr)
 

@@ -51,21 +51,6 @@ var (
 
 const scenarioEnv = "FAKE_NVML_SCENARIO"
 
-func absFlag(t testing.TB, name, val string) string {
-	t.Helper()
-	if val == "" {
-		t.Fatalf("-%s is required (see the package comment)", name)
-	}
-	p, err := filepath.Abs(val)
-	if err != nil {
-		t.Fatalf("-%s: %v", name, err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("-%s: %v", name, err)
-	}
-	return p
-}
-
 // process is one child the test started.
 type process struct {
 	name    string
@@ -425,9 +410,9 @@ service:
         enabled: false
     metrics:
       level: none
-`, absFlag(t, "fakenvml", *fakeNVMLPath), indent(nvmlExtra, "    "), otlp, c.promAddr, exporters, logs)
+`, testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath), indent(nvmlExtra, "    "), otlp, c.promAddr, exporters, logs)
 	c.proc = startProcess(t, name, []string{scenarioEnv + "=" + scenarioPath},
-		absFlag(t, "otelcol", *otelcolPath), "--config="+writeFile(t, dir, "collector.yaml", cfg))
+		testutil.AbsFlag(t, "otelcol", *otelcolPath), "--config="+writeFile(t, dir, "collector.yaml", cfg))
 	return c
 }
 
@@ -484,7 +469,7 @@ type prometheus struct {
 
 func startPrometheus(t *testing.T, target string) *prometheus {
 	t.Helper()
-	bin := absFlag(t, "prometheus", *prometheusPath)
+	bin := testutil.AbsFlag(t, "prometheus", *prometheusPath)
 	dir := t.TempDir()
 	p := &prometheus{addr: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))}
 	cfg := fmt.Sprintf(`global:

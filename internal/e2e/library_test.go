@@ -15,6 +15,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/testutil"
 )
 
 // These tests load the fake library into the test process through go-nvml,
@@ -42,7 +44,7 @@ func useScenario(t *testing.T, path string) {
 }
 
 func newLib(t testing.TB) nvml.Interface {
-	return nvml.New(nvml.WithLibraryPath(absFlag(t, "fakenvml", *fakeNVMLPath)))
+	return nvml.New(nvml.WithLibraryPath(testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath)))
 }
 
 // openLib initializes the library on s and shuts it down when the test ends.

@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/testutil"
 )
 
 // h200Profiles are an H200's GPU instance profiles as NVML lists them: the
@@ -133,7 +135,7 @@ func migScenario() Scenario {
 func TestMIG(t *testing.T) {
 	t.Parallel()
 	const runUntil = 8.0
-	bin := absFlag(t, "otelcol", *otelcolPath)
+	bin := testutil.AbsFlag(t, "otelcol", *otelcolPath)
 	be := startBackend(t, bin)
 	col := startCollector(t, "collector on MIG", migScenario().write(t), be, receiverSettings)
 	t0 := col.scenarioStart(t, 30*time.Second)

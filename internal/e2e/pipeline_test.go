@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/testutil"
 )
 
 const scopeName = "github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver"
@@ -312,7 +314,7 @@ func TestPipeline(t *testing.T) {
 	t.Parallel()
 	const runUntil = 17.0 // scenario seconds of data to collect
 	md := readMetadata(t)
-	bin := absFlag(t, "otelcol", *otelcolPath)
+	bin := testutil.AbsFlag(t, "otelcol", *otelcolPath)
 
 	be := startBackend(t, bin)
 	// Every metric on, the one off by default too, so that the README's
@@ -939,7 +941,7 @@ func TestInitFailsThenRecovers(t *testing.T) {
 	t.Parallel()
 	s := initScenario()
 	uuid := s.GPUs[0].UUID
-	be := startBackend(t, absFlag(t, "otelcol", *otelcolPath))
+	be := startBackend(t, testutil.AbsFlag(t, "otelcol", *otelcolPath))
 	col := startCollector(t, "collector with a late driver", s.write(t), be, receiverSettings)
 	t0 := col.scenarioStart(t, 45*time.Second)
 	waitFor(t, 20*time.Second, "data points of the GPU", func() bool {

@@ -18,6 +18,8 @@ import (
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/testutil"
 )
 
 // A symbol the process calls but the library lacks kills the process
@@ -38,7 +40,7 @@ func TestFakeLibraryExportsEverySymbolTheReceiverCalls(t *testing.T) {
 		}
 	}
 
-	f, err := elf.Open(absFlag(t, "fakenvml", *fakeNVMLPath))
+	f, err := elf.Open(testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -40,21 +39,6 @@ const (
 	stopTimeout  = 15 * time.Second // SIGTERM until exit
 )
 
-func absFlag(t *testing.T, name, val string) string {
-	t.Helper()
-	if val == "" {
-		t.Fatalf("-%s is required (see the package comment)", name)
-	}
-	p, err := filepath.Abs(val)
-	if err != nil {
-		t.Fatalf("-%s: %v", name, err)
-	}
-	if _, err := os.Stat(p); err != nil {
-		t.Fatalf("-%s: %v", name, err)
-	}
-	return p
-}
-
 // get fetches url and returns the status code and body.
 func get(client *http.Client, url string) (int, string, error) {
 	resp, err := client.Get(url)
@@ -67,8 +51,8 @@ func get(client *http.Client, url string) (int, string, error) {
 }
 
 func TestCollectorStartsServesAndStops(t *testing.T) {
-	bin := absFlag(t, "otelcol", *otelcolPath)
-	cfg := absFlag(t, "config", *configPath)
+	bin := testutil.AbsFlag(t, "otelcol", *otelcolPath)
+	cfg := testutil.AbsFlag(t, "config", *configPath)
 
 	promPort, healthPort, telemetryPort := testutil.FreePort(t), testutil.FreePort(t), testutil.FreePort(t)
 	promAddr := fmt.Sprintf("127.0.0.1:%d", promPort)

@@ -1,10 +1,13 @@
 // Package testutil holds what the tests that run the built collector share:
-// a buffer for a child's output and free loopback ports. Only tests import it.
+// a buffer for a child's output, free loopback ports and the paths given as
+// flags. Only tests import it.
 package testutil // import "github.com/otelcol-nvml/otelcol-nvml/internal/testutil"
 
 import (
 	"bytes"
 	"net"
+	"os"
+	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -36,4 +39,21 @@ func FreePort(t testing.TB) int {
 	}
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port
+}
+
+// AbsFlag returns the absolute form of the path given as flag -name, and
+// fails the test when it is empty or names nothing.
+func AbsFlag(t testing.TB, name, val string) string {
+	t.Helper()
+	if val == "" {
+		t.Fatalf("-%s is required (see the package comment)", name)
+	}
+	p, err := filepath.Abs(val)
+	if err != nil {
+		t.Fatalf("-%s: %v", name, err)
+	}
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("-%s: %v", name, err)
+	}
+	return p
 }
