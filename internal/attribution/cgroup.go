@@ -28,7 +28,7 @@ const maxCgroupFile = 64 << 10
 // zero Owner and no error. A process that is gone (or invisible from
 // procRoot) gets an error that matches ErrProcessNotFound.
 //
-// ResolveProcess does not check the PID namespace: Resolver does.
+// ResolveProcess does not check the PID namespace: resolver does.
 func ResolveProcess(procRoot string, pid int) (Owner, error) {
 	if pid <= 0 {
 		return Owner{}, fmt.Errorf("pid %d: %w", pid, ErrProcessNotFound)

@@ -14,15 +14,6 @@ type Owner struct {
 	ContainerName string // k8s.container.name
 }
 
-// Resource attribute keys, as in the OpenTelemetry semantic conventions.
-const (
-	AttributeContainerID   = "container.id"
-	AttributePodUID        = "k8s.pod.uid"
-	AttributePodName       = "k8s.pod.name"
-	AttributeNamespace     = "k8s.namespace.name"
-	AttributeContainerName = "k8s.container.name"
-)
-
 // IsZero reports whether nothing is known: a host process, or no
 // allocation.
 func (o Owner) IsZero() bool { return o == Owner{} }
@@ -30,26 +21,8 @@ func (o Owner) IsZero() bool { return o == Owner{} }
 // hasPod reports whether o names a pod, by UID or by namespace and name.
 func (o Owner) hasPod() bool { return o.PodUID != "" || o.PodName != "" || o.Namespace != "" }
 
-// Attributes returns the known fields keyed by their resource attribute
-// names; empty fields are left out.
-func (o Owner) Attributes() map[string]string {
-	m := make(map[string]string, 5)
-	for _, kv := range [...]struct{ k, v string }{
-		{AttributeContainerID, o.ContainerID},
-		{AttributePodUID, o.PodUID},
-		{AttributePodName, o.PodName},
-		{AttributeNamespace, o.Namespace},
-		{AttributeContainerName, o.ContainerName},
-	} {
-		if kv.v != "" {
-			m[kv.k] = kv.v
-		}
-	}
-	return m
-}
-
-// SingleOwner reports the one container or pod that all owners point to:
-// rule 4 for one source (a GPU's processes, or its PodResources allocation).
+// singleOwner reports the one container or pod that all owners of one
+// source (a GPU's processes, or its PodResources allocation) point to.
 //
 //   - Every owner in one container: that owner, ok.
 //   - Every owner in one pod, several containers: the pod's fields only
@@ -61,7 +34,7 @@ func (o Owner) Attributes() map[string]string {
 // Pass the owners of the processes whose cgroup could be read, a host
 // process included as a zero Owner; leave out the processes that could not
 // be resolved (exited, or invisible from the proc root).
-func SingleOwner(owners []Owner) (Owner, bool) {
+func singleOwner(owners []Owner) (Owner, bool) {
 	if len(owners) == 0 {
 		return Owner{}, false
 	}
@@ -86,13 +59,13 @@ func SingleOwner(owners []Owner) (Owner, bool) {
 	return first, true
 }
 
-// GPUOwner applies rule 4 to a GPU: the owner to put on the GPU's own
-// resource, from its PodResources allocation (allocated: Owners with
-// PodName, Namespace, ContainerName, as PodResourcesCache.Owners returns
-// them) and its processes (processes: Owners from the cgroup, as
-// Resolver.Resolve returns them).
+// gpuOwner is the owner to put on a GPU's own resource, from its
+// PodResources allocation (allocated: Owners with PodName, Namespace,
+// ContainerName, as PodResourcesCache.Owners returns them) and its
+// processes (processes: Owners from the cgroup, as resolver.resolve returns
+// them). A GPU gets an owner only when both sources agree on one.
 //
-//   - One source empty: SingleOwner of the other.
+//   - One source empty: singleOwner of the other.
 //   - Both single: merged. Pod fields when both name one pod; container
 //     fields (ContainerID from the processes, ContainerName from the
 //     allocation) only when both name one container.
@@ -106,18 +79,18 @@ func SingleOwner(owners []Owner) (Owner, bool) {
 // (NVIDIA_VISIBLE_DEVICES=all) alone on a GPU whose owner is idle would be
 // merged with the owner's names; nothing in /proc or PodResources tells the
 // two apart.
-func GPUOwner(allocated, processes []Owner) (Owner, bool) {
+func gpuOwner(allocated, processes []Owner) (Owner, bool) {
 	switch {
 	case len(allocated) == 0:
-		return SingleOwner(processes)
+		return singleOwner(processes)
 	case len(processes) == 0:
-		return SingleOwner(allocated)
+		return singleOwner(allocated)
 	}
-	a, ok := SingleOwner(allocated)
+	a, ok := singleOwner(allocated)
 	if !ok {
 		return Owner{}, false
 	}
-	p, ok := SingleOwner(processes)
+	p, ok := singleOwner(processes)
 	if !ok || p.PodUID == "" {
 		return Owner{}, false
 	}
@@ -126,4 +99,17 @@ func GPUOwner(allocated, processes []Owner) (Owner, bool) {
 		merged.ContainerID, merged.ContainerName = p.ContainerID, a.ContainerName
 	}
 	return merged, true
+}
+
+// withPodNames adds the GPU owner's pod and container names to a process of
+// that same pod: the kubelet's List knows names, the cgroup UIDs.
+func withPodNames(p, gpu Owner) Owner {
+	if p.PodUID == "" || p.PodUID != gpu.PodUID {
+		return p
+	}
+	p.PodName, p.Namespace = gpu.PodName, gpu.Namespace
+	if p.ContainerID != "" && p.ContainerID == gpu.ContainerID {
+		p.ContainerName = gpu.ContainerName
+	}
+	return p
 }

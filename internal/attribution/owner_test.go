@@ -40,7 +40,7 @@ func TestSingleOwner(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := SingleOwner(tt.owners)
+			got, ok := singleOwner(tt.owners)
 			assert.Equal(t, tt.ok, ok)
 			assert.Equal(t, tt.want, got)
 		})
@@ -80,22 +80,9 @@ func TestGPUOwner(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, ok := GPUOwner(tt.alloc, tt.proc)
+			got, ok := gpuOwner(tt.alloc, tt.proc)
 			assert.Equal(t, tt.ok, ok)
 			assert.Equal(t, tt.want, got)
 		})
 	}
-}
-
-func TestOwnerAttributes(t *testing.T) {
-	assert.Empty(t, Owner{}.Attributes())
-	assert.True(t, Owner{}.IsZero())
-	assert.Equal(t, map[string]string{
-		"container.id":       idBurstable,
-		"k8s.pod.uid":        uidBurstable,
-		"k8s.pod.name":       "trainer-0",
-		"k8s.namespace.name": "ml",
-		"k8s.container.name": "main",
-	}, Owner{ContainerID: idBurstable, PodUID: uidBurstable, PodName: "trainer-0", Namespace: "ml", ContainerName: "main"}.Attributes())
-	assert.Equal(t, map[string]string{"k8s.pod.uid": uidBurstable}, Owner{PodUID: uidBurstable}.Attributes())
 }

@@ -3,9 +3,7 @@ package attribution
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
-	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -27,11 +25,12 @@ const DefaultPodResourcesSocket = "/var/lib/kubelet/pod-resources/kubelet.sock"
 // maxPodResourcesMsg is the kubelet client's own limit for a List answer.
 const maxPodResourcesMsg = 16 << 20
 
-// DefaultResourcePrefixes are the extended resources whose device ids are
-// NVIDIA GPUs: nvidia.com/gpu (also nvidia.com/gpu.shared, the renamed
-// time-slicing or MPS resource) and nvidia.com/mig-<profile> (the MIG
-// "mixed" strategy).
-var DefaultResourcePrefixes = []string{"nvidia.com/gpu", "nvidia.com/mig-"}
+// DefaultResourcePrefixes returns the extended resources whose device ids
+// are NVIDIA GPUs under NVIDIA's device plugin: nvidia.com/gpu (also
+// nvidia.com/gpu.shared, the renamed time-slicing or MPS resource) and
+// nvidia.com/mig-<profile> (the MIG "mixed" strategy). Other device plugins
+// name theirs otherwise; PodResourcesConfig.ResourcePrefixes takes those.
+func DefaultResourcePrefixes() []string { return []string{"nvidia.com/gpu", "nvidia.com/mig-"} }
 
 // PodResourcesConfig configures a PodResourcesCache.
 type PodResourcesConfig struct {
@@ -42,7 +41,7 @@ type PodResourcesConfig struct {
 	// Timeout bounds one refresh: connecting and listing.
 	Timeout time.Duration
 	// ResourcePrefixes selects the resources whose device ids are kept, by
-	// name prefix; empty means DefaultResourcePrefixes.
+	// name prefix; empty means DefaultResourcePrefixes().
 	ResourcePrefixes []string
 }
 
@@ -56,21 +55,6 @@ func DefaultPodResourcesConfig() PodResourcesConfig {
 	}
 }
 
-// Validate checks the configuration.
-func (c PodResourcesConfig) Validate() error {
-	var errs []error
-	if !filepath.IsAbs(c.Socket) {
-		errs = append(errs, fmt.Errorf("socket: %q must be an absolute path", c.Socket))
-	}
-	if c.RefreshInterval <= 0 {
-		errs = append(errs, errors.New("refresh interval: must be greater than 0"))
-	}
-	if c.Timeout <= 0 {
-		errs = append(errs, errors.New("timeout: must be greater than 0"))
-	}
-	return errors.Join(errs...)
-}
-
 // podSnapshot is one List's answer, indexed; never changed once stored.
 type podSnapshot struct {
 	// byID maps a device id to the containers it is allocated to. A
@@ -82,8 +66,8 @@ type podSnapshot struct {
 
 // PodResourcesCache keeps the kubelet's GPU allocation: which pod and
 // container each GPU, MIG device and time-slicing replica is allocated to.
-// A background goroutine lists it every RefreshInterval; Owners and Lookup
-// only read the last good answer and never block or dial.
+// A background goroutine lists it every RefreshInterval; Owners only reads
+// the last good answer and never blocks or dials.
 type PodResourcesCache struct {
 	cfg      PodResourcesConfig
 	logger   *zap.Logger
@@ -100,8 +84,8 @@ type PodResourcesCache struct {
 }
 
 // NewPodResourcesCache returns a cache that does nothing until Start. A nil
-// logger logs nothing. cfg should pass Validate; a zero RefreshInterval or
-// Timeout takes the default.
+// logger logs nothing. An empty Socket or ResourcePrefixes, or a zero
+// RefreshInterval or Timeout, takes the default.
 func NewPodResourcesCache(cfg PodResourcesConfig, logger *zap.Logger) *PodResourcesCache {
 	def := DefaultPodResourcesConfig()
 	if cfg.Socket == "" {
@@ -115,7 +99,7 @@ func NewPodResourcesCache(cfg PodResourcesConfig, logger *zap.Logger) *PodResour
 	}
 	prefixes := cfg.ResourcePrefixes
 	if len(prefixes) == 0 {
-		prefixes = DefaultResourcePrefixes
+		prefixes = DefaultResourcePrefixes()
 	}
 	if logger == nil {
 		logger = zap.NewNop()
@@ -330,21 +314,4 @@ func (c *PodResourcesCache) Owners(deviceIDs ...string) []Owner {
 		return a.ContainerName < b.ContainerName
 	})
 	return out
-}
-
-// Lookup returns the one container or pod that deviceID is allocated to,
-// as SingleOwner of Owners(deviceID); false when none is, or when several
-// pods share it (time-slicing). It never blocks.
-func (c *PodResourcesCache) Lookup(deviceID string) (Owner, bool) {
-	return SingleOwner(c.Owners(deviceID))
-}
-
-// Synced reports whether a List has succeeded, and when the allocation
-// now served was listed.
-func (c *PodResourcesCache) Synced() (time.Time, bool) {
-	s := c.snap.Load()
-	if s == nil {
-		return time.Time{}, false
-	}
-	return s.at, true
 }

@@ -138,7 +138,7 @@ func startCache(t *testing.T, cfg PodResourcesConfig, logger *zap.Logger) *PodRe
 
 func waitSynced(t *testing.T, c *PodResourcesCache) {
 	t.Helper()
-	require.Eventually(t, func() bool { _, ok := c.Synced(); return ok }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { _, ok := c.synced(); return ok }, 5*time.Second, 5*time.Millisecond)
 }
 
 func TestPodResourcesAttribution(t *testing.T) {
@@ -176,7 +176,7 @@ func TestPodResourcesAttribution(t *testing.T) {
 		{id: ""},
 	}
 	for _, l := range lookups {
-		got, ok := c.Lookup(l.id)
+		got, ok := c.lookup(l.id)
 		assert.Equal(t, l.ok, ok, l.id)
 		assert.Equal(t, l.want, got, l.id)
 	}
@@ -188,10 +188,10 @@ func TestPodResourcesAttribution(t *testing.T) {
 	assert.Zero(t, logs.FilterLevelExact(zapcore.WarnLevel).Len())
 
 	// A GPU's resource, from its allocation and its processes.
-	got, ok := GPUOwner(c.Owners(gpuTrain), []Owner{{ContainerID: idBurstable, PodUID: uidBurstable}})
+	got, ok := gpuOwner(c.Owners(gpuTrain), []Owner{{ContainerID: idBurstable, PodUID: uidBurstable}})
 	require.True(t, ok)
 	assert.Equal(t, Owner{ContainerID: idBurstable, PodUID: uidBurstable, PodName: "trainer-0", Namespace: "ml", ContainerName: "trainer"}, got)
-	_, ok = GPUOwner(c.Owners(gpuSliced), nil)
+	_, ok = gpuOwner(c.Owners(gpuSliced), nil)
 	assert.False(t, ok)
 }
 
@@ -202,7 +202,7 @@ func TestPodResourcesRefreshes(t *testing.T) {
 	serve(t, sock, k)
 	c := startCache(t, PodResourcesConfig{Socket: sock, RefreshInterval: 10 * time.Millisecond, Timeout: time.Second}, nil)
 	waitSynced(t, c)
-	_, ok := c.Lookup(gpuTrain)
+	_, ok := c.lookup(gpuTrain)
 	require.True(t, ok)
 
 	// The pod ends, another one takes the GPU.
@@ -210,10 +210,10 @@ func TestPodResourcesRefreshes(t *testing.T) {
 		pod("ml", "trainer-1", ctr("trainer", dev("nvidia.com/gpu", gpuTrain))),
 	}}, nil)
 	require.Eventually(t, func() bool {
-		o, ok := c.Lookup(gpuTrain)
+		o, ok := c.lookup(gpuTrain)
 		return ok && o.PodName == "trainer-1"
 	}, 5*time.Second, 5*time.Millisecond)
-	_, ok = c.Lookup(migInfer)
+	_, ok = c.lookup(migInfer)
 	assert.False(t, ok, "gone from the allocation, gone from the cache")
 
 	// An empty node is a good answer too.
@@ -233,9 +233,9 @@ func TestPodResourcesMissingSocket(t *testing.T) {
 	require.Len(t, warns, 1)
 	assert.Contains(t, warns[0].ContextMap()["error"], "no such file or directory")
 	assert.Equal(t, sock, warns[0].ContextMap()["socket"])
-	_, synced := c.Synced()
+	_, synced := c.synced()
 	assert.False(t, synced)
-	_, ok := c.Lookup(gpuTrain)
+	_, ok := c.lookup(gpuTrain)
 	assert.False(t, ok)
 	assert.Nil(t, c.Owners(gpuTrain, migInfer))
 
@@ -243,7 +243,7 @@ func TestPodResourcesMissingSocket(t *testing.T) {
 	k := &fakeKubelet{}
 	k.set(nodeAllocation(), nil)
 	serve(t, sock, k)
-	require.Eventually(t, func() bool { _, ok := c.Lookup(gpuTrain); return ok }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { _, ok := c.lookup(gpuTrain); return ok }, 5*time.Second, 5*time.Millisecond)
 	require.Eventually(t, func() bool { return logs.FilterMessageSnippet("answer again").Len() > 0 }, 5*time.Second, 5*time.Millisecond)
 	time.Sleep(50 * time.Millisecond)
 	assert.Equal(t, 1, logs.FilterMessageSnippet("answer again").Len())
@@ -263,7 +263,7 @@ func TestPodResourcesSlowServer(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	c := startCache(t, PodResourcesConfig{Socket: sock, RefreshInterval: 20 * time.Millisecond, Timeout: 300 * time.Millisecond}, zap.New(core))
 	waitSynced(t, c)
-	want, ok := c.Lookup(gpuTrain)
+	want, ok := c.lookup(gpuTrain)
 	require.True(t, ok)
 
 	// The kubelet hangs: every List runs into the timeout.
@@ -279,7 +279,7 @@ func TestPodResourcesSlowServer(t *testing.T) {
 	deadline := time.Now().Add(700 * time.Millisecond)
 	for time.Now().Before(deadline) {
 		start := time.Now()
-		got, ok := c.Lookup(gpuTrain)
+		got, ok := c.lookup(gpuTrain)
 		_ = c.Owners(gpuMIG, migInfer, migBatch)
 		slowest = max(slowest, time.Since(start))
 		require.True(t, ok)
@@ -300,7 +300,7 @@ func TestPodResourcesSlowServer(t *testing.T) {
 	start := time.Now()
 	require.NoError(t, c.Shutdown(ctx))
 	assert.Less(t, time.Since(start), 500*time.Millisecond)
-	_, ok = c.Lookup(gpuTrain)
+	_, ok = c.lookup(gpuTrain)
 	assert.True(t, ok, "the last good allocation stays readable after Shutdown")
 }
 
@@ -312,13 +312,13 @@ func TestPodResourcesServerRestart(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	c := startCache(t, PodResourcesConfig{Socket: sock, RefreshInterval: 10 * time.Millisecond, Timeout: time.Second}, zap.New(core))
 	waitSynced(t, c)
-	before, ok := c.Lookup(gpuTrain)
+	before, ok := c.lookup(gpuTrain)
 	require.True(t, ok)
 
 	// The kubelet goes away: the last good allocation is kept.
 	stop()
 	require.Eventually(t, func() bool { return logs.FilterLevelExact(zapcore.WarnLevel).Len() > 0 }, 5*time.Second, 5*time.Millisecond)
-	got, ok := c.Lookup(gpuTrain)
+	got, ok := c.lookup(gpuTrain)
 	require.True(t, ok)
 	assert.Equal(t, before, got)
 
@@ -329,7 +329,7 @@ func TestPodResourcesServerRestart(t *testing.T) {
 	}}, nil)
 	serve(t, sock, k2)
 	require.Eventually(t, func() bool {
-		o, ok := c.Lookup(gpuTrain)
+		o, ok := c.lookup(gpuTrain)
 		return ok && o.PodName == "trainer-0-restarted"
 	}, 5*time.Second, 5*time.Millisecond)
 	assert.Positive(t, k2.calls.Load())
@@ -346,26 +346,22 @@ func TestPodResourcesLifecycle(t *testing.T) {
 	assert.Error(t, c.Start(context.Background()))
 	assert.NoError(t, c.Shutdown(context.Background()))
 	assert.NoError(t, c.Shutdown(context.Background()))
-	_, ok := c.Lookup(gpuTrain)
+	_, ok := c.lookup(gpuTrain)
 	assert.False(t, ok)
 }
 
 func TestPodResourcesConfig(t *testing.T) {
 	def := DefaultPodResourcesConfig()
-	assert.NoError(t, def.Validate())
 	assert.Equal(t, DefaultPodResourcesSocket, def.Socket)
-
-	err := PodResourcesConfig{Socket: "kubelet.sock"}.Validate()
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "socket")
-	assert.Contains(t, err.Error(), "refresh interval")
-	assert.Contains(t, err.Error(), "timeout")
 
 	c := NewPodResourcesCache(PodResourcesConfig{}, nil)
 	assert.Equal(t, def.Socket, c.cfg.Socket)
 	assert.Equal(t, def.RefreshInterval, c.cfg.RefreshInterval)
 	assert.Equal(t, def.Timeout, c.cfg.Timeout)
-	assert.Equal(t, DefaultResourcePrefixes, c.prefixes)
+	assert.Equal(t, DefaultResourcePrefixes(), c.prefixes)
+
+	c.prefixes[0] = "example.com/gpu"
+	assert.Equal(t, "nvidia.com/gpu", DefaultResourcePrefixes()[0], "the defaults cannot be changed through a cache")
 }
 
 func TestReplicaBase(t *testing.T) {
@@ -382,4 +378,20 @@ func TestReplicaBase(t *testing.T) {
 		assert.Equal(t, want != "", ok, id)
 		assert.Equal(t, want, got, id)
 	}
+}
+
+// lookup is the one container or pod that deviceID is allocated to, as
+// singleOwner of Owners(deviceID).
+func (c *PodResourcesCache) lookup(deviceID string) (Owner, bool) {
+	return singleOwner(c.Owners(deviceID))
+}
+
+// synced reports whether a List has succeeded, and when the allocation now
+// served was listed.
+func (c *PodResourcesCache) synced() (time.Time, bool) {
+	s := c.snap.Load()
+	if s == nil {
+		return time.Time{}, false
+	}
+	return s.at, true
 }

@@ -13,7 +13,7 @@ import (
 	"go.uber.org/zap"
 )
 
-// ErrPIDNamespace is returned by Resolver.Resolve for every PID once the
+// ErrPIDNamespace is returned by resolver.resolve for every PID once the
 // proc root has been found to show only the collector's own PID namespace:
 // NVML's PIDs cannot be resolved there, and container attributes are left
 // off.
@@ -23,33 +23,30 @@ var ErrPIDNamespace = errors.New("the proc root shows only the collector's own P
 // PID namespace, PROC_PID_INIT_INO; fixed since Linux 3.8.
 const initialPIDNamespace = "pid:[4026531836]"
 
-// Resolver maps GPU process IDs to their owners through the /proc mounted at
+// resolver maps GPU process IDs to their owners through the /proc mounted at
 // its proc root, and checks once that NVML's PIDs can be found there. It is
 // safe for concurrent use.
-type Resolver struct {
+type resolver struct {
 	procRoot string
 	logger   *zap.Logger
 
 	once   sync.Once
-	err    error // the verdict of check: nil, ErrPIDNamespace or an unreadable root
+	err    error // the verdict: nil, ErrPIDNamespace or an unreadable root
 	warned atomic.Bool
 }
 
-// NewResolver returns a Resolver on the /proc mounted at procRoot ("/proc"
+// newResolver returns a resolver on the /proc mounted at procRoot ("/proc"
 // with hostPID; the host's /proc mounted elsewhere, e.g. "/host/proc",
 // without). A nil logger logs nothing. Nothing is read before the first
-// Resolve or Check.
-func NewResolver(procRoot string, logger *zap.Logger) *Resolver {
+// resolve or check.
+func newResolver(procRoot string, logger *zap.Logger) *resolver {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &Resolver{procRoot: procRoot, logger: logger}
+	return &resolver{procRoot: procRoot, logger: logger}
 }
 
-// ProcRoot returns the proc root the Resolver reads.
-func (r *Resolver) ProcRoot() string { return r.procRoot }
-
-// Check reports, once for the Resolver's life, whether the proc root can
+// check reports, once for the resolver's life, whether the proc root can
 // resolve NVML's PIDs:
 //
 //   - the proc root cannot be read: an error that wraps the os error;
@@ -63,8 +60,8 @@ func (r *Resolver) ProcRoot() string { return r.procRoot }
 //     NSpid), or the host's own, or a tree that is not a procfs (tests).
 //
 // The first call that finds a problem logs it once, as a warning.
-func (r *Resolver) Check() error {
-	r.once.Do(func() { r.err = r.check() })
+func (r *resolver) check() error {
+	r.once.Do(func() { r.err = r.verdict() })
 	if r.err != nil && r.warned.CompareAndSwap(false, true) {
 		if errors.Is(r.err, ErrPIDNamespace) {
 			r.logger.Warn("GPU processes cannot be mapped to containers: the collector runs in its own PID namespace. "+
@@ -80,7 +77,8 @@ func (r *Resolver) Check() error {
 	return r.err
 }
 
-func (r *Resolver) check() error {
+// verdict is check's answer, found once.
+func (r *resolver) verdict() error {
 	fi, err := os.Stat(r.procRoot)
 	if err != nil {
 		return fmt.Errorf("proc root: %w", err)
@@ -129,19 +127,19 @@ func selfNSpid(statusPath string) ([]string, error) {
 	return nil, errors.New("no NSpid line")
 }
 
-// Resolve returns the owner of the process pid (a host PID, as NVML
+// resolve returns the owner of the process pid (a host PID, as NVML
 // reports it). Errors:
 //
-//   - Check's error (ErrPIDNamespace, or an unreadable root), for every
+//   - check's error (ErrPIDNamespace, or an unreadable root), for every
 //     PID: the caller carries on without container attributes;
 //   - ErrProcessNotFound: the process exited between NVML's list and this
-//     read (normal; leave it out of SingleOwner);
+//     read (normal: the process is left out of the GPU's owner);
 //   - any other: the cgroup file could not be read or parsed.
 //
-// A host process gets a zero Owner and no error. Resolve reads one small
+// A host process gets a zero Owner and no error. resolve reads one small
 // file per call and caches nothing, since PIDs are reused.
-func (r *Resolver) Resolve(pid int) (Owner, error) {
-	if err := r.Check(); err != nil {
+func (r *resolver) resolve(pid int) (Owner, error) {
+	if err := r.check(); err != nil {
 		return Owner{}, err
 	}
 	return ResolveProcess(r.procRoot, pid)

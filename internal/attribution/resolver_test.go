@@ -43,10 +43,9 @@ func TestResolverPIDNamespace(t *testing.T) {
 				withSelf(t, root, tt.nspid, tt.nsLink)
 			}
 			core, logs := observer.New(zapcore.InfoLevel)
-			r := NewResolver(root, zap.New(core))
-			assert.Equal(t, root, r.ProcRoot())
+			r := newResolver(root, zap.New(core))
 			for range 3 {
-				o, err := r.Resolve(4242)
+				o, err := r.resolve(4242)
 				if tt.wantErr != nil {
 					require.ErrorIs(t, err, tt.wantErr)
 					assert.Zero(t, o)
@@ -68,13 +67,13 @@ func TestResolverPIDNamespace(t *testing.T) {
 
 func TestResolverUnreadableRoot(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	r := NewResolver(filepath.Join(t.TempDir(), "host", "proc"), zap.New(core))
+	r := newResolver(filepath.Join(t.TempDir(), "host", "proc"), zap.New(core))
 	var wg sync.WaitGroup
 	for range 8 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := r.Resolve(1)
+			_, err := r.resolve(1)
 			assert.ErrorIs(t, err, os.ErrNotExist)
 		}()
 	}
@@ -83,15 +82,15 @@ func TestResolverUnreadableRoot(t *testing.T) {
 
 	file := filepath.Join(t.TempDir(), "proc")
 	require.NoError(t, os.WriteFile(file, nil, 0o644))
-	assert.Error(t, NewResolver(file, nil).Check())
+	assert.Error(t, newResolver(file, nil).check())
 }
 
 func TestResolverMissingProcess(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
-	r := NewResolver(fakeProc(t, map[int]string{7: "host-v2-init.txt"}), zap.New(core))
-	_, err := r.Resolve(12345)
+	r := newResolver(fakeProc(t, map[int]string{7: "host-v2-init.txt"}), zap.New(core))
+	_, err := r.resolve(12345)
 	assert.ErrorIs(t, err, ErrProcessNotFound)
-	o, err := r.Resolve(7)
+	o, err := r.resolve(7)
 	require.NoError(t, err)
 	assert.True(t, o.IsZero())
 	assert.Zero(t, logs.Len(), "an exited process is not worth a log")
@@ -100,8 +99,8 @@ func TestResolverMissingProcess(t *testing.T) {
 // TestResolverRealProc runs against this machine's /proc: whatever the
 // verdict, the collector's own process resolves or the error says why.
 func TestResolverRealProc(t *testing.T) {
-	r := NewResolver("/proc", nil)
-	o, err := r.Resolve(os.Getpid())
+	r := newResolver("/proc", nil)
+	o, err := r.resolve(os.Getpid())
 	switch {
 	case errors.Is(err, ErrPIDNamespace):
 		t.Logf("this test runs in its own PID namespace")

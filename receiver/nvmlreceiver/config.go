@@ -59,6 +59,10 @@ type KubernetesConfig struct {
 	// RefreshInterval is how often the allocation is listed, in the
 	// background; scrapes only read the cache.
 	RefreshInterval time.Duration `mapstructure:"refresh_interval"`
+	// ResourcePrefixes selects the extended resources whose device ids are
+	// GPUs, by name prefix: NVIDIA's device plugin's by default; other
+	// device plugins name theirs otherwise.
+	ResourcePrefixes []string `mapstructure:"resource_prefixes"`
 }
 
 var uuidPattern = regexp.MustCompile(`^GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
@@ -92,6 +96,14 @@ func (cfg *Config) Validate() error {
 		}
 		if cfg.Kubernetes.RefreshInterval < time.Second {
 			errs = append(errs, errors.New("kubernetes::refresh_interval: must be at least 1s"))
+		}
+		if len(cfg.Kubernetes.ResourcePrefixes) == 0 {
+			errs = append(errs, errors.New("kubernetes::resource_prefixes: must name at least one resource"))
+		}
+		for i, p := range cfg.Kubernetes.ResourcePrefixes {
+			if p == "" {
+				errs = append(errs, fmt.Errorf("kubernetes::resource_prefixes[%d]: must not be empty", i))
+			}
 		}
 	}
 	seen := map[string]bool{}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -35,6 +36,8 @@ func TestDefaultConfig(t *testing.T) {
 	assert.True(t, cfg.Events.NvidiaGpuXid.Enabled)
 	assert.True(t, cfg.Events.NvidiaGpuEccDoubleBit.Enabled)
 	assert.True(t, cfg.Events.NvidiaGpuEccSingleBit.Enabled)
+	assert.Equal(t, attribution.DefaultPodResourcesSocket, cfg.Kubernetes.PodResourcesSocket)
+	assert.Equal(t, attribution.DefaultResourcePrefixes(), cfg.Kubernetes.ResourcePrefixes)
 }
 
 func TestCustomConfig(t *testing.T) {
@@ -49,6 +52,7 @@ func TestCustomConfig(t *testing.T) {
 	assert.False(t, cfg.ResourceAttributes.HwSerialNumber.Enabled)
 	assert.False(t, cfg.Events.NvidiaGpuEccSingleBit.Enabled)
 	assert.True(t, cfg.Events.NvidiaGpuXid.Enabled, "the other events keep their default")
+	assert.Equal(t, []string{"nvidia.com/gpu", "example.com/accelerator"}, cfg.Kubernetes.ResourcePrefixes)
 }
 
 func TestInvalidConfigNamesTheField(t *testing.T) {
@@ -63,6 +67,7 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 			`devices[3]: "3" is listed twice`,
 		}},
 		{"bad_library", []string{`library_path: "libnvidia-ml.so.1" is a bare name`}},
+		{"bad_resource_prefixes", []string{"kubernetes::resource_prefixes[1]: must not be empty"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

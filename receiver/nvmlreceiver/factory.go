@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/scraper"
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -37,8 +38,9 @@ func createDefaultConfig() component.Config {
 			ProcRoot:  "/proc",
 		},
 		Kubernetes: KubernetesConfig{
-			PodResourcesSocket: "/var/lib/kubelet/pod-resources/kubelet.sock",
+			PodResourcesSocket: attribution.DefaultPodResourcesSocket,
 			RefreshInterval:    30 * time.Second,
+			ResourcePrefixes:   attribution.DefaultResourcePrefixes(),
 		},
 	}
 }

@@ -13,6 +13,12 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
 )
 
+// The container and pod of process 4242 in testdata/proc.
+const (
+	testContainerID = "1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c5b6a7988"
+	testPodUID      = "0d3e0c8a-1111-4222-8333-944455556666"
+)
+
 // hungSocket accepts connections on a unix socket and never answers, like a
 // wedged kubelet.
 func hungSocket(t *testing.T) string {
@@ -63,15 +69,41 @@ func TestSlowKubeletNeverDelaysGPUMetrics(t *testing.T) {
 		assert.Less(t, time.Since(start), 500*time.Millisecond)
 		assert.Len(t, resourceIDs(md), 8)
 		// The cgroup still attributes the process while the kubelet hangs.
-		assert.Equal(t, "0d3e0c8a-1111-4222-8333-944455556666", processResources(md, nvmltest.UUID(0))[4242]["k8s.pod.uid"])
+		assert.Equal(t, testPodUID, processResources(md, nvmltest.UUID(0))[4242]["k8s.pod.uid"])
 	}
 }
 
+// Without the kubelet's socket, attribution falls back to the cgroups: the
+// process and its GPU keep their container and pod UID, get no pod names,
+// and the missing socket is said once.
 func TestMissingKubeletSocket(t *testing.T) {
-	ts := newTestScraper(t, nvmltest.NewH200(), func(cfg *Config) {
+	socket := filepath.Join(t.TempDir(), "absent.sock")
+	m := nvmltest.NewH200()
+	m.GPUs[0].SetProcesses(proc(4242, 1))
+	ts := newTestScraper(t, m, func(cfg *Config) {
 		cfg.Kubernetes.Enabled = true
-		cfg.Kubernetes.PodResourcesSocket = filepath.Join(t.TempDir(), "absent.sock")
+		cfg.Kubernetes.PodResourcesSocket = socket
+		cfg.Kubernetes.RefreshInterval = time.Second
 	})
 	ts.start(t)
-	assert.Len(t, resourceIDs(ts.scrapeOK(t)), 8)
+	const cannotList = "Cannot list the kubelet's PodResources"
+	require.Eventually(t, func() bool { return ts.logs.FilterMessageSnippet(cannotList).Len() > 0 }, 5*time.Second, 5*time.Millisecond)
+
+	for range 2 {
+		md := ts.scrapeOK(t)
+		assert.Len(t, resourceIDs(md), 8)
+		gpu := gpuResourceAttrs(md, nvmltest.UUID(0))
+		assert.Equal(t, testPodUID, gpu["k8s.pod.uid"], "the GPU's owner from its process's cgroup")
+		assert.Equal(t, testContainerID, gpu["container.id"])
+		assert.NotContains(t, gpu, "k8s.pod.name")
+		process := processResources(md, nvmltest.UUID(0))[4242]
+		assert.Equal(t, testContainerID, process["container.id"])
+		assert.Equal(t, testPodUID, process["k8s.pod.uid"])
+		assert.NotContains(t, process, "k8s.pod.name")
+		assert.NotContains(t, process, "k8s.namespace.name")
+	}
+	warns := ts.logs.FilterMessageSnippet(cannotList).All()
+	require.Len(t, warns, 1, "said once")
+	assert.Equal(t, socket, warns[0].ContextMap()["socket"])
+	assert.Contains(t, warns[0].ContextMap()["error"], "no such file or directory")
 }

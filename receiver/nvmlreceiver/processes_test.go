@@ -1,6 +1,10 @@
 package nvmlreceiver
 
 import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -136,23 +140,34 @@ func TestForeignPIDNamespaceWarnsOnce(t *testing.T) {
 	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("own PID namespace").Len())
 }
 
+// cgroupProcRoot returns a proc root in which each pid's cgroup file puts
+// it in a containerd container (id: 64 times digit) of pod podUID.
+func cgroupProcRoot(t *testing.T, pods map[uint32]struct{ digit, podUID string }) string {
+	t.Helper()
+	root := t.TempDir()
+	for pid, c := range pods {
+		dir := filepath.Join(root, strconv.Itoa(int(pid)))
+		require.NoError(t, os.MkdirAll(dir, 0o755))
+		line := "0::/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod" + strings.ReplaceAll(c.podUID, "-", "_") +
+			".slice/cri-containerd-" + strings.Repeat(c.digit, 64) + ".scope\n"
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup"), []byte(line), 0o644))
+	}
+	return root
+}
+
 func TestSingleOwnerGoesOnTheGPUResource(t *testing.T) {
+	const pod1, pod2 = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
+	root := cgroupProcRoot(t, map[uint32]struct{ digit, podUID string }{4242: {"1", pod1}, 4343: {"2", pod2}})
 	m := nvmltest.NewH200()
 	m.GPUs[0].SetProcesses(proc(4242, 1), proc(4343, 1)) // two containers
 	m.GPUs[1].SetProcesses(proc(4242, 1))                // one
-	ts := newTestScraper(t, m)
+	ts := newTestScraper(t, m, func(cfg *Config) { cfg.Processes.ProcRoot = root })
 	ts.start(t)
-	ts.owners.cgroup = func(pid int) (owner, error) {
-		return map[int]owner{
-			4242: {ContainerID: "c1", PodUID: "pod-1"},
-			4343: {ContainerID: "c2", PodUID: "pod-2"},
-		}[pid], nil
-	}
 	md := ts.scrapeOK(t)
-	assert.Equal(t, "c1", gpuResourceAttrs(md, nvmltest.UUID(1))["container.id"])
-	assert.Equal(t, "pod-1", gpuResourceAttrs(md, nvmltest.UUID(1))["k8s.pod.uid"])
+	assert.Equal(t, strings.Repeat("1", 64), gpuResourceAttrs(md, nvmltest.UUID(1))["container.id"])
+	assert.Equal(t, pod1, gpuResourceAttrs(md, nvmltest.UUID(1))["k8s.pod.uid"])
 	assert.NotContains(t, gpuResourceAttrs(md, nvmltest.UUID(0)), "container.id", "shared GPU: owners only on processes")
-	assert.Equal(t, "c2", processResources(md, nvmltest.UUID(0))[4343]["container.id"])
+	assert.Equal(t, strings.Repeat("2", 64), processResources(md, nvmltest.UUID(0))[4343]["container.id"])
 }
 
 func TestProcessesDisabled(t *testing.T) {

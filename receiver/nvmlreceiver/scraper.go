@@ -16,7 +16,6 @@ import (
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
-	"github.com/otelcol-nvml/otelcol-nvml/internal/procinfo"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -44,8 +43,8 @@ type nvmlScraper struct {
 	// overlap, so it needs no lock.
 	logged map[string]struct{}
 
-	owners  processOwners
-	dropped map[string]int64 // per GPU UUID: processes left out, cumulative
+	owners  *attribution.Attributor // made at start
+	dropped map[string]int64        // per GPU UUID: processes left out, cumulative
 
 	// Shared by the metrics and logs sides of one configured receiver
 	// (shared.go): starts counts their Start calls.
@@ -62,16 +61,12 @@ type nvmlScraper struct {
 
 func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *nvmlScraper {
 	return &nvmlScraper{
-		cfg:    cfg,
-		set:    set,
-		logger: set.Logger,
-		client: client,
-		now:    time.Now,
-		logged: map[string]struct{}{},
-		owners: processOwners{
-			logger:      set.Logger,
-			withCmdline: cfg.ResourceAttributes.ProcessCommandLine.Enabled,
-		},
+		cfg:          cfg,
+		set:          set,
+		logger:       set.Logger,
+		client:       client,
+		now:          time.Now,
+		logged:       map[string]struct{}{},
 		dropped:      map[string]int64{},
 		xids:         map[string]map[int64]int64{},
 		eventsLogged: map[string]struct{}{},
@@ -85,27 +80,14 @@ func (s *nvmlScraper) start(_ context.Context, host component.Host) error {
 	}
 	s.host = host
 	s.mb = metadata.NewMetricsBuilder(s.cfg.MetricsBuilderConfig, s.set)
-	if s.cfg.Processes.Enabled {
-		procs, err := procinfo.New(s.cfg.Processes.ProcRoot)
-		if err != nil {
-			s.logger.Warn("Cannot read processes::proc_root; GPU processes are reported without executable, owner and container",
-				zap.Error(err))
-		}
-		s.owners.procs = procs
-		s.owners.cgroup = attribution.NewResolver(s.cfg.Processes.ProcRoot, s.logger).Resolve
-	}
+	s.owners = newAttributor(s.cfg, s.logger)
 	err := s.client.Open(s.cfg.Devices)
 	var selErr *nvmlclient.SelectorError
 	if errors.As(err, &selErr) {
 		return err // a devices entry that matches no GPU is a configuration error
 	}
-	if s.cfg.Kubernetes.Enabled {
-		pc := attribution.DefaultPodResourcesConfig()
-		pc.Socket, pc.RefreshInterval = s.cfg.Kubernetes.PodResourcesSocket, s.cfg.Kubernetes.RefreshInterval
-		s.owners.pods = attribution.NewPodResourcesCache(pc, s.logger)
-		if perr := s.owners.pods.Start(context.Background()); perr != nil {
-			return perr
-		}
+	if perr := s.owners.Start(context.Background()); perr != nil {
+		return perr
 	}
 	if err != nil {
 		s.unavailable(err)
@@ -128,8 +110,8 @@ func (s *nvmlScraper) shutdown(ctx context.Context) error {
 		s.logger.Warn("Not shutting NVML down", zap.Error(err))
 		return nil
 	}
-	if s.owners.pods != nil {
-		if err := s.owners.pods.Shutdown(ctx); err != nil {
+	if s.owners != nil {
+		if err := s.owners.Shutdown(ctx); err != nil {
 			s.logger.Warn("PodResources client did not stop in time", zap.Error(err))
 		}
 	}
@@ -262,25 +244,13 @@ func (s *nvmlScraper) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample,
 	}
 	limit, dropped := s.cfg.Processes.MaxPerGPU, 0
 	if len(smp.MIG) == 0 {
-		r.processes, dropped = s.owners.resolve(smp.Processes, limit)
-		if o, ok := gpuOwner(s.owners.allocated(info.UUID), r.processes); ok {
-			r.owner = o
-			for i := range r.processes {
-				r.processes[i].owner = withPodNames(r.processes[i].owner, o)
-			}
-		}
+		r.processes, r.owner, dropped = attribute(s.owners, info.UUID, smp.Processes, limit)
 	}
 	for i := range smp.MIG {
 		m := migReport{sample: &smp.MIG[i]}
 		var n int
-		m.processes, n = s.owners.resolve(m.sample.Processes, limit)
+		m.processes, m.owner, n = attribute(s.owners, m.sample.Info.UUID, m.sample.Processes, limit)
 		dropped += n
-		if o, ok := gpuOwner(s.owners.allocated(m.sample.Info.UUID), m.processes); ok {
-			m.owner = o
-			for j := range m.processes {
-				m.processes[j].owner = withPodNames(m.processes[j].owner, o)
-			}
-		}
 		r.migs = append(r.migs, m)
 	}
 	s.dropped[info.UUID] += int64(dropped)

@@ -1,0 +1,136 @@
+package attribution
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+)
+
+// startAttributor starts an Attributor and waits until it holds the
+// kubelet's allocation, when it has one.
+func startAttributor(t *testing.T, cfg Config, logger *zap.Logger) *Attributor {
+	t.Helper()
+	a := New(cfg, logger)
+	require.NoError(t, a.Start(context.Background()))
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		assert.NoError(t, a.Shutdown(ctx))
+	})
+	if a.pods != nil {
+		waitSynced(t, a.pods)
+	}
+	return a
+}
+
+func owners(procs []Process) []Owner {
+	out := make([]Owner, len(procs))
+	for i, p := range procs {
+		out[i] = p.Owner
+	}
+	return out
+}
+
+func TestAttributeFromCgroupsAndKubelet(t *testing.T) {
+	sock := socketPath(t)
+	k := &fakeKubelet{}
+	k.set(nodeAllocation(), nil)
+	serve(t, sock, k)
+	root := fakeProc(t, map[int]string{
+		10: "containerd-v2-systemd-burstable.txt",  // trainer-0's container
+		11: "containerd-v2-systemd-guaranteed.txt", // another pod's container
+		12: "host-v2-service.txt",                  // a host process
+	})
+	a := startAttributor(t, Config{ProcRoot: root, PodResources: &PodResourcesConfig{Socket: sock, RefreshInterval: time.Hour}}, nil)
+	trainer := Owner{ContainerID: idBurstable, PodUID: uidBurstable, PodName: "trainer-0", Namespace: "ml", ContainerName: "trainer"}
+
+	tests := []struct {
+		name      string
+		device    string
+		pids      []int
+		wantProcs []Owner
+		wantGPU   Owner
+	}{
+		{name: "the allocated pod's process: names from the kubelet", device: gpuTrain, pids: []int{10},
+			wantProcs: []Owner{trainer}, wantGPU: trainer},
+		{name: "a host process does not count", device: gpuTrain, pids: []int{10, 12},
+			wantProcs: []Owner{trainer, {}}, wantGPU: trainer},
+		{name: "another pod's process too: shared", device: gpuTrain, pids: []int{10, 11},
+			wantProcs: []Owner{{ContainerID: idBurstable, PodUID: uidBurstable}, {ContainerID: idGuaranteed, PodUID: uidGuaranteed}}},
+		{name: "an exited process is left out of the owner", device: gpuTrain, pids: []int{10, 99},
+			wantProcs: []Owner{trainer, {}}, wantGPU: trainer},
+		{name: "idle and allocated", device: gpuTrain,
+			wantProcs: []Owner{}, wantGPU: Owner{PodName: "trainer-0", Namespace: "ml", ContainerName: "trainer"}},
+		{name: "a MIG device by its own UUID", device: migInfer,
+			wantProcs: []Owner{}, wantGPU: Owner{PodName: "llm-0", Namespace: "serve", ContainerName: "server"}},
+		{name: "not allocated: the cgroups alone", device: gpuIdle, pids: []int{11},
+			wantProcs: []Owner{{ContainerID: idGuaranteed, PodUID: uidGuaranteed}}, wantGPU: Owner{ContainerID: idGuaranteed, PodUID: uidGuaranteed}},
+		{name: "time-sliced between pods", device: gpuSliced, pids: []int{10},
+			wantProcs: []Owner{{ContainerID: idBurstable, PodUID: uidBurstable}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			procs, gpu := a.Attribute(tt.device, tt.pids)
+			require.Len(t, procs, len(tt.pids))
+			for i, p := range procs {
+				assert.Equal(t, tt.pids[i], p.PID, "in the order given")
+			}
+			assert.Equal(t, tt.wantProcs, owners(procs))
+			assert.Equal(t, tt.wantGPU, gpu)
+		})
+	}
+}
+
+// Another device plugin's resource name counts once it is configured.
+func TestAttributeResourcePrefixes(t *testing.T) {
+	sock := socketPath(t)
+	k := &fakeKubelet{}
+	k.set(&podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{
+		pod("ml", "trainer-0", ctr("trainer", dev("example.com/gpu", gpuTrain))),
+	}}, nil)
+	serve(t, sock, k)
+
+	byDefault := startAttributor(t, Config{PodResources: &PodResourcesConfig{Socket: sock}}, nil)
+	_, gpu := byDefault.Attribute(gpuTrain, nil)
+	assert.Zero(t, gpu, "not an NVIDIA device plugin resource")
+
+	configured := startAttributor(t, Config{PodResources: &PodResourcesConfig{Socket: sock, ResourcePrefixes: []string{"example.com/gpu"}}}, nil)
+	_, gpu = configured.Attribute(gpuTrain, nil)
+	assert.Equal(t, Owner{PodName: "trainer-0", Namespace: "ml", ContainerName: "trainer"}, gpu)
+}
+
+func TestAttributeWithoutProcRoot(t *testing.T) {
+	a := startAttributor(t, Config{}, nil)
+	procs, gpu := a.Attribute(gpuTrain, []int{10, 11})
+	assert.Equal(t, []Process{{PID: 10}, {PID: 11}}, procs)
+	assert.Zero(t, gpu)
+}
+
+// NVML's PIDs that the proc root does not show: said once, whatever the
+// number of GPUs and scrapes; the processes keep their PIDs.
+func TestAttributeHiddenPIDsWarnOnce(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	a := startAttributor(t, Config{ProcRoot: fakeProc(t, nil)}, zap.New(core))
+	for range 3 {
+		procs, gpu := a.Attribute(gpuTrain, []int{998, 999})
+		assert.Equal(t, []Process{{PID: 998}, {PID: 999}}, procs)
+		assert.Zero(t, gpu)
+	}
+	require.Equal(t, 1, logs.Len())
+	assert.Contains(t, logs.All()[0].Message, "own PID namespace")
+}
+
+func TestAttributeUnreadableProcRoot(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	a := startAttributor(t, Config{ProcRoot: "/nonexistent/proc"}, zap.New(core))
+	procs, _ := a.Attribute(gpuTrain, []int{1})
+	assert.Equal(t, []Process{{PID: 1}}, procs)
+	assert.GreaterOrEqual(t, logs.FilterMessageSnippet("proc root").Len(), 1)
+}
