@@ -25,8 +25,10 @@ func (k EventKind) String() string {
 		return "xid"
 	case EventSingleBitECC:
 		return "ecc.single_bit"
-	default:
+	case EventDoubleBitECC:
 		return "ecc.double_bit"
+	default:
+		return fmt.Sprintf("EventKind(%d)", int(k))
 	}
 }
 

@@ -83,7 +83,8 @@ func (h *Health) PredictedFailure() bool {
 
 // Degraded reports whether the readings say the GPU works but needs care:
 // a pending row remap (it takes a GPU reset), an uncorrected ECC error, or a
-// thermal slowdown.
+// thermal slowdown. A failed row remap is not among them: it is
+// PredictedFailure, the graver state, which the receiver checks first.
 func (h *Health) Degraded() bool {
 	return h.RemapPending.OK && h.RemapPending.Value ||
 		h.ECCUncorrected.OK && h.ECCUncorrected.Value > 0 ||
