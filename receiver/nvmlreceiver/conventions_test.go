@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -126,30 +127,54 @@ func instrumentOf(typeName string) (instrument, error) {
 	return i, nil
 }
 
-// packageDir finds a package's source through the go command, which the
-// test runs under anyway.
-func packageDir(t *testing.T, pkg string) string {
+// packageDirs finds the packages' sources through the go command, which
+// the test runs under anyway, in one call.
+func packageDirs(t *testing.T, pkgs ...string) map[string]string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-f", "{{.Dir}}", pkg).Output()
-	require.NoError(t, err, "go list %s", pkg)
-	return strings.TrimSpace(string(out))
+	out, err := exec.Command("go", append([]string{"list", "-f", "{{.ImportPath}} {{.Dir}}"}, pkgs...)...).Output()
+	require.NoError(t, err, "go list %s", pkgs)
+	dirs := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if pkg, dir, ok := strings.Cut(line, " "); ok {
+			dirs[pkg] = dir
+		}
+	}
+	return dirs
 }
 
-func parseDir(t *testing.T, dir string) []*ast.File {
+// parseDirs parses the Go files of each directory, every file on a
+// goroutine of its own: the semconv sources are over a megabyte.
+func parseDirs(t *testing.T, dirs ...string) map[string][]*ast.File {
 	t.Helper()
-	entries, err := os.ReadDir(dir)
-	require.NoError(t, err)
-	var files []*ast.File
-	fset := token.NewFileSet()
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.ParseComments)
-		require.NoError(t, err)
-		files = append(files, f)
+	type parsed struct {
+		dir string
+		f   *ast.File
+		err error
 	}
-	return files
+	fset := token.NewFileSet()
+	results := make(chan parsed)
+	n := 0
+	for _, dir := range dirs {
+		entries, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		for _, e := range entries {
+			if !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") {
+				continue
+			}
+			n++
+			go func() {
+				f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.ParseComments|parser.SkipObjectResolution)
+				results <- parsed{dir, f, err}
+			}()
+		}
+	}
+	out := map[string][]*ast.File{}
+	for range n {
+		r := <-results
+		require.NoError(t, r.err)
+		out[r.dir] = append(out[r.dir], r.f)
+	}
+	return out
 }
 
 // returnedString is the string literal of a one-statement `return "x"`.
@@ -171,7 +196,7 @@ func returnedString(fn *ast.FuncDecl) (string, bool) {
 
 // parseMetrics reads a semconv metric package: each instrument type T
 // embeds metric.<Instrument> and has `func (T) Name()` and `Unit()`.
-func parseMetrics(t *testing.T, dir string, into map[string]registryMetric) {
+func parseMetrics(t *testing.T, files []*ast.File, into map[string]registryMetric) {
 	t.Helper()
 	type found struct {
 		name, unit string
@@ -184,7 +209,7 @@ func parseMetrics(t *testing.T, dir string, into map[string]registryMetric) {
 		}
 		return byType[typ]
 	}
-	for _, f := range parseDir(t, dir) {
+	for _, f := range files {
 		for _, decl := range f.Decls {
 			switch d := decl.(type) {
 			case *ast.GenDecl:
@@ -230,7 +255,7 @@ func parseMetrics(t *testing.T, dir string, into map[string]registryMetric) {
 				continue
 			}
 			inst, err := instrumentOf(f.inst)
-			require.NoError(t, err, "%s.%s", dir, typ)
+			require.NoError(t, err, "%s", typ)
 			if _, dup := into[f.name]; !dup {
 				into[f.name] = registryMetric{name: f.name, unit: f.unit, inst: inst}
 			}
@@ -243,13 +268,13 @@ var attrTypeComment = regexp.MustCompile(`(?m)^\s*Type: (\S+)\s*$`)
 // parseAttributes reads the registry's attribute keys
 // (`XKey = attribute.Key("x")`, with a "Type: ..." doc line) and enum
 // values (`XValue = XKey.String("v")`).
-func parseAttributes(t *testing.T, dir string) map[string]registryAttribute {
+func parseAttributes(t *testing.T, files []*ast.File) map[string]registryAttribute {
 	t.Helper()
 	keys := map[string]string{}  // Go ident -> attribute name
 	types := map[string]string{} // Go ident -> declared type
 	enums := map[string][]string{}
 	enumTypes := map[string]string{}
-	for _, f := range parseDir(t, dir) {
+	for _, f := range files {
 		for _, decl := range f.Decls {
 			gd, ok := decl.(*ast.GenDecl)
 			if !ok {
@@ -307,13 +332,27 @@ func parseAttributes(t *testing.T, dir string) map[string]registryAttribute {
 	return out
 }
 
+// theRegistry is read once for the tests that need it: parsing the
+// semconv sources is most of their time.
+var theRegistry struct {
+	once sync.Once
+	r    registry
+}
+
 func loadRegistry(t *testing.T) registry {
 	t.Helper()
-	r := registry{metrics: map[string]registryMetric{}}
-	for _, pkg := range semconvPackages {
-		parseMetrics(t, packageDir(t, pkg), r.metrics)
-	}
-	r.attributes = parseAttributes(t, packageDir(t, semconvRoot))
+	theRegistry.once.Do(func() {
+		r := registry{metrics: map[string]registryMetric{}}
+		pkgs := append([]string{semconvRoot}, semconvPackages...)
+		dirs := packageDirs(t, pkgs...)
+		files := parseDirs(t, slices.Collect(maps.Values(dirs))...)
+		for _, pkg := range semconvPackages {
+			parseMetrics(t, files[dirs[pkg]], r.metrics)
+		}
+		r.attributes = parseAttributes(t, files[dirs[semconvRoot]])
+		theRegistry.r = r
+	})
+	r := theRegistry.r
 	require.Greater(t, len(r.metrics), 100, "the registry's metrics were read")
 	require.Greater(t, len(r.attributes), 500, "the registry's attributes were read")
 	return r
