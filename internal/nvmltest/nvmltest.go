@@ -19,6 +19,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxa100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh100"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/dgxh200"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/gpus"
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 	"go.uber.org/zap/zaptest/observer"
 )
@@ -82,6 +83,12 @@ func UUID(i int) string { return fmt.Sprintf("GPU-00000000-0000-4000-8000-%012d"
 
 // NewH200 returns an 8-GPU DGX H200 (dgxh200.New) with every getter set.
 func NewH200() *Machine { return wrap(dgxh200.New()) }
+
+// NewH200GPUs returns a machine of n H200s (dgxh200.NewWithGPUs): fewer
+// GPUs make a golden file a reviewer can read.
+func NewH200GPUs(n int) *Machine {
+	return wrap(dgxh200.NewWithGPUs(gpus.Multiple(n, gpus.H200_SXM5_141GB)...))
+}
 
 // NewH100 returns an 8-GPU DGX H100 (dgxh100.New) with every getter set.
 func NewH100() *Machine { return wrap(dgxh100.New()) }

@@ -1,7 +1,9 @@
 package nvmlreceiver
 
 import (
+	"context"
 	"net"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -9,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
 )
@@ -106,4 +110,50 @@ func TestMissingKubeletSocket(t *testing.T) {
 	require.Len(t, warns, 1, "said once")
 	assert.Equal(t, socket, warns[0].ContextMap()["socket"])
 	assert.Contains(t, warns[0].ContextMap()["error"], "no such file or directory")
+}
+
+// kubeletAnswer serves one fixed PodResources answer.
+type kubeletAnswer struct {
+	podresourcesv1.UnimplementedPodResourcesListerServer
+	resp *podresourcesv1.ListPodResourcesResponse
+}
+
+func (k *kubeletAnswer) List(context.Context, *podresourcesv1.ListPodResourcesRequest) (*podresourcesv1.ListPodResourcesResponse, error) {
+	return k.resp, nil
+}
+
+// serveKubelet answers the PodResources API with resp on a unix socket and
+// returns its path.
+func serveKubelet(t *testing.T, resp *podresourcesv1.ListPodResourcesResponse) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "kubelet") // a unix socket's path is short
+	require.NoError(t, err)
+	path := filepath.Join(dir, "kubelet.sock")
+	ln, err := net.Listen("unix", path)
+	require.NoError(t, err)
+	srv := grpc.NewServer()
+	podresourcesv1.RegisterPodResourcesListerServer(srv, &kubeletAnswer{resp: resp})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		srv.Stop()
+		<-done
+		os.RemoveAll(dir)
+	})
+	return path
+}
+
+// allocated is a PodResources answer: each device id to its pod
+// ("namespace/name") and container.
+func allocated(devices map[string][3]string) *podresourcesv1.ListPodResourcesResponse {
+	resp := &podresourcesv1.ListPodResourcesResponse{}
+	for id, at := range devices {
+		resp.PodResources = append(resp.PodResources, &podresourcesv1.PodResources{Namespace: at[0], Name: at[1],
+			Containers: []*podresourcesv1.ContainerResources{{Name: at[2],
+				Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: []string{id}}}}}})
+	}
+	return resp
 }

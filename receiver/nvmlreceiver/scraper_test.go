@@ -39,12 +39,12 @@ func newTestSettings() receiver.Settings {
 	return receivertest.NewNopSettings(metadata.Type)
 }
 
-// newTestScraper builds a scraper on the 8-GPU dgxh200 mock, with every
-// metric and resource attribute enabled.
+// newTestScraper builds a scraper on machine m with the default metrics
+// and resource attributes (everyMetric turns them all on), processes read
+// from testdata/proc.
 func newTestScraper(t testing.TB, m *nvmltest.Machine, mods ...func(*Config)) *testScraper {
 	t.Helper()
 	cfg := createDefaultConfig().(*Config)
-	cfg.MetricsBuilderConfig = metadata.NewDefaultMetricsBuilderConfig()
 	procRoot, err := filepath.Abs(filepath.Join("testdata", "proc"))
 	require.NoError(t, err)
 	cfg.Processes.ProcRoot = procRoot
