@@ -9,8 +9,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	cgroups "github.com/containerd/cgroups/v3"
 )
 
 // ErrProcessNotFound is returned when <procRoot>/<pid> does not exist: the
@@ -49,7 +47,7 @@ func ResolveProcess(procRoot string, pid int) (Owner, error) {
 }
 
 // ParseCgroup parses the contents of a /proc/<pid>/cgroup file, cgroup v1,
-// v2 or hybrid, with containerd/cgroups' parser, and returns the container
+// v2 or hybrid, with containerd/cgroups' parser (on Linux), and returns the container
 // id and pod UID found in its paths (see ParseCgroupPath).
 //
 // The cgroup v2 path ("0::/...") is tried first, then the v1 controllers'
@@ -57,7 +55,7 @@ func ResolveProcess(procRoot string, pid int) (Owner, error) {
 // that, the first that names a pod. An empty file gives a zero Owner; a line
 // that is not "id:controllers:path" gives an error.
 func ParseCgroup(r io.Reader) (Owner, error) {
-	v1, unified, err := cgroups.ParseCgroupFromReaderUnified(r)
+	v1, unified, err := parseCgroupFile(r)
 	if err != nil {
 		return Owner{}, fmt.Errorf("parse cgroup file: %w", err)
 	}
