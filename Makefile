@@ -20,12 +20,12 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo
+.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules
 
 all: build
 
-## test: everything CI runs (vet, generated-code drift, unit tests with -race, the ocb build, a smoke run, the e2e suite)
-test: vet check-generated unit build smoke e2e
+## test: everything CI runs (vet, generated-code drift, unit tests with -race, alert-rule tests, the ocb build, a smoke run, the e2e suite)
+test: vet check-generated unit rules build smoke e2e
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -112,6 +112,7 @@ CJSON_A        = $(shell $(CC) -print-file-name=libcjson.a)
 CJSON_LIBS     = $(if $(filter /%,$(CJSON_A)),$(CJSON_A),-lcjson)
 FAKENVML_CFLAGS := -std=gnu11 -O2 -g -fPIC -Wall -Wextra -Werror -Wno-deprecated-declarations
 PROMETHEUS    ?= $(or $(shell command -v prometheus 2>/dev/null),/usr/bin/prometheus)
+PROMTOOL      ?= $(or $(shell command -v promtool 2>/dev/null),/usr/bin/promtool)
 DEMO_SCENARIO ?= internal/fakenvml/scenarios/demo.json
 
 ## fakenvml: build the simulated libnvidia-ml.so.1 into _build/fakenvml/
@@ -137,3 +138,11 @@ e2e: build $(FAKENVML)
 demo: build $(FAKENVML)
 	FAKE_NVML_SCENARIO=$(abspath $(DEMO_SCENARIO)) FAKENVML_LIBRARY=$(FAKENVML) \
 		$(OTELCOL) --config deploy/demo.yaml
+
+# ---- deploy/: alert rules, Helm chart, image, dashboard ----
+
+## rules: check the alert rules and run their unit tests (firing, not firing, the `for:` boundary)
+rules:
+	@test -x $(PROMTOOL) || { echo "promtool not found at $(PROMTOOL): apt-get install prometheus, or set PROMTOOL="; exit 1; }
+	$(PROMTOOL) check rules deploy/prometheus/rules.yaml
+	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml
