@@ -31,9 +31,10 @@ func createDefaultConfig() component.Config {
 		ControllerConfig:     cc,
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
 		Processes: ProcessesConfig{
-			Enabled:   true,
-			MaxPerGPU: 32,
-			ProcRoot:  "/proc",
+			Enabled:    true,
+			MaxPerGPU:  32,
+			ProcRoot:   "/proc",
+			CgroupRoot: "/sys/fs/cgroup",
 		},
 		Kubernetes: KubernetesConfig{
 			PodResourcesSocket: "/var/lib/kubelet/pod-resources/kubelet.sock",

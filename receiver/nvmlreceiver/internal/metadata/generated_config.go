@@ -9,6 +9,46 @@ import (
 	"go.opentelemetry.io/collector/filter"
 )
 
+// ContainerCPULimitMetricConfig provides config for the container.cpu.limit metric.
+type ContainerCPULimitMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *ContainerCPULimitMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// ContainerCPUTimeMetricConfig provides config for the container.cpu.time metric.
+type ContainerCPUTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *ContainerCPUTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // HwEnergyMetricConfig provides config for the hw.energy metric.
 type HwEnergyMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -1095,6 +1135,8 @@ func (ms *NvidiaGpuXidErrorsMetricConfig) Validate() error {
 
 // MetricsConfig provides config for nvml metrics.
 type MetricsConfig struct {
+	ContainerCPULimit                   ContainerCPULimitMetricConfig                   `mapstructure:"container.cpu.limit"`
+	ContainerCPUTime                    ContainerCPUTimeMetricConfig                    `mapstructure:"container.cpu.time"`
 	HwEnergy                            HwEnergyMetricConfig                            `mapstructure:"hw.energy"`
 	HwErrors                            HwErrorsMetricConfig                            `mapstructure:"hw.errors"`
 	HwGpuIo                             HwGpuIoMetricConfig                             `mapstructure:"hw.gpu.io"`
@@ -1135,6 +1177,12 @@ type MetricsConfig struct {
 
 func DefaultMetricsConfig() MetricsConfig {
 	return MetricsConfig{
+		ContainerCPULimit: ContainerCPULimitMetricConfig{
+			Enabled: true,
+		},
+		ContainerCPUTime: ContainerCPUTimeMetricConfig{
+			Enabled: true,
+		},
 		HwEnergy: HwEnergyMetricConfig{
 			Enabled: true,
 		},

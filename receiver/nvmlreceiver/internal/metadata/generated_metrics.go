@@ -364,6 +364,12 @@ var MapAttributeNvidiaGpuThrottleReason = map[string]AttributeNvidiaGpuThrottleR
 }
 
 var MetricsInfo = metricsInfo{
+	ContainerCPULimit: metricInfo{
+		Name: "container.cpu.limit",
+	},
+	ContainerCPUTime: metricInfo{
+		Name: "container.cpu.time",
+	},
 	HwEnergy: metricInfo{
 		Name: "hw.energy",
 	},
@@ -488,6 +494,8 @@ var MetricsInfo = metricsInfo{
 }
 
 type metricsInfo struct {
+	ContainerCPULimit                   metricInfo
+	ContainerCPUTime                    metricInfo
 	HwEnergy                            metricInfo
 	HwErrors                            metricInfo
 	HwGpuIo                             metricInfo
@@ -529,6 +537,110 @@ type metricsInfo struct {
 type metricInfo struct {
 	Name       string
 	Attributes []string
+}
+
+type metricContainerCPULimit struct {
+	data     pmetric.Metric                // data buffer for generated metric.
+	config   ContainerCPULimitMetricConfig // metric config provided by user.
+	capacity int                           // max observed number of data points added to the metric.
+}
+
+// init fills container.cpu.limit metric with initial data.
+func (m *metricContainerCPULimit) init() {
+	m.data.SetName("container.cpu.limit")
+	m.data.SetDescription("The CPU quota of a container that holds a GPU, in CPUs.")
+	m.data.SetUnit("{cpu}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricContainerCPULimit) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricContainerCPULimit) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricContainerCPULimit) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricContainerCPULimit(cfg ContainerCPULimitMetricConfig) metricContainerCPULimit {
+	m := metricContainerCPULimit{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricContainerCPUTime struct {
+	data     pmetric.Metric               // data buffer for generated metric.
+	config   ContainerCPUTimeMetricConfig // metric config provided by user.
+	capacity int                          // max observed number of data points added to the metric.
+}
+
+// init fills container.cpu.time metric with initial data.
+func (m *metricContainerCPUTime) init() {
+	m.data.SetName("container.cpu.time")
+	m.data.SetDescription("Total CPU time consumed by a container that holds a GPU, on all CPUs.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricContainerCPUTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricContainerCPUTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricContainerCPUTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricContainerCPUTime(cfg ContainerCPUTimeMetricConfig) metricContainerCPUTime {
+	m := metricContainerCPUTime{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
 }
 
 type metricHwEnergy struct {
@@ -2874,6 +2986,8 @@ type MetricsBuilder struct {
 	buildInfo                                 component.BuildInfo  // contains version information.
 	resourceAttributeIncludeFilter            map[string]filter.Filter
 	resourceAttributeExcludeFilter            map[string]filter.Filter
+	metricContainerCPULimit                   metricContainerCPULimit
+	metricContainerCPUTime                    metricContainerCPUTime
 	metricHwEnergy                            metricHwEnergy
 	metricHwErrors                            metricHwErrors
 	metricHwGpuIo                             metricHwGpuIo
@@ -2935,6 +3049,8 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		startTime:                                 pcommon.NewTimestampFromTime(time.Now()),
 		metricsBuffer:                             pmetric.NewMetrics(),
 		buildInfo:                                 settings.BuildInfo,
+		metricContainerCPULimit:                   newMetricContainerCPULimit(mbc.Metrics.ContainerCPULimit),
+		metricContainerCPUTime:                    newMetricContainerCPUTime(mbc.Metrics.ContainerCPUTime),
 		metricHwEnergy:                            newMetricHwEnergy(mbc.Metrics.HwEnergy),
 		metricHwErrors:                            newMetricHwErrors(mbc.Metrics.HwErrors),
 		metricHwGpuIo:                             newMetricHwGpuIo(mbc.Metrics.HwGpuIo),
@@ -3169,6 +3285,8 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	ils.Scope().SetName(ScopeName)
 	ils.Scope().SetVersion(mb.buildInfo.Version)
 	ils.Metrics().EnsureCapacity(mb.metricsCapacity)
+	mb.metricContainerCPULimit.emit(ils.Metrics())
+	mb.metricContainerCPUTime.emit(ils.Metrics())
 	mb.metricHwEnergy.emit(ils.Metrics())
 	mb.metricHwErrors.emit(ils.Metrics())
 	mb.metricHwGpuIo.emit(ils.Metrics())
@@ -3234,6 +3352,16 @@ func (mb *MetricsBuilder) Emit(options ...ResourceMetricsOption) pmetric.Metrics
 	metrics := mb.metricsBuffer
 	mb.metricsBuffer = pmetric.NewMetrics()
 	return metrics
+}
+
+// RecordContainerCPULimitDataPoint adds a data point to container.cpu.limit metric.
+func (mb *MetricsBuilder) RecordContainerCPULimitDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricContainerCPULimit.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordContainerCPUTimeDataPoint adds a data point to container.cpu.time metric.
+func (mb *MetricsBuilder) RecordContainerCPUTimeDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricContainerCPUTime.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordHwEnergyDataPoint adds a data point to hw.energy metric.
