@@ -166,7 +166,7 @@ func checkDaemonSet(t *testing.T, objs []object, v testValues) {
 	}
 	if v.Attribution.Enabled {
 		assert.Equal(t, int64(0), *psc.RunAsUser)
-		assert.Equal(t, map[string]string{"host-proc": "/proc",
+		assert.Equal(t, map[string]string{"host-proc": "/proc", "host-cgroup": "/sys/fs/cgroup",
 			"pod-resources": "/var/lib/kubelet/pod-resources"}, hostPaths)
 	} else {
 		assert.Equal(t, int64(65532), *psc.RunAsUser)
@@ -194,6 +194,7 @@ func checkDaemonSet(t *testing.T, objs []object, v testValues) {
 	if v.Attribution.Enabled {
 		procs, _ := nvml["processes"].(map[string]any)
 		assert.Equal(t, mounts["host-proc"].MountPath, procs["proc_root"], "proc_root is where the host's /proc is mounted")
+		assert.Equal(t, mounts["host-cgroup"].MountPath, procs["cgroup_root"], "cgroup_root is where the host's cgroups are mounted")
 		k8s, _ := nvml["kubernetes"].(map[string]any)
 		assert.Equal(t, mounts["pod-resources"].MountPath+"/kubelet.sock", k8s["pod_resources_socket"])
 	} else {

@@ -15,6 +15,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	resourcev1 "k8s.io/api/resource/v1"
 	"sigs.k8s.io/yaml"
 )
 
@@ -76,6 +77,8 @@ func newObject(apiVersion, kind string) any {
 		return &corev1.Secret{}
 	case "apps/v1/DaemonSet":
 		return &appsv1.DaemonSet{}
+	case "resource.k8s.io/v1/ResourceClaimTemplate":
+		return &resourcev1.ResourceClaimTemplate{}
 	case "batch/v1/Job":
 		return &batchv1.Job{}
 	case "rbac.authorization.k8s.io/v1/ClusterRole":
@@ -153,6 +156,12 @@ func only[T any](t *testing.T, objs []object) []*T {
 // the feature gates and the environment the pod gives it.
 func validateConfig(t *testing.T, what, config string, args []string) {
 	t.Helper()
+	validateConfigEnv(t, what, config, nil, args...)
+}
+
+// validateConfigEnv is validateConfig with extra environment variables.
+func validateConfigEnv(t *testing.T, what, config string, env []string, args ...string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "collector.yaml")
 	if err := os.WriteFile(path, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
@@ -166,6 +175,7 @@ func validateConfig(t *testing.T, what, config string, args []string) {
 	cmd := exec.Command(binFlag(t, "otelcol", *otelcolPath), cmdArgs...)
 	cmd.Env = append(os.Environ(), "POD_IP=127.0.0.1", "K8S_NODE_NAME=node-1", "OTEL_EXPORTER_OTLP_ENDPOINT=127.0.0.1:4317",
 		"OTLP_TOKEN=t", "K8S_POD_NAME=p", "K8S_NAMESPACE_NAME=n", "K8S_POD_UID=00000000-0000-0000-0000-000000000000")
+	cmd.Env = append(cmd.Env, env...)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%s: otelcol-nvml %s: %v\n%s\n---- config ----\n%s", what, strings.Join(cmdArgs, " "), err, out, config)
 	}

@@ -54,7 +54,7 @@ to the metrics pipeline.
 {{- $receivers := dict "nvml" (dict "collection_interval" $v.collectionInterval) -}}
 {{- $_ := set $receivers "host_metrics" (dict "collection_interval" $v.collectionInterval "scrapers" (dict "cpu" (dict) "memory" (dict) "load" (dict))) -}}
 {{- if $v.attribution.enabled -}}
-{{- $_ := set $receivers.nvml "processes" (dict "enabled" true "max_per_gpu" (int $v.attribution.maxProcessesPerGPU) "proc_root" "/host/proc") -}}
+{{- $_ := set $receivers.nvml "processes" (dict "enabled" true "max_per_gpu" (int $v.attribution.maxProcessesPerGPU) "proc_root" "/host/proc" "cgroup_root" "/host/sys/fs/cgroup") -}}
 {{- $_ := set $receivers.nvml "kubernetes" (dict "enabled" true "pod_resources_socket" "/var/lib/kubelet/pod-resources/kubelet.sock") -}}
 {{- end -}}
 {{- $processors := dict "memory_limiter" (dict "check_interval" "1s" "limit_percentage" 80 "spike_limit_percentage" 20) "batch" (dict) -}}
