@@ -71,7 +71,7 @@ func TestCgroupCPUReader(t *testing.T) {
 				"cgroup.controllers": "cpu\n",
 				"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podx.slice/cri-containerd-" + fixtureCtr + ".scope/cpu.stat": "usage_usec 1000000\n",
 				"kubepods.slice/kubepods-burstable.slice/kubepods-burstable-podx.slice/cri-containerd-" + fixtureCtr + ".scope/cpu.max":  "50000 100000\n",
-				"system.slice/containerd.service/cpu.stat":                                                                              "usage_usec 1\n",
+				"system.slice/containerd.service/cpu.stat": "usage_usec 1\n",
 			},
 			want: ContainerCPU{UsageSeconds: 1, LimitCores: 0.5},
 		},
@@ -89,7 +89,7 @@ func TestCgroupCPUReader(t *testing.T) {
 			name:   "v1, separate hierarchies, no quota",
 			cgroup: "4:cpuacct:/kubepods/burstable/pod" + fixturePodUID + "/" + fixtureCtr + "\n3:cpu:/kubepods/burstable/pod" + fixturePodUID + "/" + fixtureCtr + "\n",
 			tree: map[string]string{
-				"cpuacct/kubepods/burstable/pod" + fixturePodUID + "/" + fixtureCtr + "/cpuacct.usage":  "42000000000\n",
+				"cpuacct/kubepods/burstable/pod" + fixturePodUID + "/" + fixtureCtr + "/cpuacct.usage": "42000000000\n",
 				"cpu/kubepods/burstable/pod" + fixturePodUID + "/" + fixtureCtr + "/cpu.cfs_quota_us":  "-1\n",
 				"cpu/kubepods/burstable/pod" + fixturePodUID + "/" + fixtureCtr + "/cpu.cfs_period_us": "100000\n",
 			},
