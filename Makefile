@@ -194,4 +194,4 @@ $(IMAGE_ARCHIVE): $(OTELCOL) deploy/image/Containerfile deploy/image/config.yaml
 ## image-test: chroot-run the image on the simulated NVML (as root: podman mount, chroot)
 image-test: image $(FAKENVML)
 	$(GO) test -tags image -count=1 -v ./internal/imagetest -image=$(IMAGE) -archive=$(IMAGE_ARCHIVE) \
-		-fakenvml=$(FAKENVML) -scenario=$(IMAGE_SCENARIO) -podman=$$(command -v $(PODMAN))
+		-fakenvml=$(FAKENVML) -scenario=$(abspath $(IMAGE_SCENARIO)) -podman=$$(command -v $(PODMAN))
