@@ -468,3 +468,96 @@ func (p *prometheus) rules(t *testing.T) []promRuleGroup {
 	}
 	return d.Groups
 }
+
+// TestContainerCPUOnRealCgroup: a process spinning in a real cgroup of this
+// machine (named like a docker container, with a 1-CPU quota), reported by
+// the simulated NVML as a GPU process; the collector reads the real cgroup
+// through the real /proc. Skipped where root cannot create cgroups.
+func TestContainerCPUOnRealCgroup(t *testing.T) {
+	const id = "e2ee2ee2ee2ee2ee2ee2ee2ee2ee2ee2ee2ee2ee2ee2ee2ee2ee2ee2ee2ee2e0"
+	var dirs []string
+	quotaFile, quota := "", ""
+	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err == nil {
+		dirs = []string{"/sys/fs/cgroup/docker-" + id + ".scope"}
+		quotaFile, quota = filepath.Join(dirs[0], "cpu.max"), "100000 100000"
+	} else {
+		dirs = []string{"/sys/fs/cgroup/cpu/docker/" + id, "/sys/fs/cgroup/cpuacct/docker/" + id}
+		quotaFile, quota = filepath.Join(dirs[0], "cpu.cfs_quota_us"), "100000"
+	}
+	for _, d := range dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			t.Skipf("cannot create a cgroup here: %v", err)
+		}
+		t.Cleanup(func() {
+			for i := 0; i < 50 && os.Remove(d) != nil; i++ {
+				time.Sleep(100 * time.Millisecond)
+			}
+			_ = os.Remove(filepath.Dir(d)) // docker/, when this test made it
+		})
+	}
+	if err := os.WriteFile(quotaFile, []byte(quota), 0o644); err != nil {
+		t.Skipf("cannot set a CPU quota here: %v", err)
+	}
+	// The "trainer": moves itself into the cgroup, then spins.
+	moves := ""
+	for _, d := range dirs {
+		moves += "echo $$ > " + d + "/cgroup.procs; "
+	}
+	spin := startProcess(t, "spinner", nil, "/bin/sh", "-c", moves+"exec sh -c 'while :; do :; done'")
+	waitFor(t, 10*time.Second, "the spinner in its cgroup", func() bool {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cgroup", spin.cmd.Process.Pid))
+		return strings.Contains(string(b), id)
+	}, spin)
+
+	uuid := "GPU-e2ec0000-0000-4000-8000-000000000000"
+	s := Scenario{Comment: "e2e: a GPU process in a real cgroup", DriverVersion: driverVersion, GPUs: []GPU{{
+		Name: "NVIDIA H200 (SIMULATED)", UUID: uuid, PCIBusID: "00000000:19:00.0",
+		Utilization: &Utilization{GPU: &Duty{Busy: 0.3, PeriodS: 2.0 / 3}},
+		Memory:      &Memory{TotalBytes: 150754820096, UsedBytes: 1e9}, TemperatureC: 50, PowerW: 300, PowerLimitW: 700,
+		ClocksMHz: &Clocks{SM: 1980, Memory: 3201, Graphics: 1980, Video: 1755},
+		Processes: []Process{{PID: uint32(spin.cmd.Process.Pid), Name: "python3", UsedMemoryBytes: 1 << 30, Type: "compute"}},
+	}}}
+	col := startCollector(t, "otelcol-nvml", s.write(t), nil, `collection_interval: 1s
+processes:
+  enabled: true
+  proc_root: /proc
+  cgroup_root: /sys/fs/cgroup`)
+	series := regexp.MustCompile(`(?m)^container_cpu_(time_seconds_total|limit)\{[^}]*container_id="` + id + `"[^}]*\} (\S+)`)
+	read := func() (cpu, limit float64, ok bool) {
+		resp, err := http.Get("http://" + col.promAddr + "/metrics")
+		if err != nil {
+			return 0, 0, false
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		n := 0
+		for _, m := range series.FindAllStringSubmatch(string(body), -1) {
+			var v float64
+			fmt.Sscan(m[2], &v)
+			if m[1] == "limit" {
+				limit = v
+			} else {
+				cpu = v
+			}
+			n++
+		}
+		return cpu, limit, n == 2
+	}
+	var c0, lim float64
+	waitFor(t, 30*time.Second, "the container's CPU on the collector's /metrics", func() bool {
+		var ok bool
+		c0, lim, ok = read()
+		return ok
+	}, col.proc)
+	t0 := time.Now()
+	time.Sleep(3 * time.Second)
+	c1, _, _ := read()
+	rate := (c1 - c0) / time.Since(t0).Seconds()
+	if lim != 1 {
+		t.Errorf("container.cpu.limit %v, want 1 (the cgroup's quota)", lim)
+	}
+	// Spinning at its 1-CPU quota (the collector's 1 s interval blurs the edges).
+	if rate < 0.5 || rate > 1.3 {
+		t.Errorf("container.cpu.time grows at %.2f CPUs, want about 1", rate)
+	}
+}
