@@ -27,7 +27,7 @@ for line in open(path):
                     t = int(dp["timeUnixNano"]) / 1e9
                     if m["name"] == "container.cpu.time" and ctr:
                         cpu.setdefault(ctr, []).append((t, float(v)))
-                    elif m["name"] == "container.cpu.limit" and ctr:
+                    elif m["name"] == "nvidia.gpu.container.cpu.limit" and ctr:
                         limit[ctr] = float(v)
                     elif m["name"] == "hw.gpu.utilization" and ctr and "process.pid" not in res \
                             and attrs(dp.get("attributes", [])).get("hw.gpu.task") == "general":

@@ -344,7 +344,7 @@ service:
 			if got := res[0].value(t); got < p.cpuCores*0.8 || got > p.cpuCores*1.2 {
 				t.Errorf("%s: CPU rate %.3f cores, want about %.2f", p.pod, got, p.cpuCores)
 			}
-			lim := prom.query(t, fmt.Sprintf(`container_cpu_limit{container_id=%q}`, p.containerID))
+			lim := prom.query(t, fmt.Sprintf(`nvidia_gpu_container_cpu_limit{container_id=%q}`, p.containerID))
 			if len(lim) != 1 || lim[0].value(t) != p.limitCores {
 				t.Errorf("%s: CPU limit %v, want %v", p.pod, lim, p.limitCores)
 			}
@@ -522,7 +522,7 @@ processes:
   enabled: true
   proc_root: /proc
   cgroup_root: /sys/fs/cgroup`)
-	series := regexp.MustCompile(`(?m)^container_cpu_(time_seconds_total|limit)\{[^}]*container_id="` + id + `"[^}]*\} (\S+)`)
+	series := regexp.MustCompile(`(?m)^(container_cpu_time_seconds_total|nvidia_gpu_container_cpu_limit)\{[^}]*container_id="` + id + `"[^}]*\} (\S+)`)
 	read := func() (cpu, limit float64, ok bool) {
 		resp, err := http.Get("http://" + col.promAddr + "/metrics")
 		if err != nil {
@@ -534,7 +534,7 @@ processes:
 		for _, m := range series.FindAllStringSubmatch(string(body), -1) {
 			var v float64
 			fmt.Sscan(m[2], &v)
-			if m[1] == "limit" {
+			if m[1] == "nvidia_gpu_container_cpu_limit" {
 				limit = v
 			} else {
 				cpu = v
@@ -554,7 +554,7 @@ processes:
 	c1, _, _ := read()
 	rate := (c1 - c0) / time.Since(t0).Seconds()
 	if lim != 1 {
-		t.Errorf("container.cpu.limit %v, want 1 (the cgroup's quota)", lim)
+		t.Errorf("nvidia.gpu.container.cpu.limit %v, want 1 (the cgroup's quota)", lim)
 	}
 	// Spinning at its 1-CPU quota (the collector's 1 s interval blurs the edges).
 	if rate < 0.5 || rate > 1.3 {

@@ -46,7 +46,7 @@ type ProcessesConfig struct {
 	// so a containerized collector needs hostPID or the host /proc here.
 	ProcRoot string `mapstructure:"proc_root"`
 	// CgroupRoot is where the cgroup file system is mounted (the host's, in
-	// a container): container.cpu.time and container.cpu.limit of the
+	// a container): container.cpu.time and nvidia.gpu.container.cpu.limit of the
 	// containers that hold GPUs are read there.
 	CgroupRoot string `mapstructure:"cgroup_root"`
 }

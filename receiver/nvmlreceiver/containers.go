@@ -11,7 +11,7 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
-// containerCPU records container.cpu.time and container.cpu.limit for each
+// containerCPU records container.cpu.time and nvidia.gpu.container.cpu.limit for each
 // container that holds a GPU, from its cgroup: the CPU beside the GPU, so
 // that an input-bound job shows as such. It is used from the scrape
 // goroutine only.
@@ -68,7 +68,7 @@ func (c *containerCPU) record(mb *metadata.MetricsBuilder, ts pcommon.Timestamp,
 		}
 		mb.RecordContainerCPUTimeDataPoint(ts, cpu.UsageSeconds)
 		if cpu.LimitCores > 0 {
-			mb.RecordContainerCPULimitDataPoint(ts, cpu.LimitCores)
+			mb.RecordNvidiaGpuContainerCPULimitDataPoint(ts, cpu.LimitCores)
 		}
 		rb := mb.NewResourceBuilder()
 		rb.SetContainerID(id)

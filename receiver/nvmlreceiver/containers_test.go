@@ -52,7 +52,7 @@ func TestContainerCPUBesideTheGPU(t *testing.T) {
 	assert.Equal(t, "0d3e0c8a-1111-4222-8333-944455556666", c["k8s.pod.uid"])
 	assert.InDelta(t, 12.5, c["container.cpu.time"], 1e-9, "cpu.stat usage_usec in seconds")
 	assert.Equal(t, true, c["container.cpu.time/monotonic"])
-	assert.InDelta(t, 4.0, c["container.cpu.limit"], 1e-9, "cpu.max 400000/100000")
+	assert.InDelta(t, 4.0, c["nvidia.gpu.container.cpu.limit"], 1e-9, "cpu.max 400000/100000")
 	assert.Zero(t, ts.logs.FilterMessageSnippet("Cannot read the CPU").Len())
 }
 

@@ -28,12 +28,7 @@ const UID = "otelcol-nvml"
 
 // Metric names as the Prometheus exporter writes them (see the README's
 // metric table; CHANGELOG.md for renames). The e2e suite fails on a name
-// nobody emits. Until the renames of "Names that mean what they say" land:
-// clock events are nvidia_gpu_clock_event_active_ratio (then _active, a
-// hw.status-style sum) and the throttle time nvidia_gpu_clock_throttle_time
-// (then clock_event_time, by nvidia_gpu_clock_event_reason); row remaps are
-// two 0/1 gauges (then one row_remap_status by state) and rows_remapped
-// (then row_remap_rows).
+// nobody emits.
 const (
 	gpuUtilization       = "hw_gpu_utilization_ratio"
 	smActivity           = "nvidia_gpu_sm_activity_ratio"
@@ -46,17 +41,16 @@ const (
 	energy               = "hw_energy_joules_total"
 	temperature          = "hw_temperature_celsius"
 	clockFrequency       = "nvidia_gpu_clock_frequency_hertz"
-	clockEventActive     = "nvidia_gpu_clock_event_active_ratio"
-	clockEventTime       = "nvidia_gpu_clock_throttle_time_seconds_total"
-	clockEventTimeReason = "nvidia_gpu_throttle_reason"
+	clockEventActive     = "nvidia_gpu_clock_event_active"
+	clockEventTime       = "nvidia_gpu_clock_event_time_seconds_total"
+	clockEventReason     = "nvidia_gpu_clock_event_reason"
 	xidErrors            = "nvidia_gpu_xid_errors_total"
 	eccErrors            = "hw_errors_total"
-	rowRemapPending      = "nvidia_gpu_memory_rows_remap_pending_ratio"
-	rowRemapFailed       = "nvidia_gpu_memory_rows_remap_failed_ratio"
-	rowRemapRows         = "nvidia_gpu_memory_rows_remapped"
+	rowRemapStatus       = "nvidia_gpu_memory_row_remap_status"
+	rowRemapRows         = "nvidia_gpu_memory_row_remap_rows"
 	status               = "hw_status"
 	containerCPUTime     = "container_cpu_time_seconds_total"
-	containerCPULimit    = "container_cpu_limit"
+	containerCPULimit    = "nvidia_gpu_container_cpu_limit"
 	hostCPUTime          = "system_cpu_time_seconds_total"
 	datasourceVar        = "datasource"
 	gpuSelector          = `k8s_node_name=~"$node", hw_id=~"$gpu"`
@@ -112,16 +106,16 @@ func Build() (dashboard.Dashboard, error) {
 			query(`rate(`+energy+`{`+gpuSelector+`}[$__rate_interval])`, "{{hw_id}}"),
 		).Min(0)).
 		WithPanel(series(ds, "Temperature", "celsius", 6, "",
-			query(temperature+`{`+gpuSelector+`}`, "{{hw_id}}"),
+			query(temperature+`{`+gpuSelector+`}`, "{{hw_id}} {{hw_sensor_location}}"),
 		)).
 		WithPanel(series(ds, "Clocks", "hertz", 6, "",
 			query(clockFrequency+`{`+gpuSelector+`}`, "{{hw_id}} {{nvidia_gpu_clock_type}}"),
 		).Min(0)).
 		WithPanel(series(ds, "Active clock event reasons (throttling)", "short", 12, "1 while NVML gives this reason for the clocks; idle and application clocks are normal, power cap and thermal slowdowns are not.",
-			query(clockEventActive+`{`+gpuSelector+`} == 1`, "{{hw_id}} {{nvidia_gpu_clock_event_reason}}"),
+			query(clockEventActive+`{`+gpuSelector+`} == 1`, "{{hw_id}} {{"+clockEventReason+"}}"),
 		).Min(0).Max(1)).
 		WithPanel(series(ds, "Time held down by each reason", "percentunit", 12, "The fraction of each interval the clocks spent held down, per reason.",
-			query(`rate(`+clockEventTime+`{`+gpuSelector+`}[$__rate_interval]) > 0`, "{{hw_id}} {{"+clockEventTimeReason+"}}"),
+			query(`rate(`+clockEventTime+`{`+gpuSelector+`}[$__rate_interval]) > 0`, "{{hw_id}} {{"+clockEventReason+"}}"),
 		).Min(0))
 
 	b = b.WithRow(dashboard.NewRowBuilder("Health")).
@@ -134,10 +128,9 @@ func Build() (dashboard.Dashboard, error) {
 		WithPanel(series(ds, "Remapped rows", "short", 6, "",
 			query(rowRemapRows+`{`+gpuSelector+`}`, "{{hw_id}} {{error_type}}"),
 		).Min(0)).
-		WithPanel(tablePanel(ds, "State: GPU and row remaps", 6, "hw.status (ok, degraded, failed) of each GPU now, and whether a row remap is pending (waits for a reset) or failed (replace the GPU).",
+		WithPanel(tablePanel(ds, "State: GPU and row remap", 6, "hw.status (ok, degraded, predicted_failure, failed) and the row remap state (none, pending, failed) of each GPU, now.",
 			query(`max by (k8s_node_name, hw_id, hw_state) (`+status+`{`+gpuSelector+`}) == 1`, "").Instant().Format(prometheus.PromQueryFormatTable),
-			query(`max by (k8s_node_name, hw_id) (`+rowRemapPending+`{`+gpuSelector+`})`, "").Instant().Format(prometheus.PromQueryFormatTable),
-			query(`max by (k8s_node_name, hw_id) (`+rowRemapFailed+`{`+gpuSelector+`})`, "").Instant().Format(prometheus.PromQueryFormatTable),
+			query(`max by (k8s_node_name, hw_id, nvidia_gpu_memory_row_remap_state) (`+rowRemapStatus+`{`+gpuSelector+`}) == 1`, "").Instant().Format(prometheus.PromQueryFormatTable),
 		))
 
 	b = b.WithRow(dashboard.NewRowBuilder("Per pod")).
