@@ -556,8 +556,9 @@ processes:
 	if lim != 1 {
 		t.Errorf("nvidia.gpu.container.cpu.limit %v, want 1 (the cgroup's quota)", lim)
 	}
-	// Spinning at its 1-CPU quota (the collector's 1 s interval blurs the edges).
-	if rate < 0.5 || rate > 1.3 {
-		t.Errorf("container.cpu.time grows at %.2f CPUs, want about 1", rate)
+	// Spinning, held to its 1-CPU quota (the collector's 1 s interval blurs
+	// the edges; a busy CI machine may give it less than its quota).
+	if rate <= 0.05 || rate > 1.3 {
+		t.Errorf("container.cpu.time grows at %.2f CPUs, want more than 0 and at most the 1-CPU quota", rate)
 	}
 }
