@@ -364,6 +364,23 @@ service:
 			}
 			return len(groups) > 0
 		}, prom.proc)
+		// Every name a rule reads must be one the collector emits (or a
+		// label it sets): a rule on a name nobody emits would never fire.
+		names := map[string]bool{}
+		for _, api := range []string{"/api/v1/label/__name__/values", "/api/v1/labels"} {
+			data, err := prom.get(api, url.Values{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var vs []string
+			if err := json.Unmarshal(data, &vs); err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range vs {
+				names[v] = true
+			}
+		}
+		ident := regexp.MustCompile(`\b(hw|nvidia|container|k8s)_[a-z0-9_]+\b`)
 		n := 0
 		for _, g := range groups {
 			for _, r := range g.Rules {
@@ -373,6 +390,12 @@ service:
 				}
 				if _, err := prom.queryErr(r.Query); err != nil {
 					t.Errorf("rule %s: %v", r.Name, err)
+				}
+				unquoted := regexp.MustCompile(`"[^"]*"`).ReplaceAllString(r.Query, `""`) // label values are not names
+				for _, id := range ident.FindAllString(unquoted, -1) {
+					if !names[id] {
+						t.Errorf("rule %s reads %s, which no series of the simulated GPUs has (as a name or a label)", r.Name, id)
+					}
 				}
 			}
 		}
