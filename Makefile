@@ -156,9 +156,10 @@ rules:
 	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml
 
 ## deploy-check: helm lint + template (defaults and ci/*-values.yaml), strict decoding of every object into
-## k8s.io/api and Prometheus Operator types, `otelcol-nvml validate` of every collector config, drift of the renderings
-deploy-check: $(HELM) $(OTELCOL)
-	cd internal/deploy && $(GO) test -count=1 . -helm=$(HELM) -otelcol=$(OTELCOL)
+## k8s.io/api and Prometheus Operator types, `otelcol-nvml validate` of every collector config, drift of the renderings,
+## the probes against the running collector (pod IP; red on a receiver's permanent error)
+deploy-check: $(HELM) $(OTELCOL) $(FAKENVML)
+	cd internal/deploy && $(GO) test -count=1 . -helm=$(HELM) -otelcol=$(OTELCOL) -fakenvml=$(FAKENVML)
 
 ## dashboard: regenerate deploy/grafana/otelcol-nvml.json from internal/deploy/dashboard (deploy-check fails on drift)
 dashboard:

@@ -7,5 +7,5 @@
 //
 // Run with `make deploy-check`, or:
 //
-//	cd internal/deploy && go test -count=1 . -helm=/abs/helm -otelcol=/abs/otelcol-nvml
+//	cd internal/deploy && go test -count=1 . -helm=/abs/helm -otelcol=/abs/otelcol-nvml -fakenvml=/abs/libnvidia-ml.so.1
 package deploy

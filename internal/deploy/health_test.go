@@ -27,13 +27,12 @@ const (
 	otherIP = "127.0.11.3"
 )
 
-// TestChartHealthCheckServesOnThePodIP runs the built collector with the
-// chart's health_check (defaults: component status on, its feature gate in
-// the pod's arguments) and checks that the kubelet's probe, an HTTP GET of
-// the probe's path on the pod IP, answers 200, and that nothing answers on
-// 127.0.0.1. The pipeline is cut down to the nvml receiver (no driver here:
-// it keeps running and retries) and the debug exporter.
-func TestChartHealthCheckServesOnThePodIP(t *testing.T) {
+// chartHealthCollector starts the built collector with the chart's
+// health_check (defaults: component status on, its feature gate in the
+// pod's arguments), the nvml receiver configured by nvml, and the debug
+// exporter; it returns the probe's URL on the pod IP and the container.
+func chartHealthCollector(t *testing.T, nvml map[string]any, env ...string) (string, corev1.Container, func() bool) {
+	t.Helper()
 	objs := decodeAll(t, helmTemplate(t))
 	ds := only[appsv1.DaemonSet](t, objs)[0]
 	c := ds.Spec.Template.Spec.Containers[0]
@@ -46,7 +45,7 @@ func TestChartHealthCheckServesOnThePodIP(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal([]byte(cm.Data["collector.yaml"]), &full))
 	service := full["service"].(map[string]any)
 	cfg := map[string]any{
-		"receivers":  map[string]any{"nvml": map[string]any{"collection_interval": "1s"}},
+		"receivers":  map[string]any{"nvml": nvml},
 		"exporters":  map[string]any{"debug": map[string]any{"verbosity": "basic"}},
 		"extensions": full["extensions"],
 		"service": map[string]any{
@@ -60,10 +59,9 @@ func TestChartHealthCheckServesOnThePodIP(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "collector.yaml")
 	require.NoError(t, os.WriteFile(path, data, 0o600))
 
-	args := []string{"--config=" + path}
-	args = append(args, c.Args[1:]...) // the feature gates
+	args := append([]string{"--config=" + path}, c.Args[1:]...) // and the pod's feature gates
 	cmd := exec.Command(binFlag(t, "otelcol", *otelcolPath), args...)
-	cmd.Env = append(os.Environ(), "POD_IP="+podIP)
+	cmd.Env = append(append(os.Environ(), "POD_IP="+podIP), env...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	require.NoError(t, cmd.Start())
@@ -81,36 +79,83 @@ func TestChartHealthCheckServesOnThePodIP(t *testing.T) {
 			t.Logf("collector output:\n%s", out.String())
 		}
 	})
-
 	probe := c.LivenessProbe.HTTPGet
 	port := containerPort(t, c, probe.Port.String())
-	url := fmt.Sprintf("http://%s:%d%s", podIP, port, probe.Path)
-	client := &http.Client{Timeout: 2 * time.Second}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	exited := func() bool {
 		select {
 		case err := <-done:
-			t.Fatalf("the collector exited: %v", err)
+			done <- err
+			return true
 		default:
+			return false
 		}
-		resp, err := client.Get(url)
-		if err == nil {
+	}
+	return fmt.Sprintf("http://%s:%d%s", podIP, port, probe.Path), c, exited
+}
+
+// probeOK is the kubelet's rule for an HTTP probe.
+func probeOK(code int) bool { return code >= 200 && code < 400 }
+
+// waitProbe polls url until the kubelet's verdict on it is want, for up to
+// 30 s.
+func waitProbe(t *testing.T, url string, want bool, exited func() bool) {
+	t.Helper()
+	client := &http.Client{Timeout: 2 * time.Second}
+	deadline := time.Now().Add(30 * time.Second)
+	last := "no answer"
+	for {
+		require.False(t, exited(), "the collector exited")
+		if resp, err := client.Get(url); err == nil {
 			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				break
+			if probeOK(resp.StatusCode) == want {
+				return
 			}
+			last = resp.Status
+		} else {
+			last = err.Error()
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the probe %s never answered 200 (last: %v)", url, err)
+			t.Fatalf("the probe %s never succeeded=%v (last: %s)", url, want, last)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
+}
+
+// TestChartHealthCheckServesOnThePodIP: the kubelet's probe, an HTTP GET of
+// the probe's path on the pod IP, answers 200 while NVML is not there yet
+// (a recoverable error, within healthCheck.recoveryDuration), and nothing
+// listens on other addresses.
+func TestChartHealthCheckServesOnThePodIP(t *testing.T) {
+	url, c, exited := chartHealthCollector(t, map[string]any{"collection_interval": "1s"})
+	waitProbe(t, url, true, exited)
 	// Another loopback address: a listener on every address would answer.
+	port := containerPort(t, c, c.LivenessProbe.HTTPGet.Port.String())
 	conn, err := net.DialTimeout("tcp", fmt.Sprintf("%s:%d", otherIP, port), time.Second)
 	if err == nil {
 		conn.Close()
 	}
 	assert.Error(t, err, "health_check must listen on the pod IP only")
+}
+
+// TestChartHealthCheckTurnsRedOnAFailedReceiver: a receiver that reports a
+// permanent error (here: NVML comes up after a failed first init, and the
+// configured GPU is not there) turns the probe red, so that the kubelet
+// restarts the pod and the readiness shows it.
+func TestChartHealthCheckTurnsRedOnAFailedReceiver(t *testing.T) {
+	fake, err := filepath.Abs(*fakeNVMLPath)
+	require.NoError(t, err)
+	if *fakeNVMLPath == "" {
+		t.Fatal("-fakenvml is required (see the package comment)")
+	}
+	scenario := filepath.Join(t.TempDir(), "scenario.json")
+	require.NoError(t, os.WriteFile(scenario, []byte(`{"init": {"fail_first": 1, "return": "DRIVER_NOT_LOADED"},
+  "gpus": [{"uuid": "GPU-5151a7ed-de30-4000-8000-000000000000", "memory": {"total_bytes": 1000, "used_bytes": 1}}]}`), 0o600))
+	url, _, exited := chartHealthCollector(t, map[string]any{
+		"collection_interval": "1s",
+		"library_path":        fake,
+		"devices":             []string{"GPU-00000000-0000-4000-8000-00000000dead"},
+	}, "FAKE_NVML_SCENARIO="+scenario)
+	waitProbe(t, url, false, exited)
 }
 
 // syncBuffer collects a child's output.

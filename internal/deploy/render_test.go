@@ -20,9 +20,10 @@ import (
 )
 
 var (
-	helmPath    = flag.String("helm", "", "path of the helm binary (make deploy-check pins it)")
-	otelcolPath = flag.String("otelcol", "", "path of the built otelcol-nvml, for `validate`")
-	update      = flag.Bool("update", false, "rewrite the committed renderings (deploy/kubernetes/otelcol-nvml.yaml, deploy/prometheus/rules.yaml) from the chart")
+	helmPath     = flag.String("helm", "", "path of the helm binary (make deploy-check pins it)")
+	otelcolPath  = flag.String("otelcol", "", "path of the built otelcol-nvml, for `validate`")
+	fakeNVMLPath = flag.String("fakenvml", "", "path of the simulated libnvidia-ml.so.1 (make fakenvml), for the health check")
+	update       = flag.Bool("update", false, "rewrite the committed renderings (deploy/kubernetes/otelcol-nvml.yaml, deploy/prometheus/rules.yaml) from the chart")
 )
 
 // repoRoot is the repository's root, two levels up from this package.
