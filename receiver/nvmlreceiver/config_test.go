@@ -68,6 +68,7 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 		}},
 		{"bad_library", []string{`library_path: "libnvidia-ml.so.1" is a bare name`}},
 		{"bad_resource_prefixes", []string{"kubernetes::resource_prefixes[1]: must not be empty"}},
+		{"bad_cgroup_root", []string{`processes::cgroup_root: "sys/fs/cgroup" must be an absolute path`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -33,9 +33,10 @@ func createDefaultConfig() component.Config {
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
 		Events:               metadata.DefaultEventsConfig(),
 		Processes: ProcessesConfig{
-			Enabled:   true,
-			MaxPerGPU: 32,
-			ProcRoot:  "/proc",
+			Enabled:    true,
+			MaxPerGPU:  32,
+			ProcRoot:   "/proc",
+			CgroupRoot: "/sys/fs/cgroup",
 		},
 		Kubernetes: KubernetesConfig{
 			PodResourcesSocket: attribution.DefaultPodResourcesSocket,

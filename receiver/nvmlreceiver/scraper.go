@@ -45,6 +45,7 @@ type nvmlScraper struct {
 
 	owners  *attribution.Attributor // made at start
 	dropped map[string]int64        // per GPU UUID: processes left out, cumulative
+	cpu     *containerCPU           // nil when processes are off
 
 	// Shared by the metrics and logs sides of one configured receiver
 	// (shared.go): starts counts their Start calls.
@@ -81,6 +82,10 @@ func (s *nvmlScraper) start(_ context.Context, host component.Host) error {
 	s.host = host
 	s.mb = metadata.NewMetricsBuilder(s.cfg.MetricsBuilderConfig, s.set)
 	s.owners = newAttributor(s.cfg, s.logger)
+	if s.cfg.Processes.Enabled {
+		s.cpu = &containerCPU{logger: s.logger, warned: map[string]bool{},
+			reader: attribution.NewCgroupCPUReader(s.cfg.Processes.ProcRoot, s.cfg.Processes.CgroupRoot)}
+	}
 	err := s.client.Open(s.cfg.Devices)
 	var selErr *nvmlclient.SelectorError
 	if errors.As(err, &selErr) {
@@ -206,6 +211,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	samples := s.readAll(ctx, devices)
 	lost := 0
 	now := pcommon.NewTimestampFromTime(time.Now())
+	containers := map[string]gpuContainer{} // those holding a GPU, for their CPU
 	for i, d := range devices {
 		if d.Lost() {
 			lost++
@@ -213,8 +219,13 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 			continue
 		}
 		if samples[i] != nil {
-			recordGPU(s.mb, s.report(d.Info, samples[i], xids[d.Info.UUID]))
+			r := s.report(d.Info, samples[i], xids[d.Info.UUID])
+			recordGPU(s.mb, r)
+			containersOf(r, containers)
 		}
+	}
+	if s.cpu != nil {
+		s.cpu.record(s.mb, now, containers)
 	}
 	if lost == len(devices) {
 		// Every GPU is gone (driver reload, reset): start over with a new
