@@ -354,573 +354,637 @@ func TestPipeline(t *testing.T) {
 		}
 	}
 
-	t.Run("resources", func(t *testing.T) {
-		seen := map[string]bool{}
-		for _, p := range pts {
-			seen[p.UUID] = true
-		}
-		assert.Len(t, seen, len(pipelineGPUs), "every resource is one of the GPUs (hw.id): %v", seen)
-		for i, g := range pipelineGPUs {
-			gp := filter(gpuPts, g.uuid, "", nil)
-			require.NotEmpty(t, gp, "no data from GPU %d (%s)", i, g.uuid)
-			want := map[string]any{
-				"hw.id": g.uuid, "hw.type": "gpu", "hw.vendor": "NVIDIA", "hw.model": g.name,
-				"hw.serial_number": g.serial, "hw.driver_version": driverVersion,
-				"nvidia.gpu.index": int64(i), "nvidia.gpu.pci_bus_id": g.pci,
-			}
-			for _, p := range gp {
-				if !assert.Equal(t, want, p.Resource, "resource of GPU %d", i) {
-					break
-				}
-			}
-		}
-	})
-
-	t.Run("instruments match metadata.yaml", func(t *testing.T) {
-		seen := map[string]bool{}
-		for _, p := range pts {
-			seen[p.Metric] = true
-			spec, ok := md[p.Metric]
-			if !assert.True(t, ok, "%s is not in metadata.yaml", p.Metric) {
-				continue
-			}
-			assert.Equal(t, scopeName, p.Scope)
-			assert.Equal(t, spec.Unit, p.Unit, "unit of %s", p.Metric)
-			if spec.Gauge {
-				assert.Equal(t, pmetric.MetricTypeGauge, p.Type, "%s is a gauge", p.Metric)
-			} else {
-				assert.Equal(t, pmetric.MetricTypeSum, p.Type, "%s is a sum", p.Metric)
-				assert.Equal(t, spec.Monotonic, p.Monotonic, "monotonic of %s", p.Metric)
-				assert.Equal(t, pmetric.AggregationTemporalityCumulative, p.Temporality, "temporality of %s", p.Metric)
-			}
-			wantVT := pmetric.NumberDataPointValueTypeDouble
-			if spec.Int {
-				wantVT = pmetric.NumberDataPointValueTypeInt
-			}
-			assert.Equal(t, wantVT, p.ValueType, "value type of %s", p.Metric)
-			if t.Failed() {
-				return
-			}
-		}
-		for name, spec := range md {
-			if _, ok := checkedElsewhere[name]; ok {
-				continue
-			}
-			if spec.Enabled {
-				assert.True(t, seen[name], "enabled metric %s never arrived", name)
-			}
-		}
-	})
-
-	t.Run("values equal the scenario", func(t *testing.T) {
-		for i, g := range pipelineGPUs {
-			eq := func(metric string, attrs map[string]any, want float64) {
-				t.Helper()
-				got := filter(gpuPts, g.uuid, metric, attrs)
-				if !assert.NotEmpty(t, got, "GPU %d: no %s %v", i, metric, attrs) {
-					return
-				}
-				for _, p := range got {
-					if !assert.Equal(t, want, p.Value, "GPU %d: %s %v at t=%.2f", i, metric, attrs, rel(p, t0)) {
-						return
-					}
-				}
-			}
-			none := func(metric string, attrs map[string]any, why string) {
-				t.Helper()
-				assert.Empty(t, filter(pts, g.uuid, metric, attrs), "GPU %d: %s %v: %s", i, metric, attrs, why)
-			}
-			eq("hw.gpu.memory.usage", nil, float64(g.used))
-			eq("hw.gpu.memory.limit", nil, float64(g.total))
-			eq("hw.gpu.memory.utilization", nil, float64(g.used)/float64(g.total))
-			eq("nvidia.gpu.memory.reserved", nil, float64(g.reserved))
-			eq("nvidia.gpu.power.limit", nil, g.powerLimit)
-			eq("nvidia.gpu.performance_state", nil, g.pstate)
-			for typ, mhz := range g.clocks {
-				eq("nvidia.gpu.clock.frequency", map[string]any{"nvidia.gpu.clock.type": typ}, mhz*1e6)
-			}
-			if g.powerNotSupported {
-				none("hw.power", nil, "its nvmlDeviceGetPowerUsage is NOT_SUPPORTED")
-				assert.Equal(t, 1, logCount(logs, "NVML calls not supported on this GPU", g.uuid, "nvmlDeviceGetPowerUsage"),
-					"GPU %d: the unsupported call is logged once", i)
-			} else {
-				eq("hw.power", nil, g.power)
-			}
-			if g.fan >= 0 {
-				eq("nvidia.gpu.fan.speed", nil, g.fan/100)
-			} else {
-				none("nvidia.gpu.fan.speed", nil, "no fan in the scenario")
-			}
-			die := dieSensor
-			if g.tempStep == 0 {
-				eq("hw.temperature", die, g.temp)
-			} else {
-				var before, after int
-				for _, p := range filter(pts, g.uuid, "hw.temperature", die) {
-					switch r := rel(p, t0); {
-					case r < g.tempStep-0.2:
-						before++
-						assert.Equal(t, g.temp, p.Value, "GPU %d: temperature at t=%.2f", i, r)
-					case r > g.tempStep+0.2:
-						after++
-						assert.Equal(t, g.tempAfter, p.Value, "GPU %d: temperature at t=%.2f", i, r)
-					}
-				}
-				assert.Positive(t, before, "GPU %d: temperature points before the step", i)
-				assert.Positive(t, after, "GPU %d: temperature points after the step", i)
-			}
-			if mem := map[string]any{"hw.sensor_location": "memory"}; g.memTemp > 0 {
-				eq("hw.temperature", mem, g.memTemp)
-			} else {
-				none("hw.temperature", mem, "FI_DEV_MEMORY_TEMP is NOT_SUPPORTED in the scenario")
-			}
-			none("hw.gpu.utilization", map[string]any{"hw.gpu.task": "decoder"}, "no decoder in the scenario")
-			if g.encoder < 0 {
-				none("hw.gpu.utilization", map[string]any{"hw.gpu.task": "encoder"}, "no encoder in the scenario")
-			}
-		}
-	})
-
-	t.Run("utilization is the average over the window", func(t *testing.T) {
-		for i, g := range pipelineGPUs {
-			check := func(metric string, attrs map[string]any, want, period float64) {
-				t.Helper()
-				got := filter(pts, g.uuid, metric, attrs)
-				sort.Slice(got, func(a, b int) bool { return got[a].Time.Before(got[b].Time) })
-				if !assert.Greater(t, len(got), 3, "GPU %d: %s %v", i, metric, attrs) {
-					return
-				}
-				// A window of n >= 5 samples of a pattern k samples long is
-				// off by at most k/(2n); one instant sample reads 0 or 1.
-				tol := 0.12 + 0.1*math.Max(0, period*6-2)/2
-				var sum float64
-				var vals []string
-				for _, p := range got[1:] { // the first window is short
-					sum += p.Value
-					vals = append(vals, fmt.Sprintf("%.3f", p.Value))
-					assert.InDelta(t, want, p.Value, tol, "GPU %d: %s %v at t=%.2f", i, metric, attrs, rel(p, t0))
-				}
-				mean := sum / float64(len(got)-1)
-				assert.InDelta(t, want, mean, 0.05, "GPU %d: mean %s %v over %s", i, metric, attrs, strings.Join(vals, " "))
-			}
-			check("hw.gpu.utilization", map[string]any{"hw.gpu.task": "general"}, g.general, g.generalPeriod)
-			check("nvidia.gpu.memory.controller.utilization", nil, g.memUtil, g.memPeriod)
-			if g.encoder >= 0 {
-				check("hw.gpu.utilization", map[string]any{"hw.gpu.task": "encoder"}, g.encoder, 1.0/3)
-			}
-		}
-	})
-
-	t.Run("energy rises with the power", func(t *testing.T) {
-		for i, g := range pipelineGPUs {
-			got := filter(pts, g.uuid, "hw.energy", nil)
-			sort.Slice(got, func(a, b int) bool { return got[a].Time.Before(got[b].Time) })
-			if !assert.Greater(t, len(got), 3, "GPU %d: energy points", i) {
-				continue
-			}
-			for k, p := range got {
-				want := g.energyOffset + g.power*rel(p, t0)
-				assert.InDelta(t, want, p.Value, math.Max(1, g.power*0.25), "GPU %d: energy at t=%.2f", i, rel(p, t0))
-				if k > 0 {
-					assert.GreaterOrEqual(t, p.Value, got[k-1].Value, "GPU %d: energy decreased at t=%.2f", i, rel(p, t0))
-				}
-			}
-			first, last := got[0], got[len(got)-1]
-			watts := (last.Value - first.Value) / last.Time.Sub(first.Time).Seconds()
-			assert.InDelta(t, g.power, watts, g.power*0.05+0.5, "GPU %d: energy slope in W", i)
-		}
-	})
-
-	t.Run("a lost GPU leaves the others reported", func(t *testing.T) {
-		lost := pipelineGPUs[3]
-		lostTimes := times(filter(pts, lost.uuid, "hw.temperature", dieSensor), t0)
-		assert.GreaterOrEqual(t, len(lostTimes), 4, "the GPU reports before it is lost")
-		for _, metric := range []string{"hw.temperature", "hw.power", "hw.energy", "hw.gpu.utilization", "hw.gpu.memory.usage"} {
-			for _, p := range filter(pts, lost.uuid, metric, nil) {
-				assert.Less(t, rel(p, t0), lost.lostAt+0.1, "%s from the lost GPU after t=%.0f", metric, lost.lostAt)
-			}
-		}
-		for i, g := range pipelineGPUs[:2] {
-			var after int
-			for _, r := range times(filter(pts, g.uuid, "hw.temperature", dieSensor), t0) {
-				if r > lost.lostAt+1 {
-					after++
-				}
-			}
-			assert.GreaterOrEqual(t, after, 5, "GPU %d keeps reporting after GPU 3 is lost", i)
-		}
-		assert.Equal(t, 1, logCount(logs, "GPU is lost", lost.uuid), "the loss is logged once")
-		// From then on the receiver says only that it failed (and its Xid counts).
-		var after int
-		for _, p := range filter(pts, lost.uuid, "", nil) {
-			if rel(p, t0) < lost.lostAt+0.1 {
-				continue
-			}
-			after++
-			switch p.Metric {
-			case "hw.status":
-				want := 0.0
-				if p.Attrs["hw.state"] == "failed" {
-					want = 1
-				}
-				assert.Equal(t, want, p.Value, "lost GPU: hw.status %v at t=%.2f", p.Attrs, rel(p, t0))
-			case "nvidia.gpu.xid.errors":
-			default:
-				assert.Fail(t, "a lost GPU reports only hw.status and its Xid counts", "%s at t=%.2f", p.Metric, rel(p, t0))
-			}
-		}
-		assert.Positive(t, after, "the lost GPU's hw.status after the loss")
-	})
-
-	t.Run("a hung call delays only its GPU", func(t *testing.T) {
-		hung := pipelineGPUs[2]
-		from, until := hung.hangFrom, hung.hangFrom+hung.hangFor
-		var recovered bool
-		for _, r := range times(filter(pts, hung.uuid, "hw.temperature", dieSensor), t0) {
-			// A read that started inside the hang cannot finish within the
-			// 0.5 s timeout, except in the hang's last half second.
-			assert.False(t, r > from+0.05 && r < until-0.6, "GPU 2 reported at t=%.2f, inside its hang [%.0f, %.0f)", r, from, until)
-			recovered = recovered || r > until+0.5
-		}
-		assert.True(t, recovered, "GPU 2 reports again after its hang")
-		for i, g := range pipelineGPUs[:2] {
-			ts := times(filter(pts, g.uuid, "hw.temperature", dieSensor), t0)
-			var in int
-			for k := 1; k < len(ts); k++ {
-				if ts[k] < from-1 || ts[k-1] > until+1 {
-					continue
-				}
-				in++
-				assert.LessOrEqual(t, ts[k]-ts[k-1], 1.7, "GPU %d: gap %.2f..%.2f s while GPU 2 hangs", i, ts[k-1], ts[k])
-			}
-			assert.GreaterOrEqual(t, in, 5, "GPU %d: scrapes while GPU 2 hangs", i)
-		}
-		assert.GreaterOrEqual(t, logCount(logs, "did not finish before the scrape timeout", hung.uuid), 1)
-	})
-
-	t.Run("processes", func(t *testing.T) {
-		for i, g := range pipelineGPUs {
-			if i == 3 {
-				continue // lost
-			}
-			for _, p := range filter(gpuPts, g.uuid, "nvidia.gpu.process.count", nil) {
-				if !assert.Equal(t, float64(len(g.processes)), p.Value, "GPU %d: process count at t=%.2f", i, rel(p, t0)) {
-					break
-				}
-			}
-			for _, p := range filter(gpuPts, g.uuid, "nvidia.gpu.process.dropped", nil) {
-				assert.Zero(t, p.Value, "GPU %d: dropped", i)
-			}
-			pids := map[int64]bool{}
-			for _, p := range filter(procPts, g.uuid, "", nil) {
-				pid, _ := p.Resource["process.pid"].(int64)
-				pids[pid] = true
-			}
-			assert.Len(t, pids, len(g.processes), "GPU %d: process resources %v", i, pids)
-			for _, proc := range g.processes {
-				mine := func(metric string, attrs map[string]any) []point {
-					var out []point
-					for _, p := range filter(procPts, g.uuid, metric, attrs) {
-						if p.Resource["process.pid"] == int64(proc.PID) {
-							out = append(out, p)
-						}
-					}
-					return out
-				}
-				mem := mine("nvidia.gpu.process.memory.usage", nil)
-				if assert.NotEmpty(t, mem, "GPU %d pid %d: memory", i, proc.PID) {
-					for _, p := range mem {
-						assert.Equal(t, float64(proc.UsedMemoryBytes), p.Value, "GPU %d pid %d: memory", i, proc.PID)
-					}
-				}
-				for _, u := range []struct {
-					metric string
-					attrs  map[string]any
-					pct    Signal
-				}{
-					{"nvidia.gpu.process.utilization", map[string]any{"hw.gpu.task": "general"}, proc.SMPercent},
-					{"nvidia.gpu.process.memory.controller.utilization", nil, proc.MemoryPercent},
-				} {
-					want := 0.0
-					if u.pct != nil {
-						want = float64(u.pct.(int)) / 100
-					}
-					got := mine(u.metric, u.attrs)
-					if assert.Greater(t, len(got), 2, "GPU %d pid %d: %s %v", i, proc.PID, u.metric, u.attrs) {
-						for _, p := range got[1:] {
-							assert.InDelta(t, want, p.Value, 1e-9, "GPU %d pid %d: %s %v at t=%.2f", i, proc.PID, u.metric, u.attrs, rel(p, t0))
-						}
-					}
-				}
-			}
-		}
-	})
-
-	t.Run("GPM", func(t *testing.T) {
-		g := pipelineGPUs[0]
-		frac := func(name string) float64 { return signalAt(g.gpm[name], 0) / 100 }
-		for metric, want := range map[string]float64{
-			"nvidia.gpu.sm.activity":                  frac("SM_UTIL"),
-			"nvidia.gpu.sm.occupancy":                 frac("SM_OCCUPANCY"),
-			"nvidia.gpu.graphics.activity":            frac("GRAPHICS_UTIL"),
-			"nvidia.gpu.tensor.activity":              frac("ANY_TENSOR_UTIL"),
-			"nvidia.gpu.memory.bandwidth.utilization": frac("DRAM_BW_UTIL"),
-		} {
-			got := filter(gpuPts, g.uuid, metric, nil)
-			if assert.Greater(t, len(got), 3, "GPU 0: %s", metric) {
-				for _, p := range got {
-					assert.InDelta(t, want, p.Value, 1e-9, "GPU 0: %s at t=%.2f", metric, rel(p, t0))
-				}
-			}
-		}
-		for pipe, name := range map[string]string{"fp16": "FP16_UTIL", "fp32": "FP32_UTIL", "fp64": "FP64_UTIL", "integer": "INTEGER_UTIL"} {
-			got := filter(gpuPts, g.uuid, "nvidia.gpu.pipe.activity", map[string]any{"nvidia.gpu.pipe": pipe})
-			assert.Greater(t, len(got), 3, "GPU 0: %s pipe", pipe)
-			for _, p := range got {
-				assert.InDelta(t, frac(name), p.Value, 1e-9, "GPU 0: %s pipe", pipe)
-			}
-		}
-		checkTraffic(t, "GPU 0", filter(gpuPts, g.uuid, "", nil), g.gpm, t0)
-		for i, other := range pipelineGPUs[1:] {
-			assert.Empty(t, filter(gpuPts, other.uuid, "nvidia.gpu.sm.activity", nil), "GPU %d has no GPM", i+1)
-			assert.Empty(t, filter(gpuPts, other.uuid, "hw.gpu.io", nil), "GPU %d has no GPM", i+1)
-		}
-	})
-
-	t.Run("health values equal the scenario", func(t *testing.T) {
-		for i, g := range pipelineGPUs {
-			// follows checks every point of metric against sig (times scale),
-			// away from the times sig changes; a nil sig: no point at all.
-			follows := func(metric string, attrs map[string]any, sig Signal, scale float64) {
-				t.Helper()
-				got := filter(gpuPts, g.uuid, metric, attrs)
-				if sig == nil {
-					assert.Empty(t, got, "GPU %d: %s %v is not in the scenario (NOT_SUPPORTED)", i, metric, attrs)
-					return
-				}
-				var n int
-				for _, p := range got {
-					r := rel(p, t0)
-					if near(r, signalEdges(sig), 0.3) || (g.lostAt > 0 && r >= g.lostAt) {
-						continue
-					}
-					n++
-					if !assert.Equal(t, signalAt(sig, r)*scale, p.Value, "GPU %d: %s %v at t=%.2f", i, metric, attrs, r) {
-						return
-					}
-				}
-				assert.Greater(t, n, 3, "GPU %d: %s %v", i, metric, attrs)
-			}
-			for metric, attrs := range map[string]map[string]Signal{
-				"hw.errors":                        {"corrected": g.ecc["corrected"], "uncorrected": g.ecc["uncorrected"]},
-				"nvidia.gpu.memory.row_remap.rows": {"corrected": g.remapped["correctable"], "uncorrected": g.remapped["uncorrectable"]},
-			} {
-				for typ, sig := range attrs {
-					follows(metric, map[string]any{"error.type": typ}, sig, 1)
-				}
-			}
-			for state, sig := range g.rowRemapStates() {
-				follows("nvidia.gpu.memory.row_remap.status", map[string]any{"nvidia.gpu.memory.row_remap.state": state}, sig, 1)
-			}
-			follows("nvidia.gpu.pcie.replays", nil, g.pcie["replays"], 1)
-			follows("nvidia.gpu.pcie.link.generation", nil, g.pcie["link_generation"], 1)
-			follows("nvidia.gpu.pcie.link.width", nil, g.pcie["link_width"], 1)
-			for reason, bit := range clockEventBits {
-				var sig Signal
-				if g.clockEvents != nil {
-					var tv []float64
-					for _, e := range append([]float64{0}, signalEdges(g.clockEvents)...) {
-						tv = append(tv, e, float64(int(signalAt(g.clockEvents, e))&bit/bit))
-					}
-					sig = steps(tv...)
-				}
-				follows("nvidia.gpu.clock.event.active", map[string]any{"nvidia.gpu.clock.event.reason": reason}, sig, 1)
-			}
-			// Time held back: each policy's fraction of time, integrated
-			// since t = 0. The receiver reads it a little after the point's
-			// timestamp (the start of the read).
-			for reason, frac := range g.violation {
-				got := filter(gpuPts, g.uuid, "nvidia.gpu.clock.event.time", map[string]any{"nvidia.gpu.clock.event.reason": reason})
-				if !assert.Greater(t, len(got), 3, "GPU %d: throttle time %s", i, reason) {
-					continue
-				}
-				for _, p := range got {
-					r := rel(p, t0)
-					want := signalIntegral(frac, 0, r)
-					assert.InDelta(t, want+0.05*signalAt(frac, r), p.Value, 0.1*signalAt(frac, r)+1e-6,
-						"GPU %d: throttle time %s at t=%.2f", i, reason, r)
-				}
-			}
-			if g.violation == nil {
-				assert.Empty(t, filter(gpuPts, g.uuid, "nvidia.gpu.clock.event.time", nil), "GPU %d: no violation counters", i)
-			}
-		}
-	})
-
-	t.Run("hw.status follows the health", func(t *testing.T) {
-		for i, g := range pipelineGPUs {
-			seen := map[string]int{}
-			for _, p := range filter(gpuPts, g.uuid, "hw.status", nil) {
-				r := rel(p, t0)
-				state, edges := g.state(r)
-				if near(r, edges, 0.3) {
-					continue
-				}
-				want := 0.0
-				if p.Attrs["hw.state"] == state {
-					want = 1
-					seen[state]++
-				}
-				assert.Equal(t, want, p.Value, "GPU %d: hw.status{hw.state=%v} at t=%.2f (the GPU is %s)", i, p.Attrs["hw.state"], r, state)
-			}
-			// Every state the scenario goes through is seen.
-			for _, r := range []float64{1, 3, 4.5, 7, 9, 12, 16} {
-				state, _ := g.state(r)
-				assert.Positive(t, seen[state], "GPU %d: never reported %s (as at t=%.0f)", i, state, r)
-			}
-		}
-	})
-
-	t.Run("XID events as metrics and log records", func(t *testing.T) {
-		records := be.logs(t)
-		for i, g := range pipelineGPUs {
-			// nvidia.gpu.xid.errors counts each code's events so far; an event
-			// reaches the count within a scrape or so. The receiver reads the
-			// counts when the scrape's reads are done (up to its 0.5 s timeout
-			// later, while GPU 2 hangs) but stamps them with the read's start.
-			codes := map[int64][]float64{}
-			for _, e := range g.allEvents() {
-				if e.Type == "" || e.Type == "xid" {
-					codes[int64(e.XID)] = append(codes[int64(e.XID)], e.At)
-				}
-			}
-			for _, p := range filter(pts, g.uuid, "nvidia.gpu.xid.errors", nil) {
-				code, _ := p.Attrs["nvidia.gpu.xid"].(int64)
-				if !assert.Contains(t, codes, code, "GPU %d: Xid %d is not in the scenario", i, code) {
-					continue
-				}
-				lo, hi, r := 0.0, 0.0, rel(p, t0)
-				for _, at := range codes[code] {
-					if at <= r-0.5 {
-						lo++
-					}
-					if at <= r+0.6 {
-						hi++
-					}
-				}
-				assert.True(t, p.Value >= lo && p.Value <= hi, "GPU %d: Xid %d count %.0f at t=%.2f, want %.0f..%.0f", i, code, p.Value, r, lo, hi)
-			}
-			for code, ats := range codes {
-				got := filter(pts, g.uuid, "nvidia.gpu.xid.errors", map[string]any{"nvidia.gpu.xid": code})
-				sort.Slice(got, func(a, b int) bool { return got[a].Time.Before(got[b].Time) })
-				if assert.NotEmpty(t, got, "GPU %d: Xid %d", i, code) {
-					assert.Equal(t, float64(len(ats)), got[len(got)-1].Value, "GPU %d: Xid %d count at the end", i, code)
-				}
-			}
-
-			// One log record per XID or ECC event, on the GPU's resource.
-			type rec struct {
-				event, severity string
-				xid             any
-			}
-			var want, gotRecs []rec
-			for _, e := range g.allEvents() {
-				switch e.Type {
-				case "", "xid":
-					want = append(want, rec{"nvidia.gpu.xid", "ERROR", int64(e.XID)})
-				case "single_bit_ecc":
-					want = append(want, rec{"nvidia.gpu.ecc.single_bit", "WARN", nil})
-				case "double_bit_ecc":
-					want = append(want, rec{"nvidia.gpu.ecc.double_bit", "ERROR", nil})
-				}
-			}
-			for _, lr := range records {
-				if lr.UUID != g.uuid {
-					continue
-				}
-				gotRecs = append(gotRecs, rec{lr.EventName, lr.SeverityText, lr.Attrs["nvidia.gpu.xid"]})
-				assert.Equal(t, scopeName, lr.Scope)
-				assert.Equal(t, g.name, lr.Resource["hw.model"], "GPU %d: the log record's resource", i)
-				assert.Equal(t, g.pci, lr.Resource["nvidia.gpu.pci_bus_id"], "GPU %d: the log record's resource", i)
-				wantSev := map[string]plog.SeverityNumber{"ERROR": plog.SeverityNumberError, "WARN": plog.SeverityNumberWarn}[lr.SeverityText]
-				assert.Equal(t, wantSev, lr.Severity, "GPU %d: severity number of %s", i, lr.EventName)
-				var at []float64
-				for _, e := range g.allEvents() {
-					at = append(at, e.At)
-				}
-				assert.True(t, near(lr.Time.Sub(t0).Seconds(), at, 0.5), "GPU %d: %s at t=%.2f, when no event was due", i, lr.EventName, lr.Time.Sub(t0).Seconds())
-			}
-			assert.ElementsMatch(t, want, gotRecs, "GPU %d: log records", i)
-		}
-		for _, lr := range records {
-			_, ok := map[string]bool{pipelineGPUs[0].uuid: true, pipelineGPUs[3].uuid: true}[lr.UUID]
-			assert.True(t, ok, "a log record of a GPU without events: %+v", lr)
-		}
-	})
-
-	t.Run("prometheus has every GPU by hw_id", func(t *testing.T) {
-		var series []promSeries
-		byGPU := map[string]map[string]promSeries{}
-		waitFor(t, 30*time.Second, "every GPU's series in Prometheus", func() bool {
-			series = prom.query(t, `{job="otelcol-nvml", hw_id!=""}`)
-			byGPU = map[string]map[string]promSeries{}
-			for _, s := range series {
-				if byGPU[s.Metric["hw_id"]] == nil {
-					byGPU[s.Metric["hw_id"]] = map[string]promSeries{}
-				}
-				key := s.Metric["__name__"]
-				if loc := s.Metric["hw_sensor_location"]; loc != "" {
-					key += "/" + loc // hw_temperature_celsius: one series per sensor
-				}
-				byGPU[s.Metric["hw_id"]][key] = s
-			}
-			for _, g := range pipelineGPUs {
-				if len(byGPU[g.uuid]) < 10 {
-					return false
-				}
-			}
-			return true
-		}, col.proc, prom.proc)
-		for i, g := range pipelineGPUs {
-			m := byGPU[g.uuid]
-			want := map[string]float64{
-				"hw_gpu_memory_usage_bytes":        float64(g.used),
-				"hw_gpu_memory_limit_bytes":        float64(g.total),
-				"nvidia_gpu_memory_reserved_bytes": float64(g.reserved),
-				"nvidia_gpu_power_limit_watts":     g.powerLimit,
-			}
-			if !g.powerNotSupported {
-				want["hw_power_watts"] = g.power
-			}
-			if g.tempStep == 0 {
-				want["hw_temperature_celsius/gpu"] = g.temp
-			}
-			if g.memTemp > 0 {
-				want["hw_temperature_celsius/memory"] = g.memTemp
-			}
-			for name, v := range want {
-				s, ok := m[name]
-				if assert.True(t, ok, "GPU %d: no %s in Prometheus (has %v)", i, name, keys(m)) {
-					assert.Equal(t, v, s.value(t), "GPU %d: %s", i, name)
-					assert.Equal(t, g.name, s.Metric["hw_model"], "GPU %d: %s", i, name)
-				}
-			}
-			for _, name := range []string{"hw_gpu_utilization_ratio", "hw_gpu_memory_utilization_ratio", "hw_energy_joules_total", "nvidia_gpu_clock_frequency_hertz"} {
-				assert.Contains(t, m, name, "GPU %d", i)
-			}
-		}
-		// Every GPU series of the job carries hw_id.
-		for _, s := range prom.query(t, `{job="otelcol-nvml", hw_id=""}`) {
-			name := s.Metric["__name__"]
-			assert.False(t, strings.HasPrefix(name, "hw_") || strings.HasPrefix(name, "nvidia_"), "%s without hw_id: %v", name, s.Metric)
-		}
-	})
-
-	t.Run("README metric names in Prometheus", func(t *testing.T) { checkREADMEMetrics(t, md, prom, col) })
+	r := &pipelineRun{md: md, be: be, col: col, prom: prom, t0: t0, pts: pts, logs: logs, gpuPts: gpuPts, procPts: procPts}
+	for _, c := range []struct {
+		name  string
+		check func(*pipelineRun, *testing.T)
+	}{
+		{"resources", (*pipelineRun).resources},
+		{"instruments match metadata.yaml", (*pipelineRun).instruments},
+		{"values equal the scenario", (*pipelineRun).values},
+		{"utilization is the average over the window", (*pipelineRun).utilizationWindow},
+		{"energy rises with the power", (*pipelineRun).energy},
+		{"a lost GPU leaves the others reported", (*pipelineRun).lostGPU},
+		{"a hung call delays only its GPU", (*pipelineRun).hungCall},
+		{"processes", (*pipelineRun).processes},
+		{"GPM", (*pipelineRun).gpm},
+		{"health values equal the scenario", (*pipelineRun).health},
+		{"hw.status follows the health", (*pipelineRun).hwStatus},
+		{"XID events as metrics and log records", (*pipelineRun).xidEvents},
+		{"prometheus has every GPU by hw_id", (*pipelineRun).prometheus},
+		{"README metric names in Prometheus", (*pipelineRun).readmeNames},
+	} {
+		t.Run(c.name, func(t *testing.T) { c.check(r, t) })
+	}
 
 	assert.NotContains(t, logs, "panic")
 	col.proc.requireAlive(t)
 }
+
+// pipelineRun is what one run of the pipeline scenario left to check:
+// each of its methods is one of TestPipeline's subtests.
+type pipelineRun struct {
+	md      map[string]metricSpec
+	be      *backend
+	col     *collector
+	prom    *prometheus
+	t0      time.Time
+	pts     []point
+	logs    string
+	gpuPts  []point
+	procPts []point
+}
+
+// resources: resources.
+func (r *pipelineRun) resources(t *testing.T) {
+	pts, gpuPts := r.pts, r.gpuPts
+	seen := map[string]bool{}
+	for _, p := range pts {
+		seen[p.UUID] = true
+	}
+	assert.Len(t, seen, len(pipelineGPUs), "every resource is one of the GPUs (hw.id): %v", seen)
+	for i, g := range pipelineGPUs {
+		gp := filter(gpuPts, g.uuid, "", nil)
+		require.NotEmpty(t, gp, "no data from GPU %d (%s)", i, g.uuid)
+		want := map[string]any{
+			"hw.id": g.uuid, "hw.type": "gpu", "hw.vendor": "NVIDIA", "hw.model": g.name,
+			"hw.serial_number": g.serial, "hw.driver_version": driverVersion,
+			"nvidia.gpu.index": int64(i), "nvidia.gpu.pci_bus_id": g.pci,
+		}
+		for _, p := range gp {
+			if !assert.Equal(t, want, p.Resource, "resource of GPU %d", i) {
+				break
+			}
+		}
+	}
+}
+
+// instruments: instruments match metadata.yaml.
+func (r *pipelineRun) instruments(t *testing.T) {
+	md, pts := r.md, r.pts
+	seen := map[string]bool{}
+	for _, p := range pts {
+		seen[p.Metric] = true
+		spec, ok := md[p.Metric]
+		if !assert.True(t, ok, "%s is not in metadata.yaml", p.Metric) {
+			continue
+		}
+		assert.Equal(t, scopeName, p.Scope)
+		assert.Equal(t, spec.Unit, p.Unit, "unit of %s", p.Metric)
+		if spec.Gauge {
+			assert.Equal(t, pmetric.MetricTypeGauge, p.Type, "%s is a gauge", p.Metric)
+		} else {
+			assert.Equal(t, pmetric.MetricTypeSum, p.Type, "%s is a sum", p.Metric)
+			assert.Equal(t, spec.Monotonic, p.Monotonic, "monotonic of %s", p.Metric)
+			assert.Equal(t, pmetric.AggregationTemporalityCumulative, p.Temporality, "temporality of %s", p.Metric)
+		}
+		wantVT := pmetric.NumberDataPointValueTypeDouble
+		if spec.Int {
+			wantVT = pmetric.NumberDataPointValueTypeInt
+		}
+		assert.Equal(t, wantVT, p.ValueType, "value type of %s", p.Metric)
+		if t.Failed() {
+			return
+		}
+	}
+	for name, spec := range md {
+		if _, ok := checkedElsewhere[name]; ok {
+			continue
+		}
+		if spec.Enabled {
+			assert.True(t, seen[name], "enabled metric %s never arrived", name)
+		}
+	}
+}
+
+// values: values equal the scenario.
+func (r *pipelineRun) values(t *testing.T) {
+	t0, pts, logs, gpuPts := r.t0, r.pts, r.logs, r.gpuPts
+	for i, g := range pipelineGPUs {
+		eq := func(metric string, attrs map[string]any, want float64) {
+			t.Helper()
+			got := filter(gpuPts, g.uuid, metric, attrs)
+			if !assert.NotEmpty(t, got, "GPU %d: no %s %v", i, metric, attrs) {
+				return
+			}
+			for _, p := range got {
+				if !assert.Equal(t, want, p.Value, "GPU %d: %s %v at t=%.2f", i, metric, attrs, rel(p, t0)) {
+					return
+				}
+			}
+		}
+		none := func(metric string, attrs map[string]any, why string) {
+			t.Helper()
+			assert.Empty(t, filter(pts, g.uuid, metric, attrs), "GPU %d: %s %v: %s", i, metric, attrs, why)
+		}
+		eq("hw.gpu.memory.usage", nil, float64(g.used))
+		eq("hw.gpu.memory.limit", nil, float64(g.total))
+		eq("hw.gpu.memory.utilization", nil, float64(g.used)/float64(g.total))
+		eq("nvidia.gpu.memory.reserved", nil, float64(g.reserved))
+		eq("nvidia.gpu.power.limit", nil, g.powerLimit)
+		eq("nvidia.gpu.performance_state", nil, g.pstate)
+		for typ, mhz := range g.clocks {
+			eq("nvidia.gpu.clock.frequency", map[string]any{"nvidia.gpu.clock.type": typ}, mhz*1e6)
+		}
+		if g.powerNotSupported {
+			none("hw.power", nil, "its nvmlDeviceGetPowerUsage is NOT_SUPPORTED")
+			assert.Equal(t, 1, logCount(logs, "NVML calls not supported on this GPU", g.uuid, "nvmlDeviceGetPowerUsage"),
+				"GPU %d: the unsupported call is logged once", i)
+		} else {
+			eq("hw.power", nil, g.power)
+		}
+		if g.fan >= 0 {
+			eq("nvidia.gpu.fan.speed", nil, g.fan/100)
+		} else {
+			none("nvidia.gpu.fan.speed", nil, "no fan in the scenario")
+		}
+		die := dieSensor
+		if g.tempStep == 0 {
+			eq("hw.temperature", die, g.temp)
+		} else {
+			var before, after int
+			for _, p := range filter(pts, g.uuid, "hw.temperature", die) {
+				switch r := rel(p, t0); {
+				case r < g.tempStep-0.2:
+					before++
+					assert.Equal(t, g.temp, p.Value, "GPU %d: temperature at t=%.2f", i, r)
+				case r > g.tempStep+0.2:
+					after++
+					assert.Equal(t, g.tempAfter, p.Value, "GPU %d: temperature at t=%.2f", i, r)
+				}
+			}
+			assert.Positive(t, before, "GPU %d: temperature points before the step", i)
+			assert.Positive(t, after, "GPU %d: temperature points after the step", i)
+		}
+		if mem := map[string]any{"hw.sensor_location": "memory"}; g.memTemp > 0 {
+			eq("hw.temperature", mem, g.memTemp)
+		} else {
+			none("hw.temperature", mem, "FI_DEV_MEMORY_TEMP is NOT_SUPPORTED in the scenario")
+		}
+		none("hw.gpu.utilization", map[string]any{"hw.gpu.task": "decoder"}, "no decoder in the scenario")
+		if g.encoder < 0 {
+			none("hw.gpu.utilization", map[string]any{"hw.gpu.task": "encoder"}, "no encoder in the scenario")
+		}
+	}
+}
+
+// utilizationWindow: utilization is the average over the window.
+func (r *pipelineRun) utilizationWindow(t *testing.T) {
+	t0, pts := r.t0, r.pts
+	for i, g := range pipelineGPUs {
+		check := func(metric string, attrs map[string]any, want, period float64) {
+			t.Helper()
+			got := filter(pts, g.uuid, metric, attrs)
+			sort.Slice(got, func(a, b int) bool { return got[a].Time.Before(got[b].Time) })
+			if !assert.Greater(t, len(got), 3, "GPU %d: %s %v", i, metric, attrs) {
+				return
+			}
+			// A window of n >= 5 samples of a pattern k samples long is
+			// off by at most k/(2n); one instant sample reads 0 or 1.
+			tol := 0.12 + 0.1*math.Max(0, period*6-2)/2
+			var sum float64
+			var vals []string
+			for _, p := range got[1:] { // the first window is short
+				sum += p.Value
+				vals = append(vals, fmt.Sprintf("%.3f", p.Value))
+				assert.InDelta(t, want, p.Value, tol, "GPU %d: %s %v at t=%.2f", i, metric, attrs, rel(p, t0))
+			}
+			mean := sum / float64(len(got)-1)
+			assert.InDelta(t, want, mean, 0.05, "GPU %d: mean %s %v over %s", i, metric, attrs, strings.Join(vals, " "))
+		}
+		check("hw.gpu.utilization", map[string]any{"hw.gpu.task": "general"}, g.general, g.generalPeriod)
+		check("nvidia.gpu.memory.controller.utilization", nil, g.memUtil, g.memPeriod)
+		if g.encoder >= 0 {
+			check("hw.gpu.utilization", map[string]any{"hw.gpu.task": "encoder"}, g.encoder, 1.0/3)
+		}
+	}
+}
+
+// energy: energy rises with the power.
+func (r *pipelineRun) energy(t *testing.T) {
+	t0, pts := r.t0, r.pts
+	for i, g := range pipelineGPUs {
+		got := filter(pts, g.uuid, "hw.energy", nil)
+		sort.Slice(got, func(a, b int) bool { return got[a].Time.Before(got[b].Time) })
+		if !assert.Greater(t, len(got), 3, "GPU %d: energy points", i) {
+			continue
+		}
+		for k, p := range got {
+			want := g.energyOffset + g.power*rel(p, t0)
+			assert.InDelta(t, want, p.Value, math.Max(1, g.power*0.25), "GPU %d: energy at t=%.2f", i, rel(p, t0))
+			if k > 0 {
+				assert.GreaterOrEqual(t, p.Value, got[k-1].Value, "GPU %d: energy decreased at t=%.2f", i, rel(p, t0))
+			}
+		}
+		first, last := got[0], got[len(got)-1]
+		watts := (last.Value - first.Value) / last.Time.Sub(first.Time).Seconds()
+		assert.InDelta(t, g.power, watts, g.power*0.05+0.5, "GPU %d: energy slope in W", i)
+	}
+}
+
+// lostGPU: a lost GPU leaves the others reported.
+func (r *pipelineRun) lostGPU(t *testing.T) {
+	t0, pts, logs := r.t0, r.pts, r.logs
+	lost := pipelineGPUs[3]
+	lostTimes := times(filter(pts, lost.uuid, "hw.temperature", dieSensor), t0)
+	assert.GreaterOrEqual(t, len(lostTimes), 4, "the GPU reports before it is lost")
+	for _, metric := range []string{"hw.temperature", "hw.power", "hw.energy", "hw.gpu.utilization", "hw.gpu.memory.usage"} {
+		for _, p := range filter(pts, lost.uuid, metric, nil) {
+			assert.Less(t, rel(p, t0), lost.lostAt+0.1, "%s from the lost GPU after t=%.0f", metric, lost.lostAt)
+		}
+	}
+	for i, g := range pipelineGPUs[:2] {
+		var after int
+		for _, r := range times(filter(pts, g.uuid, "hw.temperature", dieSensor), t0) {
+			if r > lost.lostAt+1 {
+				after++
+			}
+		}
+		assert.GreaterOrEqual(t, after, 5, "GPU %d keeps reporting after GPU 3 is lost", i)
+	}
+	assert.Equal(t, 1, logCount(logs, "GPU is lost", lost.uuid), "the loss is logged once")
+	// From then on the receiver says only that it failed (and its Xid counts).
+	var after int
+	for _, p := range filter(pts, lost.uuid, "", nil) {
+		if rel(p, t0) < lost.lostAt+0.1 {
+			continue
+		}
+		after++
+		switch p.Metric {
+		case "hw.status":
+			want := 0.0
+			if p.Attrs["hw.state"] == "failed" {
+				want = 1
+			}
+			assert.Equal(t, want, p.Value, "lost GPU: hw.status %v at t=%.2f", p.Attrs, rel(p, t0))
+		case "nvidia.gpu.xid.errors":
+		default:
+			assert.Fail(t, "a lost GPU reports only hw.status and its Xid counts", "%s at t=%.2f", p.Metric, rel(p, t0))
+		}
+	}
+	assert.Positive(t, after, "the lost GPU's hw.status after the loss")
+}
+
+// hungCall: a hung call delays only its GPU.
+func (r *pipelineRun) hungCall(t *testing.T) {
+	t0, pts, logs := r.t0, r.pts, r.logs
+	hung := pipelineGPUs[2]
+	from, until := hung.hangFrom, hung.hangFrom+hung.hangFor
+	var recovered bool
+	for _, r := range times(filter(pts, hung.uuid, "hw.temperature", dieSensor), t0) {
+		// A read that started inside the hang cannot finish within the
+		// 0.5 s timeout, except in the hang's last half second.
+		assert.False(t, r > from+0.05 && r < until-0.6, "GPU 2 reported at t=%.2f, inside its hang [%.0f, %.0f)", r, from, until)
+		recovered = recovered || r > until+0.5
+	}
+	assert.True(t, recovered, "GPU 2 reports again after its hang")
+	for i, g := range pipelineGPUs[:2] {
+		ts := times(filter(pts, g.uuid, "hw.temperature", dieSensor), t0)
+		var in int
+		for k := 1; k < len(ts); k++ {
+			if ts[k] < from-1 || ts[k-1] > until+1 {
+				continue
+			}
+			in++
+			assert.LessOrEqual(t, ts[k]-ts[k-1], 1.7, "GPU %d: gap %.2f..%.2f s while GPU 2 hangs", i, ts[k-1], ts[k])
+		}
+		assert.GreaterOrEqual(t, in, 5, "GPU %d: scrapes while GPU 2 hangs", i)
+	}
+	assert.GreaterOrEqual(t, logCount(logs, "did not finish before the scrape timeout", hung.uuid), 1)
+}
+
+// processes: processes.
+func (r *pipelineRun) processes(t *testing.T) {
+	t0, gpuPts, procPts := r.t0, r.gpuPts, r.procPts
+	for i, g := range pipelineGPUs {
+		if i == 3 {
+			continue // lost
+		}
+		for _, p := range filter(gpuPts, g.uuid, "nvidia.gpu.process.count", nil) {
+			if !assert.Equal(t, float64(len(g.processes)), p.Value, "GPU %d: process count at t=%.2f", i, rel(p, t0)) {
+				break
+			}
+		}
+		for _, p := range filter(gpuPts, g.uuid, "nvidia.gpu.process.dropped", nil) {
+			assert.Zero(t, p.Value, "GPU %d: dropped", i)
+		}
+		pids := map[int64]bool{}
+		for _, p := range filter(procPts, g.uuid, "", nil) {
+			pid, _ := p.Resource["process.pid"].(int64)
+			pids[pid] = true
+		}
+		assert.Len(t, pids, len(g.processes), "GPU %d: process resources %v", i, pids)
+		for _, proc := range g.processes {
+			mine := func(metric string, attrs map[string]any) []point {
+				var out []point
+				for _, p := range filter(procPts, g.uuid, metric, attrs) {
+					if p.Resource["process.pid"] == int64(proc.PID) {
+						out = append(out, p)
+					}
+				}
+				return out
+			}
+			mem := mine("nvidia.gpu.process.memory.usage", nil)
+			if assert.NotEmpty(t, mem, "GPU %d pid %d: memory", i, proc.PID) {
+				for _, p := range mem {
+					assert.Equal(t, float64(proc.UsedMemoryBytes), p.Value, "GPU %d pid %d: memory", i, proc.PID)
+				}
+			}
+			for _, u := range []struct {
+				metric string
+				attrs  map[string]any
+				pct    Signal
+			}{
+				{"nvidia.gpu.process.utilization", map[string]any{"hw.gpu.task": "general"}, proc.SMPercent},
+				{"nvidia.gpu.process.memory.controller.utilization", nil, proc.MemoryPercent},
+			} {
+				want := 0.0
+				if u.pct != nil {
+					want = float64(u.pct.(int)) / 100
+				}
+				got := mine(u.metric, u.attrs)
+				if assert.Greater(t, len(got), 2, "GPU %d pid %d: %s %v", i, proc.PID, u.metric, u.attrs) {
+					for _, p := range got[1:] {
+						assert.InDelta(t, want, p.Value, 1e-9, "GPU %d pid %d: %s %v at t=%.2f", i, proc.PID, u.metric, u.attrs, rel(p, t0))
+					}
+				}
+			}
+		}
+	}
+}
+
+// gpm: GPM.
+func (r *pipelineRun) gpm(t *testing.T) {
+	t0, gpuPts := r.t0, r.gpuPts
+	g := pipelineGPUs[0]
+	frac := func(name string) float64 { return signalAt(g.gpm[name], 0) / 100 }
+	for metric, want := range map[string]float64{
+		"nvidia.gpu.sm.activity":                  frac("SM_UTIL"),
+		"nvidia.gpu.sm.occupancy":                 frac("SM_OCCUPANCY"),
+		"nvidia.gpu.graphics.activity":            frac("GRAPHICS_UTIL"),
+		"nvidia.gpu.tensor.activity":              frac("ANY_TENSOR_UTIL"),
+		"nvidia.gpu.memory.bandwidth.utilization": frac("DRAM_BW_UTIL"),
+	} {
+		got := filter(gpuPts, g.uuid, metric, nil)
+		if assert.Greater(t, len(got), 3, "GPU 0: %s", metric) {
+			for _, p := range got {
+				assert.InDelta(t, want, p.Value, 1e-9, "GPU 0: %s at t=%.2f", metric, rel(p, t0))
+			}
+		}
+	}
+	for pipe, name := range map[string]string{"fp16": "FP16_UTIL", "fp32": "FP32_UTIL", "fp64": "FP64_UTIL", "integer": "INTEGER_UTIL"} {
+		got := filter(gpuPts, g.uuid, "nvidia.gpu.pipe.activity", map[string]any{"nvidia.gpu.pipe": pipe})
+		assert.Greater(t, len(got), 3, "GPU 0: %s pipe", pipe)
+		for _, p := range got {
+			assert.InDelta(t, frac(name), p.Value, 1e-9, "GPU 0: %s pipe", pipe)
+		}
+	}
+	checkTraffic(t, "GPU 0", filter(gpuPts, g.uuid, "", nil), g.gpm, t0)
+	for i, other := range pipelineGPUs[1:] {
+		assert.Empty(t, filter(gpuPts, other.uuid, "nvidia.gpu.sm.activity", nil), "GPU %d has no GPM", i+1)
+		assert.Empty(t, filter(gpuPts, other.uuid, "hw.gpu.io", nil), "GPU %d has no GPM", i+1)
+	}
+}
+
+// health: health values equal the scenario.
+func (r *pipelineRun) health(t *testing.T) {
+	t0, gpuPts := r.t0, r.gpuPts
+	for i, g := range pipelineGPUs {
+		// follows checks every point of metric against sig (times scale),
+		// away from the times sig changes; a nil sig: no point at all.
+		follows := func(metric string, attrs map[string]any, sig Signal, scale float64) {
+			t.Helper()
+			got := filter(gpuPts, g.uuid, metric, attrs)
+			if sig == nil {
+				assert.Empty(t, got, "GPU %d: %s %v is not in the scenario (NOT_SUPPORTED)", i, metric, attrs)
+				return
+			}
+			var n int
+			for _, p := range got {
+				r := rel(p, t0)
+				if near(r, signalEdges(sig), 0.3) || (g.lostAt > 0 && r >= g.lostAt) {
+					continue
+				}
+				n++
+				if !assert.Equal(t, signalAt(sig, r)*scale, p.Value, "GPU %d: %s %v at t=%.2f", i, metric, attrs, r) {
+					return
+				}
+			}
+			assert.Greater(t, n, 3, "GPU %d: %s %v", i, metric, attrs)
+		}
+		for metric, attrs := range map[string]map[string]Signal{
+			"hw.errors":                        {"corrected": g.ecc["corrected"], "uncorrected": g.ecc["uncorrected"]},
+			"nvidia.gpu.memory.row_remap.rows": {"corrected": g.remapped["correctable"], "uncorrected": g.remapped["uncorrectable"]},
+		} {
+			for typ, sig := range attrs {
+				follows(metric, map[string]any{"error.type": typ}, sig, 1)
+			}
+		}
+		for state, sig := range g.rowRemapStates() {
+			follows("nvidia.gpu.memory.row_remap.status", map[string]any{"nvidia.gpu.memory.row_remap.state": state}, sig, 1)
+		}
+		follows("nvidia.gpu.pcie.replays", nil, g.pcie["replays"], 1)
+		follows("nvidia.gpu.pcie.link.generation", nil, g.pcie["link_generation"], 1)
+		follows("nvidia.gpu.pcie.link.width", nil, g.pcie["link_width"], 1)
+		for reason, bit := range clockEventBits {
+			var sig Signal
+			if g.clockEvents != nil {
+				var tv []float64
+				for _, e := range append([]float64{0}, signalEdges(g.clockEvents)...) {
+					tv = append(tv, e, float64(int(signalAt(g.clockEvents, e))&bit/bit))
+				}
+				sig = steps(tv...)
+			}
+			follows("nvidia.gpu.clock.event.active", map[string]any{"nvidia.gpu.clock.event.reason": reason}, sig, 1)
+		}
+		// Time held back: each policy's fraction of time, integrated
+		// since t = 0. The receiver reads it a little after the point's
+		// timestamp (the start of the read).
+		for reason, frac := range g.violation {
+			got := filter(gpuPts, g.uuid, "nvidia.gpu.clock.event.time", map[string]any{"nvidia.gpu.clock.event.reason": reason})
+			if !assert.Greater(t, len(got), 3, "GPU %d: throttle time %s", i, reason) {
+				continue
+			}
+			for _, p := range got {
+				r := rel(p, t0)
+				want := signalIntegral(frac, 0, r)
+				assert.InDelta(t, want+0.05*signalAt(frac, r), p.Value, 0.1*signalAt(frac, r)+1e-6,
+					"GPU %d: throttle time %s at t=%.2f", i, reason, r)
+			}
+		}
+		if g.violation == nil {
+			assert.Empty(t, filter(gpuPts, g.uuid, "nvidia.gpu.clock.event.time", nil), "GPU %d: no violation counters", i)
+		}
+	}
+}
+
+// hwStatus: hw.status follows the health.
+func (r *pipelineRun) hwStatus(t *testing.T) {
+	t0, gpuPts := r.t0, r.gpuPts
+	for i, g := range pipelineGPUs {
+		seen := map[string]int{}
+		for _, p := range filter(gpuPts, g.uuid, "hw.status", nil) {
+			r := rel(p, t0)
+			state, edges := g.state(r)
+			if near(r, edges, 0.3) {
+				continue
+			}
+			want := 0.0
+			if p.Attrs["hw.state"] == state {
+				want = 1
+				seen[state]++
+			}
+			assert.Equal(t, want, p.Value, "GPU %d: hw.status{hw.state=%v} at t=%.2f (the GPU is %s)", i, p.Attrs["hw.state"], r, state)
+		}
+		// Every state the scenario goes through is seen.
+		for _, r := range []float64{1, 3, 4.5, 7, 9, 12, 16} {
+			state, _ := g.state(r)
+			assert.Positive(t, seen[state], "GPU %d: never reported %s (as at t=%.0f)", i, state, r)
+		}
+	}
+}
+
+// xidEvents: XID events as metrics and log records.
+func (r *pipelineRun) xidEvents(t *testing.T) {
+	be, t0, pts := r.be, r.t0, r.pts
+	records := be.logs(t)
+	for i, g := range pipelineGPUs {
+		// nvidia.gpu.xid.errors counts each code's events so far; an event
+		// reaches the count within a scrape or so. The receiver reads the
+		// counts when the scrape's reads are done (up to its 0.5 s timeout
+		// later, while GPU 2 hangs) but stamps them with the read's start.
+		codes := map[int64][]float64{}
+		for _, e := range g.allEvents() {
+			if e.Type == "" || e.Type == "xid" {
+				codes[int64(e.XID)] = append(codes[int64(e.XID)], e.At)
+			}
+		}
+		for _, p := range filter(pts, g.uuid, "nvidia.gpu.xid.errors", nil) {
+			code, _ := p.Attrs["nvidia.gpu.xid"].(int64)
+			if !assert.Contains(t, codes, code, "GPU %d: Xid %d is not in the scenario", i, code) {
+				continue
+			}
+			lo, hi, r := 0.0, 0.0, rel(p, t0)
+			for _, at := range codes[code] {
+				if at <= r-0.5 {
+					lo++
+				}
+				if at <= r+0.6 {
+					hi++
+				}
+			}
+			assert.True(t, p.Value >= lo && p.Value <= hi, "GPU %d: Xid %d count %.0f at t=%.2f, want %.0f..%.0f", i, code, p.Value, r, lo, hi)
+		}
+		for code, ats := range codes {
+			got := filter(pts, g.uuid, "nvidia.gpu.xid.errors", map[string]any{"nvidia.gpu.xid": code})
+			sort.Slice(got, func(a, b int) bool { return got[a].Time.Before(got[b].Time) })
+			if assert.NotEmpty(t, got, "GPU %d: Xid %d", i, code) {
+				assert.Equal(t, float64(len(ats)), got[len(got)-1].Value, "GPU %d: Xid %d count at the end", i, code)
+			}
+		}
+
+		// One log record per XID or ECC event, on the GPU's resource.
+		type rec struct {
+			event, severity string
+			xid             any
+		}
+		var want, gotRecs []rec
+		for _, e := range g.allEvents() {
+			switch e.Type {
+			case "", "xid":
+				want = append(want, rec{"nvidia.gpu.xid", "ERROR", int64(e.XID)})
+			case "single_bit_ecc":
+				want = append(want, rec{"nvidia.gpu.ecc.single_bit", "WARN", nil})
+			case "double_bit_ecc":
+				want = append(want, rec{"nvidia.gpu.ecc.double_bit", "ERROR", nil})
+			}
+		}
+		for _, lr := range records {
+			if lr.UUID != g.uuid {
+				continue
+			}
+			gotRecs = append(gotRecs, rec{lr.EventName, lr.SeverityText, lr.Attrs["nvidia.gpu.xid"]})
+			assert.Equal(t, scopeName, lr.Scope)
+			assert.Equal(t, g.name, lr.Resource["hw.model"], "GPU %d: the log record's resource", i)
+			assert.Equal(t, g.pci, lr.Resource["nvidia.gpu.pci_bus_id"], "GPU %d: the log record's resource", i)
+			wantSev := map[string]plog.SeverityNumber{"ERROR": plog.SeverityNumberError, "WARN": plog.SeverityNumberWarn}[lr.SeverityText]
+			assert.Equal(t, wantSev, lr.Severity, "GPU %d: severity number of %s", i, lr.EventName)
+			var at []float64
+			for _, e := range g.allEvents() {
+				at = append(at, e.At)
+			}
+			assert.True(t, near(lr.Time.Sub(t0).Seconds(), at, 0.5), "GPU %d: %s at t=%.2f, when no event was due", i, lr.EventName, lr.Time.Sub(t0).Seconds())
+		}
+		assert.ElementsMatch(t, want, gotRecs, "GPU %d: log records", i)
+	}
+	for _, lr := range records {
+		_, ok := map[string]bool{pipelineGPUs[0].uuid: true, pipelineGPUs[3].uuid: true}[lr.UUID]
+		assert.True(t, ok, "a log record of a GPU without events: %+v", lr)
+	}
+}
+
+// prometheus: prometheus has every GPU by hw_id.
+func (r *pipelineRun) prometheus(t *testing.T) {
+	col, prom := r.col, r.prom
+	var series []promSeries
+	byGPU := map[string]map[string]promSeries{}
+	waitFor(t, 30*time.Second, "every GPU's series in Prometheus", func() bool {
+		series = prom.query(t, `{job="otelcol-nvml", hw_id!=""}`)
+		byGPU = map[string]map[string]promSeries{}
+		for _, s := range series {
+			if byGPU[s.Metric["hw_id"]] == nil {
+				byGPU[s.Metric["hw_id"]] = map[string]promSeries{}
+			}
+			key := s.Metric["__name__"]
+			if loc := s.Metric["hw_sensor_location"]; loc != "" {
+				key += "/" + loc // hw_temperature_celsius: one series per sensor
+			}
+			byGPU[s.Metric["hw_id"]][key] = s
+		}
+		for _, g := range pipelineGPUs {
+			if len(byGPU[g.uuid]) < 10 {
+				return false
+			}
+		}
+		return true
+	}, col.proc, prom.proc)
+	for i, g := range pipelineGPUs {
+		m := byGPU[g.uuid]
+		want := map[string]float64{
+			"hw_gpu_memory_usage_bytes":        float64(g.used),
+			"hw_gpu_memory_limit_bytes":        float64(g.total),
+			"nvidia_gpu_memory_reserved_bytes": float64(g.reserved),
+			"nvidia_gpu_power_limit_watts":     g.powerLimit,
+		}
+		if !g.powerNotSupported {
+			want["hw_power_watts"] = g.power
+		}
+		if g.tempStep == 0 {
+			want["hw_temperature_celsius/gpu"] = g.temp
+		}
+		if g.memTemp > 0 {
+			want["hw_temperature_celsius/memory"] = g.memTemp
+		}
+		for name, v := range want {
+			s, ok := m[name]
+			if assert.True(t, ok, "GPU %d: no %s in Prometheus (has %v)", i, name, keys(m)) {
+				assert.Equal(t, v, s.value(t), "GPU %d: %s", i, name)
+				assert.Equal(t, g.name, s.Metric["hw_model"], "GPU %d: %s", i, name)
+			}
+		}
+		for _, name := range []string{"hw_gpu_utilization_ratio", "hw_gpu_memory_utilization_ratio", "hw_energy_joules_total", "nvidia_gpu_clock_frequency_hertz"} {
+			assert.Contains(t, m, name, "GPU %d", i)
+		}
+	}
+	// Every GPU series of the job carries hw_id.
+	for _, s := range prom.query(t, `{job="otelcol-nvml", hw_id=""}`) {
+		name := s.Metric["__name__"]
+		assert.False(t, strings.HasPrefix(name, "hw_") || strings.HasPrefix(name, "nvidia_"), "%s without hw_id: %v", name, s.Metric)
+	}
+}
+
+// readmeNames: README metric names in Prometheus.
+func (r *pipelineRun) readmeNames(t *testing.T) { checkREADMEMetrics(t, r.md, r.prom, r.col) }
 
 func keys[V any](m map[string]V) []string {
 	var out []string
