@@ -49,9 +49,14 @@ type Sample struct {
 	MemoryReservedBytes Opt[uint64]
 
 	TemperatureCelsius Opt[int64]
+	// MemoryTemperatureCelsius is the HBM's own sensor (a field value).
+	MemoryTemperatureCelsius Opt[float64]
 	PowerWatts         Opt[float64]
 	PowerLimitWatts    Opt[float64]
-	EnergyJoules       Opt[float64]
+	// EnergyJoules is the newest reading of the energy counter, taken at
+	// EnergyTime: it is read on its own cadence, off the scrape path.
+	EnergyJoules Opt[float64]
+	EnergyTime   time.Time
 	ClockHz            [clockCount]Opt[int64]
 	PerformanceState   Opt[int64]
 	FanSpeed           Opt[float64] // 0..1

@@ -58,7 +58,13 @@ type GPU struct {
 	// per-metric returns.
 	GPMValues map[nvml.GpmMetricId]float64
 	GPMErrors map[nvml.GpmMetricId]nvml.Return
-	GPMOff    bool // GpmQueryDeviceSupport says no
+	GPMOff    bool // GpmQueryDeviceSupport says no (Hopper and newer have GPM)
+
+	// MemoryTempC is the HBM sensor, a field value; FieldErrors forces a
+	// field's own return code; FieldCalls counts GetFieldValues calls.
+	MemoryTempC uint32
+	FieldErrors map[uint32]nvml.Return
+	FieldCalls  int
 
 	// Health.
 	ECCCorrected, ECCUncorrected    uint64
@@ -141,6 +147,11 @@ func wrap(s *server.Server) *Machine {
 			},
 			PCIeGen: 5, PCIeWidth: 16,
 			SamplesBroken: map[nvml.SamplingType]nvml.Return{},
+			MemoryTempC:   uint32(40 + i),
+			FieldErrors:   map[uint32]nvml.Return{},
+		}
+		if arch, _ := dev.GetArchitecture(); arch < nvml.DEVICE_ARCH_HOPPER {
+			g.GPMOff = true // GPM came with Hopper
 		}
 		dev.UUID = UUID(i)
 		g.setFuncs(i)
@@ -226,6 +237,7 @@ func (g *GPU) setFuncs(i int) {
 		return nvml.ViolationTime{ReferenceTime: 1, ViolationTime: v}, nvml.SUCCESS
 	}
 	d.GetPcieReplayCounterFunc = func() (int, nvml.Return) { return g.PCIeReplays, nvml.SUCCESS }
+	d.GetFieldValuesFunc = g.getFieldValues
 	d.GetCurrPcieLinkGenerationFunc = func() (int, nvml.Return) { return g.PCIeGen, nvml.SUCCESS }
 	d.GetCurrPcieLinkWidthFunc = func() (int, nvml.Return) { return g.PCIeWidth, nvml.SUCCESS }
 	d.GetSupportedEventTypesFunc = func() (uint64, nvml.Return) {
@@ -250,6 +262,50 @@ func (g *GPU) setFuncs(i int) {
 		}
 		return g.FanPercent, nvml.SUCCESS
 	}
+}
+
+// getFieldValues answers like nvmlDeviceGetFieldValues: each field with
+// its own return code, unsigned long long or unsigned int as on an H200.
+func (g *GPU) getFieldValues(values []nvml.FieldValue) nvml.Return {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.FieldCalls++
+	policies := map[uint32]nvml.PerfPolicyType{
+		nvml.FI_DEV_PERF_POLICY_POWER: nvml.PERF_POLICY_POWER, nvml.FI_DEV_PERF_POLICY_THERMAL: nvml.PERF_POLICY_THERMAL,
+		nvml.FI_DEV_PERF_POLICY_SYNC_BOOST: nvml.PERF_POLICY_SYNC_BOOST, nvml.FI_DEV_PERF_POLICY_BOARD_LIMIT: nvml.PERF_POLICY_BOARD_LIMIT,
+		nvml.FI_DEV_PERF_POLICY_LOW_UTILIZATION: nvml.PERF_POLICY_LOW_UTILIZATION, nvml.FI_DEV_PERF_POLICY_RELIABILITY: nvml.PERF_POLICY_RELIABILITY,
+	}
+	for i := range values {
+		f := &values[i]
+		f.NvmlReturn = uint32(nvml.SUCCESS)
+		if ret, bad := g.FieldErrors[f.FieldId]; bad {
+			f.NvmlReturn = uint32(ret)
+			continue
+		}
+		var v uint64
+		typ := nvml.VALUE_TYPE_UNSIGNED_LONG_LONG
+		switch id := f.FieldId; {
+		case policies[id] != 0 || id == nvml.FI_DEV_PERF_POLICY_POWER:
+			ns, ok := g.ViolationNanos[policies[id]]
+			if !ok {
+				f.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+				continue
+			}
+			v = ns
+		case id == nvml.FI_DEV_PCIE_REPLAY_COUNTER:
+			v, typ = uint64(g.PCIeReplays), nvml.VALUE_TYPE_UNSIGNED_INT
+		case id == nvml.FI_DEV_MEMORY_TEMP:
+			v, typ = uint64(g.MemoryTempC), nvml.VALUE_TYPE_UNSIGNED_INT
+		default:
+			f.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+			continue
+		}
+		f.ValueType = uint32(typ)
+		for b := 0; b < 8; b++ {
+			f.Value[b] = byte(v >> (8 * b))
+		}
+	}
+	return nvml.SUCCESS
 }
 
 // AddSamples appends utilization samples of type t, as NVML's sampler would,

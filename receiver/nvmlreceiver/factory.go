@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/scraper"
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -30,6 +31,7 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		ControllerConfig:     cc,
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
+		EnergyInterval:       nvmlclient.DefaultEnergyInterval,
 		Processes: ProcessesConfig{
 			Enabled:   true,
 			MaxPerGPU: 32,

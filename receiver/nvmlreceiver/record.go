@@ -158,7 +158,8 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 		mb.RecordNvidiaGpuPowerLimitDataPoint(ts, v.Value)
 	}
 	if v := s.EnergyJoules; v.OK {
-		mb.RecordHwEnergyDataPoint(ts, v.Value)
+		// Stamped with the time the counter was read, not the scrape's.
+		mb.RecordHwEnergyDataPoint(pcommon.NewTimestampFromTime(s.EnergyTime), v.Value)
 	}
 	for clk, v := range s.ClockHz {
 		if v.OK {
