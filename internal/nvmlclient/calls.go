@@ -84,8 +84,8 @@ type callSpec struct {
 	name   string // as logged and in CallStats
 	source source
 	field  uint32 // sourceField: the nvmlFieldValue id
-	// scale turns a field's raw value into the Sample's unit.
-	scale float64
+	// per is how many of the field's raw units make one of the Sample's.
+	per float64
 	// symbol is the C entry point checked at Open: calling one the library
 	// lacks kills the process. Empty: every supported driver has it.
 	symbol string
@@ -164,7 +164,7 @@ var readTable = [callCount]callSpec{
 	// getter is what nvidia-smi's power.draw reports on every GPU.
 	callTemperature: {name: "nvmlDeviceGetTemperature", metrics: []string{mTemperature}, cpu: "<0.05 ms"},
 	callMemoryTemperature: {name: "nvmlDeviceGetFieldValues(MEMORY_TEMP)", source: sourceField, field: nvml.FI_DEV_MEMORY_TEMP,
-		scale: 1, metrics: []string{mTemperature}, cpu: "in the batch"},
+		per: 1, metrics: []string{mTemperature}, cpu: "in the batch"},
 	callPowerUsage: {name: "nvmlDeviceGetPowerUsage", metrics: []string{mPower}, cpu: "<0.05 ms"},
 	callPowerLimit: {name: "nvmlDeviceGetEnforcedPowerLimit", metrics: []string{mPowerLimit}, cpu: "<0.05 ms"},
 	// Energy costs 3-7 ms a call: it is read on its own cadence, off the
@@ -207,19 +207,19 @@ var readTable = [callCount]callSpec{
 	// together as fields. In nanoseconds, like GetViolationStatus (checked
 	// on an H200).
 	callViolationPower: {name: "nvmlDeviceGetFieldValues(PERF_POLICY_POWER)", source: sourceField,
-		field: nvml.FI_DEV_PERF_POLICY_POWER, scale: 1e-9, metrics: []string{mThrottleTime}, cpu: "in the batch"},
+		field: nvml.FI_DEV_PERF_POLICY_POWER, per: 1e9, metrics: []string{mThrottleTime}, cpu: "in the batch"},
 	callViolationThermal: {name: "nvmlDeviceGetFieldValues(PERF_POLICY_THERMAL)", source: sourceField,
-		field: nvml.FI_DEV_PERF_POLICY_THERMAL, scale: 1e-9, metrics: []string{mThrottleTime}, cpu: "in the batch"},
+		field: nvml.FI_DEV_PERF_POLICY_THERMAL, per: 1e9, metrics: []string{mThrottleTime}, cpu: "in the batch"},
 	callViolationSyncBoost: {name: "nvmlDeviceGetFieldValues(PERF_POLICY_SYNC_BOOST)", source: sourceField,
-		field: nvml.FI_DEV_PERF_POLICY_SYNC_BOOST, scale: 1e-9, metrics: []string{mThrottleTime}, cpu: "in the batch"},
+		field: nvml.FI_DEV_PERF_POLICY_SYNC_BOOST, per: 1e9, metrics: []string{mThrottleTime}, cpu: "in the batch"},
 	callViolationBoardLimit: {name: "nvmlDeviceGetFieldValues(PERF_POLICY_BOARD_LIMIT)", source: sourceField,
-		field: nvml.FI_DEV_PERF_POLICY_BOARD_LIMIT, scale: 1e-9, metrics: []string{mThrottleTime}, cpu: "in the batch"},
+		field: nvml.FI_DEV_PERF_POLICY_BOARD_LIMIT, per: 1e9, metrics: []string{mThrottleTime}, cpu: "in the batch"},
 	callViolationLowUtilization: {name: "nvmlDeviceGetFieldValues(PERF_POLICY_LOW_UTILIZATION)", source: sourceField,
-		field: nvml.FI_DEV_PERF_POLICY_LOW_UTILIZATION, scale: 1e-9, metrics: []string{mThrottleTime}, cpu: "in the batch"},
+		field: nvml.FI_DEV_PERF_POLICY_LOW_UTILIZATION, per: 1e9, metrics: []string{mThrottleTime}, cpu: "in the batch"},
 	callViolationReliability: {name: "nvmlDeviceGetFieldValues(PERF_POLICY_RELIABILITY)", source: sourceField,
-		field: nvml.FI_DEV_PERF_POLICY_RELIABILITY, scale: 1e-9, metrics: []string{mThrottleTime}, cpu: "in the batch"},
+		field: nvml.FI_DEV_PERF_POLICY_RELIABILITY, per: 1e9, metrics: []string{mThrottleTime}, cpu: "in the batch"},
 	callPCIeReplays: {name: "nvmlDeviceGetFieldValues(PCIE_REPLAY_COUNTER)", source: sourceField,
-		field: nvml.FI_DEV_PCIE_REPLAY_COUNTER, scale: 1, metrics: []string{mPCIeReplays}, cpu: "in the batch"},
+		field: nvml.FI_DEV_PCIE_REPLAY_COUNTER, per: 1, metrics: []string{mPCIeReplays}, cpu: "in the batch"},
 	callPCIeGeneration: {name: "nvmlDeviceGetCurrPcieLinkGeneration", symbol: "nvmlDeviceGetCurrPcieLinkGeneration",
 		metrics: []string{mPCIeGen}, cpu: "<0.05 ms"},
 	callPCIeWidth: {name: "nvmlDeviceGetCurrPcieLinkWidth", symbol: "nvmlDeviceGetCurrPcieLinkWidth",

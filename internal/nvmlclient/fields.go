@@ -48,7 +48,7 @@ func (r *reading) readFields(s *Sample) {
 		if !ok {
 			continue
 		}
-		setField(s, c, v*readTable[c].scale)
+		setField(s, c, v/readTable[c].per)
 	}
 }
 
