@@ -68,12 +68,12 @@ type gpmState struct {
 	requests     []gpmRequest
 	metricNames  []string
 	readsGeneral bool
-	prev, cur  nvml.GpmSample
-	prevTime   time.Time
-	havePrev   bool
-	totals     [gpmTrafficCount]float64
-	seenTotals [gpmTrafficCount]bool
-	failed     map[nvml.GpmMetricId]bool // per-metric errors already logged
+	prev, cur    nvml.GpmSample
+	prevTime     time.Time
+	havePrev     bool
+	totals       [gpmTrafficCount]float64
+	seenTotals   [gpmTrafficCount]bool
+	failed       map[nvml.GpmMetricId]bool // per-metric errors already logged
 }
 
 // gpmRequest is one metric asked of nvmlGpmMetricsGet and where its value

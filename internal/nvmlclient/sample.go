@@ -51,15 +51,15 @@ type Sample struct {
 	TemperatureCelsius Opt[int64]
 	// MemoryTemperatureCelsius is the HBM's own sensor (a field value).
 	MemoryTemperatureCelsius Opt[float64]
-	PowerWatts         Opt[float64]
-	PowerLimitWatts    Opt[float64]
+	PowerWatts               Opt[float64]
+	PowerLimitWatts          Opt[float64]
 	// EnergyJoules is the newest reading of the energy counter, taken at
 	// EnergyTime: it is read on its own cadence, off the scrape path.
-	EnergyJoules Opt[float64]
-	EnergyTime   time.Time
-	ClockHz            [clockCount]Opt[int64]
-	PerformanceState   Opt[int64]
-	FanSpeed           Opt[float64] // 0..1
+	EnergyJoules     Opt[float64]
+	EnergyTime       time.Time
+	ClockHz          [clockCount]Opt[int64]
+	PerformanceState Opt[int64]
+	FanSpeed         Opt[float64] // 0..1
 
 	// Processes on the GPU, when process reading is on. ProcessesListed
 	// says the lists were read (an empty list is then a fact, not a gap).

@@ -112,7 +112,7 @@ func TestScrapeGolden(t *testing.T) {
 	m.GPUs[7].GPMOff = true // no GPM on this board
 	for i, g := range m.GPUs {
 		g.FanSupported, g.FanPercent = i%2 == 0, uint32(30+i) // fans on half the boards
-		g.EncoderUtil = uint32(i)                            // busy encoders: their window is read
+		g.EncoderUtil = uint32(i)                             // busy encoders: their window is read
 	}
 	// GPU 0 is shared by two processes, GPU 1 belongs to one, GPU 2 runs a
 	// process from another PID namespace; the rest are idle.
