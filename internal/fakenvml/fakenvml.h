@@ -84,7 +84,8 @@
 	X(nvmlDeviceIsMigDeviceHandle)                                                             \
 	X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)                                            \
 	X(nvmlDeviceGetAttributes_v2)                                                              \
-	X(nvmlGpmMigSampleGet)
+	X(nvmlGpmMigSampleGet)                                                                     \
+	X(nvmlDeviceGetFieldValues)
 
 typedef enum {
 #define FAKE_CALL_ENUM(name) FC_##name,
@@ -247,6 +248,9 @@ typedef struct {
 	fake_signal temperature, power, power_limit, fan;
 	double energy_offset_j;
 
+	/* fields.c */
+	fake_signal memory_temperature;
+
 	/* clocks.c */
 	fake_signal clocks[FAKE_CLOCK_COUNT];
 	fake_signal pstate;
@@ -345,7 +349,7 @@ typedef struct {
 
 extern const fake_area fake_area_device, fake_area_utilization, fake_area_memory, fake_area_power,
 	fake_area_clocks, fake_area_processes, fake_area_gpm, fake_area_health, fake_area_events, fake_area_mig,
-	fake_area_faults;
+	fake_area_faults, fake_area_fields;
 
 /* ---- library state (state.c) ----------------------------------------------------- */
 

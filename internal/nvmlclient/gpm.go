@@ -213,6 +213,9 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 			continue
 		}
 		if m.NvmlReturn != uint32(nvml.SUCCESS) {
+			if rq.id == nvml.GPM_METRIC_GRAPHICS_UTIL && g.readsGeneral {
+				g.readsGeneral = false // the GPU's sample window answers instead
+			}
 			if !g.failed[rq.id] {
 				g.failed[rq.id] = true
 				r.d.logger.Info("GPM metric not available on this GPU; it is left out",
