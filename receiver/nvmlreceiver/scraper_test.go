@@ -457,22 +457,6 @@ func TestShutdownShutsNVMLDown(t *testing.T) {
 	assert.Equal(t, 1, shutdowns)
 }
 
-// BenchmarkScrape measures one full scrape of the 8-GPU dgxh200 mock: every
-// getter answers at once, so this is the receiver's own cost per scrape.
-func BenchmarkScrape(b *testing.B) {
-	m := nvmltest.NewH200()
-	ts := newTestScraper(b, m)
-	ts.logs = nil
-	ts.start(b)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ts.scrape(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func TestDisabledMetricsCostNoNVMLCall(t *testing.T) {
 	m := nvmltest.NewH200()
 	for _, g := range m.GPUs {
