@@ -101,7 +101,8 @@ type callSpec struct {
 
 const (
 	mUtil          = "hw.gpu.utilization"
-	mMemCtrl       = "hw.gpu.memory.utilization"
+	mMemCtrl       = "nvidia.gpu.memory.controller.utilization"
+	mMemUtil       = "hw.gpu.memory.utilization" // usage / limit
 	mMemUsage      = "hw.gpu.memory.usage"
 	mMemLimit      = "hw.gpu.memory.limit"
 	mMemReserved   = "nvidia.gpu.memory.reserved"
@@ -115,13 +116,13 @@ const (
 	mProcCount     = "nvidia.gpu.process.count"
 	mProcMemory    = "nvidia.gpu.process.memory.usage"
 	mProcUtil      = "nvidia.gpu.process.utilization"
+	mProcMemCtrl   = "nvidia.gpu.process.memory.controller.utilization"
 	mErrors        = "hw.errors"
-	mRowsRemapped  = "nvidia.gpu.memory.rows.remapped"
-	mRemapPending  = "nvidia.gpu.memory.rows.remap.pending"
-	mRemapFailed   = "nvidia.gpu.memory.rows.remap.failed"
+	mRowsRemapped  = "nvidia.gpu.memory.row_remap.rows"
+	mRemapStatus   = "nvidia.gpu.memory.row_remap.status"
 	mStatus        = "hw.status"
 	mClockEvent    = "nvidia.gpu.clock.event.active"
-	mThrottleTime  = "nvidia.gpu.clock.throttle.time"
+	mThrottleTime  = "nvidia.gpu.clock.event.time"
 	mPCIeReplays   = "nvidia.gpu.pcie.replays"
 	mPCIeGen       = "nvidia.gpu.pcie.link.generation"
 	mPCIeWidth     = "nvidia.gpu.pcie.link.width"
@@ -136,7 +137,7 @@ const (
 	mNVLinkIO      = "nvidia.gpu.nvlink.io"
 )
 
-var processMetrics = []string{mProcCount, mProcMemory, mProcUtil}
+var processMetrics = []string{mProcCount, mProcMemory, mProcUtil, mProcMemCtrl}
 
 var readTable = [callCount]callSpec{
 	// Utilization. On GPUs with GPM the general figure is GPM's graphics
@@ -156,14 +157,16 @@ var readTable = [callCount]callSpec{
 	callDecoderUtilization: {name: "nvmlDeviceGetDecoderUtilization", metrics: []string{mUtil}, cpu: "<0.05 ms"},
 
 	// Memory.
-	callMemoryInfo:    {name: "nvmlDeviceGetMemoryInfo", metrics: []string{mMemUsage, mMemLimit, mMemReserved}, cpu: "<0.05 ms"},
-	callMIGMemoryInfo: {name: "nvmlDeviceGetMemoryInfo(MIG device)", metrics: []string{mMemUsage, mMemLimit, mMemReserved}, cpu: "<0.05 ms"},
+	callMemoryInfo: {name: "nvmlDeviceGetMemoryInfo", metrics: []string{mMemUsage, mMemLimit, mMemUtil, mMemReserved},
+		cpu: "<0.05 ms"},
+	callMIGMemoryInfo: {name: "nvmlDeviceGetMemoryInfo(MIG device)", metrics: []string{mMemUsage, mMemLimit, mMemUtil, mMemReserved},
+		cpu: "<0.05 ms"},
 
 	// Thermals and power. Power and its limit stay on their getters: the
 	// field ids split average and instant power by architecture, while the
 	// getter is what nvidia-smi's power.draw reports on every GPU.
 	callTemperature: {name: "nvmlDeviceGetTemperature", metrics: []string{mTemperature}, cpu: "<0.05 ms"},
-	callMemoryTemperature: {name: "nvmlDeviceGetFieldValues(MEMORY_TEMP)", source: sourceField, field: nvml.FI_DEV_MEMORY_TEMP,
+	callMemoryTemperature: {name: "nvmlDeviceGetFieldValues(FI_DEV_MEMORY_TEMP)", source: sourceField, field: nvml.FI_DEV_MEMORY_TEMP,
 		per: 1, metrics: []string{mTemperature}, cpu: "in the batch"},
 	callPowerUsage: {name: "nvmlDeviceGetPowerUsage", metrics: []string{mPower}, cpu: "<0.05 ms"},
 	callPowerLimit: {name: "nvmlDeviceGetEnforcedPowerLimit", metrics: []string{mPowerLimit}, cpu: "<0.05 ms"},
@@ -186,7 +189,7 @@ var readTable = [callCount]callSpec{
 	callGraphicsProcesses: {name: "nvmlDeviceGetGraphicsRunningProcesses", symbol: "nvmlDeviceGetGraphicsRunningProcesses",
 		metrics: processMetrics, cpu: "0.01 ms"},
 	callProcessUtilization: {name: "nvmlDeviceGetProcessUtilization", symbol: "nvmlDeviceGetProcessUtilization",
-		metrics: []string{mProcUtil}, cpu: "1.4-1.6 ms, only with processes"},
+		metrics: []string{mProcUtil, mProcMemCtrl}, cpu: "1.4-1.6 ms, only with processes"},
 
 	// GPM: one sample and one metrics call per GPU per scrape, asking only
 	// for the enabled metrics (gpmMetrics). All or nothing.
@@ -200,7 +203,7 @@ var readTable = [callCount]callSpec{
 	callECCUncorrected: {name: "nvmlDeviceGetTotalEccErrors(UNCORRECTED)", symbol: "nvmlDeviceGetTotalEccErrors",
 		metrics: []string{mErrors, mStatus}, cpu: "<0.05 ms"},
 	callRemappedRows: {name: "nvmlDeviceGetRemappedRows", symbol: "nvmlDeviceGetRemappedRows",
-		metrics: []string{mRowsRemapped, mRemapPending, mRemapFailed, mStatus}, cpu: "<0.05 ms"},
+		metrics: []string{mRowsRemapped, mRemapStatus, mStatus}, cpu: "<0.05 ms"},
 	callClockEventReasons: {name: "nvmlDeviceGetCurrentClocksEventReasons", symbol: "nvmlDeviceGetCurrentClocksEventReasons",
 		metrics: []string{mClockEvent, mStatus}, cpu: "<0.05 ms"},
 	// The six violation counters cost 0.45-0.8 ms each as getters, 0.45 ms

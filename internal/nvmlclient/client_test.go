@@ -93,14 +93,14 @@ func TestReadAllMetrics(t *testing.T) {
 	s, err := c.Devices()[1].Read()
 	require.NoError(t, err)
 	assert.Equal(t, some(0.10), s.Utilization[EngineGeneral], "no GPM window yet at the first read: the instant reading")
-	assert.False(t, s.MemoryUtilization.OK, "GPM's DRAM bandwidth stands for the controller window on a GPU with GPM")
+	assert.False(t, s.MemoryControllerUtilization.OK, "GPM's DRAM bandwidth stands for the controller window on a GPU with GPM")
 	assert.Equal(t, some(0.0), s.Utilization[EngineEncoder], "instant: the encoder is idle")
 	assert.Equal(t, some(0.01), s.Utilization[EngineDecoder])
 	assert.Equal(t, some(uint64(2<<30)), s.MemoryUsedBytes)
 	assert.Equal(t, some(uint64(150_754_820_096)), s.MemoryTotalBytes)
 	assert.Equal(t, some(uint64(617_086_976)), s.MemoryReservedBytes)
-	assert.Equal(t, some(int64(31)), s.TemperatureCelsius)
-	assert.Equal(t, some(41.0), s.MemoryTemperatureCelsius)
+	assert.Equal(t, some(31.0), s.TemperatureCelsius)
+	assert.Equal(t, some(41.0), s.MemoryTemperatureCelsius, "FI_DEV_MEMORY_TEMP")
 	assert.Equal(t, some(76.0), s.PowerWatts)
 	assert.Equal(t, some(700.0), s.PowerLimitWatts)
 	assert.Equal(t, some(2000.0), s.EnergyJoules)
@@ -125,7 +125,7 @@ func TestWindowsWithoutGPM(t *testing.T) {
 	require.NoError(t, err)
 	assert.Nil(t, s.GPM, "an A100 has no GPM")
 	assert.InDelta(t, 0.40, s.Utilization[EngineGeneral].Value, 1e-9, "mean of the window")
-	assert.InDelta(t, 0.15, s.MemoryUtilization.Value, 1e-9, "the controller window")
+	assert.InDelta(t, 0.15, s.MemoryControllerUtilization.Value, 1e-9, "the controller window")
 }
 
 func TestGeneralUtilizationFromGPM(t *testing.T) {
@@ -148,7 +148,7 @@ func TestGeneralUtilizationFromGPM(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, some(0.18), s.Utilization[EngineGeneral], "GPM graphics utilization over the window")
 	assert.Equal(t, 0, samples, "no GetSamples on a GPU with GPM while its engines idle")
-	assert.False(t, s.MemoryUtilization.OK)
+	assert.False(t, s.MemoryControllerUtilization.OK)
 
 	// Asked for, the controller window is read on a GPU with GPM too.
 	c2 := New(m, zap.NewNop(), WithClock(clock.Now), WithMemoryControllerOnGPM(true))
@@ -156,7 +156,7 @@ func TestGeneralUtilizationFromGPM(t *testing.T) {
 	g.AddSamples(nvml.MEMORY_UTILIZATION_SAMPLES, []uint64{300}, []uint32{40})
 	s, err = c2.Devices()[3].Read()
 	require.NoError(t, err)
-	assert.Equal(t, some(0.40), s.MemoryUtilization)
+	assert.Equal(t, some(0.40), s.MemoryControllerUtilization)
 }
 
 func TestCodecWindowOnlyWhileActive(t *testing.T) {
@@ -226,7 +226,7 @@ func TestEmptyWindowFallsBackToInstantReading(t *testing.T) {
 	s, err := c.Devices()[4].Read()
 	require.NoError(t, err)
 	assert.Equal(t, some(0.64), s.Utilization[EngineGeneral])
-	assert.Equal(t, some(0.12), s.MemoryUtilization)
+	assert.Equal(t, some(0.12), s.MemoryControllerUtilization)
 }
 
 func TestUnsupportedSamplingTypeFallsBackAndIsNotAskedAgain(t *testing.T) {

@@ -257,7 +257,7 @@ func (r *reading) readThermalsAndPower(s *Sample) {
 	h := r.d.handle
 	var v uint32
 	if r.do(callTemperature, func() (ret nvml.Return) { v, ret = h.GetTemperature(nvml.TEMPERATURE_GPU); return }) {
-		s.TemperatureCelsius = some(int64(v))
+		s.TemperatureCelsius = some(float64(v))
 	}
 	if r.do(callPowerUsage, func() (ret nvml.Return) { v, ret = h.GetPowerUsage(); return }) {
 		s.PowerWatts = some(float64(v) / 1000)

@@ -41,14 +41,16 @@ func (r *reading) readFields(s *Sample) {
 	r.result(callFieldValues, ret)
 	for i, c := range b.calls {
 		f := &b.values[i]
-		if !r.result(c, nvml.Return(f.NvmlReturn)) {
-			continue
-		}
+		ret := nvml.Return(f.NvmlReturn)
 		v, ok := decodeSampleValue(nvml.ValueType(f.ValueType), f.Value)
-		if !ok {
-			continue
+		if ret == nvml.SUCCESS && !ok {
+			// A value type this reader does not know: unsupported, rather
+			// than a wrong number.
+			ret = nvml.ERROR_NOT_SUPPORTED
 		}
-		setField(s, c, v/readTable[c].per)
+		if r.result(c, ret) {
+			setField(s, c, v/readTable[c].per)
+		}
 	}
 }
 

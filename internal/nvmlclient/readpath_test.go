@@ -54,8 +54,8 @@ func TestUnsupportedAnswerExpiresWithBackoff(t *testing.T) {
 
 	answer = nvml.SUCCESS
 	clock.Advance(40 * time.Second)
-	assert.Equal(t, some(int64(55)), read().TemperatureCelsius, "the metric is back")
-	assert.Equal(t, some(int64(55)), read().TemperatureCelsius)
+	assert.Equal(t, some(55.0), read().TemperatureCelsius, "the metric is back")
+	assert.Equal(t, some(55.0), read().TemperatureCelsius)
 	assert.Equal(t, 5, asked, "asked at every read again")
 	assert.Equal(t, 1, nvmltest.UnsupportedLogs(logs, "nvmlDeviceGetTemperature"), "the loss logged once")
 	assert.Equal(t, 1, logs.FilterMessageSnippet("answer again").Len(), "the return logged once")

@@ -40,16 +40,17 @@ type Sample struct {
 	// Utilization of each engine, 0..1, averaged over the window since the
 	// previous sample.
 	Utilization [engineCount]Opt[float64]
-	// MemoryUtilization is the fraction of time memory was read or written,
+	// MemoryControllerUtilization is the fraction of time memory was read or written,
 	// 0..1, over the same window.
-	MemoryUtilization Opt[float64]
+	MemoryControllerUtilization Opt[float64]
 
 	MemoryUsedBytes     Opt[uint64]
 	MemoryTotalBytes    Opt[uint64]
 	MemoryReservedBytes Opt[uint64]
 
-	TemperatureCelsius Opt[int64]
-	// MemoryTemperatureCelsius is the HBM's own sensor (a field value).
+	TemperatureCelsius Opt[float64] // the die
+	// MemoryTemperatureCelsius is the HBM's (a field value); absent on
+	// boards without a memory sensor.
 	MemoryTemperatureCelsius Opt[float64]
 	PowerWatts               Opt[float64]
 	PowerLimitWatts          Opt[float64]

@@ -183,7 +183,7 @@ func (r *reading) readUtilization(s *Sample) {
 			}
 		}
 	}
-	s.Utilization[EngineGeneral], s.MemoryUtilization = gpu, mem
+	s.Utilization[EngineGeneral], s.MemoryControllerUtilization = gpu, mem
 	s.Utilization[EngineEncoder] = r.readCodec(samplingEncoder, callEncoderUtilization, d.handle.GetEncoderUtilization)
 	s.Utilization[EngineDecoder] = r.readCodec(samplingDecoder, callDecoderUtilization, d.handle.GetDecoderUtilization)
 }

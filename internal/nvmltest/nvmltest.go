@@ -39,20 +39,23 @@ type GPU struct {
 	mu      sync.Mutex
 	samples map[nvml.SamplingType][]nvml.Sample
 
-	Serial        string
-	Utilization   nvml.Utilization
-	EncoderUtil   uint32
-	DecoderUtil   uint32
-	Memory        nvml.Memory_v2
-	TemperatureC  uint32
-	PowerMilliW   uint32
-	LimitMilliW   uint32
-	EnergyMilliJ  uint64
-	ClockMHz      map[nvml.ClockType]uint32
-	PState        nvml.Pstates
-	FanPercent    uint32
-	FanSupported  bool
-	SamplesBroken map[nvml.SamplingType]nvml.Return // forced GetSamples return per type
+	Serial       string
+	Utilization  nvml.Utilization
+	EncoderUtil  uint32
+	DecoderUtil  uint32
+	Memory       nvml.Memory_v2
+	TemperatureC uint32
+	// MemoryTemperatureC answers FI_DEV_MEMORY_TEMP; 0: the field is
+	// NOT_SUPPORTED (a board without a memory sensor).
+	MemoryTemperatureC uint32
+	PowerMilliW        uint32
+	LimitMilliW        uint32
+	EnergyMilliJ       uint64
+	ClockMHz           map[nvml.ClockType]uint32
+	PState             nvml.Pstates
+	FanPercent         uint32
+	FanSupported       bool
+	SamplesBroken      map[nvml.SamplingType]nvml.Return // forced GetSamples return per type
 
 	// GPM values (percent, or MiB/s for traffic) by metric id, and forced
 	// per-metric returns.
@@ -60,9 +63,8 @@ type GPU struct {
 	GPMErrors map[nvml.GpmMetricId]nvml.Return
 	GPMOff    bool // GpmQueryDeviceSupport says no (Hopper and newer have GPM)
 
-	// MemoryTempC is the HBM sensor, a field value; FieldErrors forces a
-	// field's own return code; FieldCalls counts GetFieldValues calls.
-	MemoryTempC uint32
+	// FieldErrors forces a field's own return code; FieldCalls counts
+	// GetFieldValues calls.
 	FieldErrors map[uint32]nvml.Return
 	FieldCalls  int
 
@@ -112,17 +114,18 @@ func wrap(s *server.Server) *Machine {
 	for i, d := range s.Devices {
 		dev := d.(*server.Device)
 		g := &GPU{
-			Device:       dev,
-			samples:      map[nvml.SamplingType][]nvml.Sample{},
-			Serial:       fmt.Sprintf("165432100%04d", i),
-			Utilization:  nvml.Utilization{Gpu: uint32(10 * i), Memory: uint32(5 * i)},
-			EncoderUtil:  0,
-			DecoderUtil:  uint32(i),
-			Memory:       nvml.Memory_v2{Total: 150_754_820_096, Reserved: 617_086_976, Used: uint64(i+1) * 1 << 30},
-			TemperatureC: uint32(30 + i),
-			PowerMilliW:  uint32(75_000 + 1_000*i),
-			LimitMilliW:  700_000,
-			EnergyMilliJ: uint64(1_000_000 * (i + 1)),
+			Device:             dev,
+			samples:            map[nvml.SamplingType][]nvml.Sample{},
+			Serial:             fmt.Sprintf("165432100%04d", i),
+			Utilization:        nvml.Utilization{Gpu: uint32(10 * i), Memory: uint32(5 * i)},
+			EncoderUtil:        0,
+			DecoderUtil:        uint32(i),
+			Memory:             nvml.Memory_v2{Total: 150_754_820_096, Reserved: 617_086_976, Used: uint64(i+1) * 1 << 30},
+			TemperatureC:       uint32(30 + i),
+			MemoryTemperatureC: uint32(40 + i),
+			PowerMilliW:        uint32(75_000 + 1_000*i),
+			LimitMilliW:        700_000,
+			EnergyMilliJ:       uint64(1_000_000 * (i + 1)),
 			ClockMHz: map[nvml.ClockType]uint32{
 				nvml.CLOCK_SM: 1980, nvml.CLOCK_MEM: 3201, nvml.CLOCK_GRAPHICS: 1980, nvml.CLOCK_VIDEO: 1545,
 			},
@@ -147,7 +150,6 @@ func wrap(s *server.Server) *Machine {
 			},
 			PCIeGen: 5, PCIeWidth: 16,
 			SamplesBroken: map[nvml.SamplingType]nvml.Return{},
-			MemoryTempC:   uint32(40 + i),
 			FieldErrors:   map[uint32]nvml.Return{},
 		}
 		if arch, _ := dev.GetArchitecture(); arch < nvml.DEVICE_ARCH_HOPPER {
@@ -183,6 +185,7 @@ func (g *GPU) setFuncs(i int) {
 		return nvml.Memory{Total: g.Memory.Total, Used: g.Memory.Used + g.Memory.Reserved, Free: g.Memory.Free}, nvml.SUCCESS
 	}
 	d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return g.TemperatureC, nvml.SUCCESS }
+	d.GetFieldValuesFunc = g.getFieldValues
 	d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return g.PowerMilliW, nvml.SUCCESS }
 	d.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return g.LimitMilliW, nvml.SUCCESS }
 	d.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) {
@@ -237,7 +240,6 @@ func (g *GPU) setFuncs(i int) {
 		return nvml.ViolationTime{ReferenceTime: 1, ViolationTime: v}, nvml.SUCCESS
 	}
 	d.GetPcieReplayCounterFunc = func() (int, nvml.Return) { return g.PCIeReplays, nvml.SUCCESS }
-	d.GetFieldValuesFunc = g.getFieldValues
 	d.GetCurrPcieLinkGenerationFunc = func() (int, nvml.Return) { return g.PCIeGen, nvml.SUCCESS }
 	d.GetCurrPcieLinkWidthFunc = func() (int, nvml.Return) { return g.PCIeWidth, nvml.SUCCESS }
 	d.GetSupportedEventTypesFunc = func() (uint64, nvml.Return) {
@@ -294,8 +296,8 @@ func (g *GPU) getFieldValues(values []nvml.FieldValue) nvml.Return {
 			v = ns
 		case id == nvml.FI_DEV_PCIE_REPLAY_COUNTER:
 			v, typ = uint64(g.PCIeReplays), nvml.VALUE_TYPE_UNSIGNED_INT
-		case id == nvml.FI_DEV_MEMORY_TEMP:
-			v, typ = uint64(g.MemoryTempC), nvml.VALUE_TYPE_UNSIGNED_INT
+		case id == nvml.FI_DEV_MEMORY_TEMP && g.MemoryTemperatureC > 0:
+			v, typ = uint64(g.MemoryTemperatureC), nvml.VALUE_TYPE_UNSIGNED_INT
 		default:
 			f.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
 			continue
@@ -441,16 +443,34 @@ type MIGDevice struct {
 	Memory            nvml.Memory_v2
 }
 
+// MIGInstance is one GPU instance to create: its profile index and how many
+// compute instances (MIG devices) it hosts.
+type MIGInstance struct {
+	Profile          int
+	ComputeInstances int
+}
+
 // EnableMIG puts GPU g in MIG mode and creates, through the mock's own MIG
 // API, one GPU instance of each profile with one compute instance on it,
 // then exposes them as MIG devices the way NVML does.
 func (g *GPU) EnableMIG(giProfiles ...int) []*MIGDevice {
+	instances := make([]MIGInstance, len(giProfiles))
+	for i, p := range giProfiles {
+		instances[i] = MIGInstance{Profile: p, ComputeInstances: 1}
+	}
+	return g.EnableMIGInstances(instances...)
+}
+
+// EnableMIGInstances is EnableMIG with several compute instances per GPU
+// instance. The MIG devices of one GPU instance answer its memory, as NVML
+// does: the first device's Memory, whatever the others' say.
+func (g *GPU) EnableMIGInstances(instances ...MIGInstance) []*MIGDevice {
 	g.SetMigModeFunc(nvml.DEVICE_MIG_ENABLE)
 	var migs []*MIGDevice
-	for _, p := range giProfiles {
-		info, ret := g.GetGpuInstanceProfileInfoFunc(p)
+	for _, inst := range instances {
+		info, ret := g.GetGpuInstanceProfileInfoFunc(inst.Profile)
 		if ret != nvml.SUCCESS {
-			panic(fmt.Sprintf("GPU instance profile %d: %v", p, ret))
+			panic(fmt.Sprintf("GPU instance profile %d: %v", inst.Profile, ret))
 		}
 		gi, _ := g.CreateGpuInstanceFunc(&info)
 		giInfo, _ := gi.GetInfo()
@@ -458,40 +478,59 @@ func (g *GPU) EnableMIG(giProfiles ...int) []*MIGDevice {
 		if ret != nvml.SUCCESS {
 			panic(fmt.Sprintf("compute instance profile: %v", ret))
 		}
-		ci, _ := gi.CreateComputeInstance(&ciProfile)
-		ciInfo, _ := ci.GetInfo()
-		m := &MIGDevice{
-			UUID:              fmt.Sprintf("MIG-%s-%d-%d", g.UUID[4:], giInfo.Id, ciInfo.Id),
-			GPUInstanceID:     int(giInfo.Id),
-			ComputeInstanceID: int(ciInfo.Id),
-			Memory:            nvml.Memory_v2{Total: info.MemorySizeMB << 20, Used: uint64(giInfo.Id+1) << 28, Reserved: 1 << 26},
+		var instanceMemory *MIGDevice // the GPU instance's memory lives on its first device
+		for range max(inst.ComputeInstances, 1) {
+			ci, ret := gi.CreateComputeInstance(&ciProfile)
+			if ret != nvml.SUCCESS {
+				panic(fmt.Sprintf("compute instance: %v", ret))
+			}
+			ciInfo, _ := ci.GetInfo()
+			m := &MIGDevice{
+				UUID:              fmt.Sprintf("MIG-%s-%d-%d", g.UUID[4:], giInfo.Id, ciInfo.Id),
+				GPUInstanceID:     int(giInfo.Id),
+				ComputeInstanceID: int(ciInfo.Id),
+				Memory:            nvml.Memory_v2{Total: info.MemorySizeMB << 20, Used: uint64(giInfo.Id+1) << 28, Reserved: 1 << 26},
+			}
+			if instanceMemory == nil {
+				instanceMemory = m
+			}
+			migs = append(migs, g.newMIGDevice(m, instanceMemory, info))
 		}
-		m.Device = &mock.Device{
-			GetUUIDFunc:              func() (string, nvml.Return) { return m.UUID, nvml.SUCCESS },
-			GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return m.GPUInstanceID, nvml.SUCCESS },
-			GetComputeInstanceIdFunc: func() (int, nvml.Return) { return m.ComputeInstanceID, nvml.SUCCESS },
-			GetMemoryInfo_v2Func:     func() (nvml.Memory_v2, nvml.Return) { return m.Memory, nvml.SUCCESS },
-			GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
-				return nvml.Memory{Total: m.Memory.Total, Used: m.Memory.Used}, nvml.SUCCESS
-			},
-			GetAttributesFunc: func() (nvml.DeviceAttributes, nvml.Return) {
-				return nvml.DeviceAttributes{GpuInstanceSliceCount: info.SliceCount, MemorySizeMB: info.MemorySizeMB}, nvml.SUCCESS
-			},
-			// A MIG device lists its own processes, without privilege.
-			GetComputeRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) {
-				g.mu.Lock()
-				defer g.mu.Unlock()
-				var out []nvml.ProcessInfo
-				for _, p := range g.ComputeProcs {
-					if int(p.GpuInstanceId) == m.GPUInstanceID && int(p.ComputeInstanceId) == m.ComputeInstanceID {
-						out = append(out, p)
-					}
-				}
-				return out, nvml.SUCCESS
-			},
-		}
-		migs = append(migs, m)
 	}
+	return g.exposeMIG(migs)
+}
+
+// newMIGDevice gives m the getters of a MIG device; memory answers mem's.
+func (g *GPU) newMIGDevice(m, mem *MIGDevice, info nvml.GpuInstanceProfileInfo) *MIGDevice {
+	m.Device = &mock.Device{
+		GetUUIDFunc:              func() (string, nvml.Return) { return m.UUID, nvml.SUCCESS },
+		GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return m.GPUInstanceID, nvml.SUCCESS },
+		GetComputeInstanceIdFunc: func() (int, nvml.Return) { return m.ComputeInstanceID, nvml.SUCCESS },
+		GetMemoryInfo_v2Func:     func() (nvml.Memory_v2, nvml.Return) { return mem.Memory, nvml.SUCCESS },
+		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
+			return nvml.Memory{Total: mem.Memory.Total, Used: mem.Memory.Used}, nvml.SUCCESS
+		},
+		GetAttributesFunc: func() (nvml.DeviceAttributes, nvml.Return) {
+			return nvml.DeviceAttributes{GpuInstanceSliceCount: info.SliceCount, MemorySizeMB: info.MemorySizeMB}, nvml.SUCCESS
+		},
+		// A MIG device lists its own processes, without privilege.
+		GetComputeRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			var out []nvml.ProcessInfo
+			for _, p := range g.ComputeProcs {
+				if int(p.GpuInstanceId) == m.GPUInstanceID && int(p.ComputeInstanceId) == m.ComputeInstanceID {
+					out = append(out, p)
+				}
+			}
+			return out, nvml.SUCCESS
+		},
+	}
+	return m
+}
+
+// exposeMIG answers the MIG devices through the parent's MIG calls.
+func (g *GPU) exposeMIG(migs []*MIGDevice) []*MIGDevice {
 	g.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
 	g.GetMigDeviceHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
 		if i < 0 || i >= len(migs) {

@@ -361,7 +361,7 @@ func TestFailedCallDropsOnlyItsMetrics(t *testing.T) {
 	}
 	names = gpuMetricNames(md, nvmltest.UUID(2))
 	assert.NotContains(t, names, "nvidia.gpu.pcie.replays")
-	assert.Contains(t, names, "nvidia.gpu.clock.throttle.time", "the rest of the field batch holds")
+	assert.Contains(t, names, "nvidia.gpu.clock.event.time", "the rest of the field batch holds")
 }
 
 func TestEnergyCarriesTheTimeOfItsReading(t *testing.T) {
@@ -479,8 +479,8 @@ func TestDisabledMetricsCostNoNVMLCall(t *testing.T) {
 	}
 	ts := newTestScraper(t, m, func(cfg *Config) {
 		mc := &cfg.Metrics
-		for _, e := range []*bool{&mc.HwEnergy.Enabled, &mc.NvidiaGpuClockThrottleTime.Enabled, &mc.NvidiaGpuPcieReplays.Enabled,
-			&mc.HwTemperature.Enabled, &mc.HwGpuUtilization.Enabled, &mc.HwGpuMemoryUtilization.Enabled,
+		for _, e := range []*bool{&mc.HwEnergy.Enabled, &mc.NvidiaGpuClockEventTime.Enabled, &mc.NvidiaGpuPcieReplays.Enabled,
+			&mc.HwTemperature.Enabled, &mc.HwGpuUtilization.Enabled, &mc.NvidiaGpuMemoryControllerUtilization.Enabled,
 			&mc.NvidiaGpuSmActivity.Enabled, &mc.NvidiaGpuSmOccupancy.Enabled,
 			&mc.NvidiaGpuGraphicsActivity.Enabled, &mc.NvidiaGpuTensorActivity.Enabled, &mc.NvidiaGpuTensorPipeActivity.Enabled,
 			&mc.NvidiaGpuPipeActivity.Enabled, &mc.NvidiaGpuMemoryBandwidthUtilization.Enabled, &mc.HwGpuIo.Enabled,
