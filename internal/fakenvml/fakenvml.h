@@ -85,8 +85,7 @@
 	X(nvmlDeviceIsMigDeviceHandle)                                                             \
 	X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)                                            \
 	X(nvmlDeviceGetAttributes_v2)                                                              \
-	X(nvmlGpmMigSampleGet)                                                                     \
-	X(nvmlDeviceGetFieldValues)
+	X(nvmlGpmMigSampleGet)
 
 typedef enum {
 #define FAKE_CALL_ENUM(name) FC_##name,
@@ -249,9 +248,6 @@ typedef struct {
 	fake_signal temperature, memory_temperature, power, power_limit, fan;
 	double energy_offset_j;
 
-	/* fields.c */
-	fake_signal memory_temperature;
-
 	/* clocks.c */
 	fake_signal clocks[FAKE_CLOCK_COUNT];
 	fake_signal pstate;
@@ -350,7 +346,7 @@ typedef struct {
 
 extern const fake_area fake_area_device, fake_area_utilization, fake_area_memory, fake_area_power,
 	fake_area_clocks, fake_area_processes, fake_area_gpm, fake_area_health, fake_area_events, fake_area_mig,
-	fake_area_faults, fake_area_fields;
+	fake_area_faults;
 
 /* ---- library state (state.c) ----------------------------------------------------- */
 

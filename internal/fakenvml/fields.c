@@ -1,5 +1,5 @@
 /*
- * Area "fields": nvmlDeviceGetFieldValues, the batch the receiver reads its
+ * nvmlDeviceGetFieldValues: the batch the receiver reads its
  * cheap figures with. Each field answers from the same signal as its getter
  * (violation counters, ECC, remapped rows, PCIe replays, power, power
  * limit, energy), with its own nvmlReturn: NOT_SUPPORTED where the getter's
@@ -7,24 +7,13 @@
  * is active, so that a fault on nvmlDeviceGetViolationStatus also fails the
  * violation fields, and nothing else of the batch.
  *
- * Key: memory_temperature_c: the HBM sensor (NVML_FI_DEV_MEMORY_TEMP),
- * which has no getter; without it that field is NOT_SUPPORTED.
+ * NVML_FI_DEV_MEMORY_TEMP, which has no getter, answers from
+ * memory_temperature_c (power.c); without it that field is NOT_SUPPORTED.
  */
-#include <cjson/cJSON.h>
 #include <math.h>
 #include <string.h>
 
 #include "fakenvml.h"
-
-static const char *const keys[] = {"memory_temperature_c", NULL};
-
-static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, fake_gpu *g)
-{
-	(void)index;
-	return fake_get_signal(c, gpu, "memory_temperature_c", path, 0, 200, &g->memory_temperature);
-}
-
-const fake_area fake_area_fields = {keys, parse};
 
 static unsigned long long rounded(double v) { return v <= 0 ? 0 : (unsigned long long)llround(v); }
 
