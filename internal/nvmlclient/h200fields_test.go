@@ -10,11 +10,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"syscall"
+	"runtime"
 	"testing"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"golang.org/x/sys/unix"
 )
 
 func fieldNumber(f nvml.FieldValue) float64 {
@@ -34,12 +35,38 @@ func fieldNumber(f nvml.FieldValue) float64 {
 }
 
 func threadCPU() time.Duration {
-	var ru syscall.Rusage
-	_ = syscall.Getrusage(1 /* RUSAGE_THREAD */, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts)
+	return time.Duration(ts.Nano())
+}
+
+// costOf times f 30 times on one locked thread: wall and thread CPU.
+func costOf(name string, f func()) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var walls, cpus []time.Duration
+	for k := 0; k < 30; k++ {
+		w0, c0 := time.Now(), threadCPU()
+		f()
+		walls, cpus = append(walls, time.Since(w0)), append(cpus, threadCPU()-c0)
+		time.Sleep(10 * time.Millisecond)
+	}
+	fmt.Printf("  %-44s wall %s; cpu %s\n", name, p50max(walls), p50max(cpus))
+}
+
+func batch(h nvml.Device, ids ...uint32) func() {
+	fv := make([]nvml.FieldValue, len(ids))
+	return func() {
+		for j, id := range ids {
+			fv[j] = nvml.FieldValue{FieldId: id}
+		}
+		h.GetFieldValues(fv)
+	}
 }
 
 func TestH200Fields(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	lib := nvml.New()
 	if ret := lib.Init(); ret != nvml.SUCCESS {
 		t.Skip("no NVML:", ret)
@@ -77,19 +104,35 @@ func TestH200Fields(t *testing.T) {
 		du, _, r9 := h.GetDecoderUtilization()
 		fmt.Printf("  encoder %d %v decoder %d %v\n", eu, r8, du, r9)
 
-		cheap := []uint32{74, 75, 76, 77, 78, 79, 3, 4, 142, 143, 144, 145, 94, 82}
-		batch := make([]nvml.FieldValue, len(cheap))
-		var walls, cpus []time.Duration
-		for k := 0; k < 30; k++ {
-			for j, id := range cheap {
-				batch[j] = nvml.FieldValue{FieldId: id}
+		costOf("fields: 6 violation counters", batch(h, 74, 75, 76, 77, 78, 79))
+		costOf("fields: 6 violations + replays + memory temp", batch(h, 74, 75, 76, 77, 78, 79, 94, 82))
+		costOf("fields: the above + ECC 2 + remapped 4", batch(h, 74, 75, 76, 77, 78, 79, 94, 82, 3, 4, 142, 143, 144, 145))
+		costOf("fields: ECC SBE + DBE volatile", batch(h, 3, 4))
+		costOf("fields: remapped rows 4", batch(h, 142, 143, 144, 145))
+		costOf("fields: replays", batch(h, 94))
+		costOf("fields: memory temp", batch(h, 82))
+		costOf("getters: ECC corrected + uncorrected", func() {
+			h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC)
+			h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
+		})
+		costOf("getter: remapped rows", func() { h.GetRemappedRows() })
+		costOf("getter: PCIe replays", func() { h.GetPcieReplayCounter() })
+		costOf("getters: 6 x GetViolationStatus", func() {
+			for p := nvml.PERF_POLICY_POWER; p <= nvml.PERF_POLICY_RELIABILITY; p++ {
+				h.GetViolationStatus(p)
 			}
-			w0, c0 := time.Now(), threadCPU()
-			h.GetFieldValues(batch)
-			walls, cpus = append(walls, time.Since(w0)), append(cpus, threadCPU()-c0)
-			time.Sleep(10 * time.Millisecond)
-		}
-		fmt.Printf("  14-field batch wall %s; cpu %s\n", p50max(walls), p50max(cpus))
+		})
+		costOf("getters: temp, power, limit, clocks x4, pstate", func() {
+			h.GetTemperature(nvml.TEMPERATURE_GPU)
+			h.GetPowerUsage()
+			h.GetEnforcedPowerLimit()
+			for _, c := range []nvml.ClockType{nvml.CLOCK_SM, nvml.CLOCK_MEM, nvml.CLOCK_GRAPHICS, nvml.CLOCK_VIDEO} {
+				h.GetClockInfo(c)
+			}
+			h.GetPerformanceState()
+		})
+		costOf("getters: encoder + decoder instant", func() { h.GetEncoderUtilization(); h.GetDecoderUtilization() })
+		costOf("GetComputeRunningProcesses", func() { h.GetComputeRunningProcesses() })
 
 		// GPM: which utilization metrics answer, over a 1 s window, beside
 		// the GPU samples of the same second.
