@@ -434,6 +434,16 @@ func (m *Machine) XID(i int, code uint64) {
 		GpuInstanceId: 0xFFFFFFFF, ComputeInstanceId: 0xFFFFFFFF}
 }
 
+// ECC queues an ECC error event for GPU i: double-bit (uncorrectable) or
+// single-bit.
+func (m *Machine) ECC(i int, doubleBit bool) {
+	typ := uint64(nvml.EventTypeSingleBitEccError)
+	if doubleBit {
+		typ = nvml.EventTypeDoubleBitEccError
+	}
+	m.Events <- nvml.EventData{Device: m.GPUs[i].Device, EventType: typ, GpuInstanceId: 0xFFFFFFFF, ComputeInstanceId: 0xFFFFFFFF}
+}
+
 // MIGDevice is a mock MIG device of a GPU.
 type MIGDevice struct {
 	*mock.Device

@@ -31,6 +31,7 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		ControllerConfig:     cc,
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
+		Events:               metadata.DefaultEventsConfig(),
 		EnergyInterval:       nvmlclient.DefaultEnergyInterval,
 		Processes: ProcessesConfig{
 			Enabled:   true,

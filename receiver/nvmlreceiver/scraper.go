@@ -55,6 +55,7 @@ type nvmlScraper struct {
 	hasMetrics   bool
 	logsConsumer consumer.Logs
 	watcher      *eventWatcher
+	lb           *metadata.LogsBuilder // the watcher goroutine's, made on the first event
 	xidMu        sync.Mutex
 	xids         map[string]map[int64]int64 // per GPU UUID, per Xid code
 	eventsLogged map[string]struct{}        // guarded by xidMu
