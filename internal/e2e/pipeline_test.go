@@ -23,7 +23,7 @@ const scopeName = "github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver"
 const receiverSettings = `collection_interval: 1s
 initial_delay: 500ms
 timeout: 500ms
-energy_interval: 2s
+counter_interval: 2s
 `
 
 // gpuSpec is one GPU of the pipeline scenario and what the receiver must

@@ -24,11 +24,11 @@ type Client struct {
 }
 
 type options struct {
-	processes      bool
-	now            func() time.Time
-	metricOn       func(string) bool
-	energyInterval time.Duration
-	memCtrlOnGPM   bool
+	processes       bool
+	now             func() time.Time
+	metricOn        func(string) bool
+	counterInterval time.Duration
+	memCtrlOnGPM    bool
 }
 
 // Option configures a Client.
@@ -39,9 +39,10 @@ type Option func(*options)
 // enabled. Without it, every figure is read.
 func WithMetrics(on func(metric string) bool) Option { return func(o *options) { o.metricOn = on } }
 
-// WithEnergyInterval sets how often the energy counter is read, in the
-// background (energy.go); 0 reads it at every Read, still off its path.
-func WithEnergyInterval(d time.Duration) Option { return func(o *options) { o.energyInterval = d } }
+// WithCounterInterval sets how often the costly counters (energy,
+// violation time, PCIe replays) are read, in the background (counters.go);
+// 0 reads them at every Read, still off its path.
+func WithCounterInterval(d time.Duration) Option { return func(o *options) { o.counterInterval = d } }
 
 // WithMemoryControllerOnGPM reads the memory controller's busy window (one
 // more GetSamples call, 1.4 ms) also on GPUs with GPM, where GPM's DRAM
@@ -57,7 +58,7 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 
 // New returns a Client on lib, which is not touched until Open.
 func New(lib nvml.Interface, logger *zap.Logger, opts ...Option) *Client {
-	c := &Client{lib: lib, logger: logger, opts: options{now: time.Now, energyInterval: DefaultEnergyInterval}}
+	c := &Client{lib: lib, logger: logger, opts: options{now: time.Now, counterInterval: DefaultCounterInterval}}
 	for _, o := range opts {
 		o(&c.opts)
 	}
@@ -124,7 +125,7 @@ func (c *Client) Close() error {
 			// Shutting NVML down under a running call could crash the
 			// process: leave the library to the process's exit.
 			c.open, c.devices, c.inv = false, nil, Inventory{}
-			c.logger.Warn("An NVML energy read is still running at close; not shutting NVML down")
+			c.logger.Warn("A background NVML counter read is still running at close; not shutting NVML down")
 			return nil
 		}
 	}

@@ -46,7 +46,7 @@ type Device struct {
 	gpm          gpmState
 	memCtrlOnGPM bool // read the memory controller window on GPUs with GPM too
 	fields       fieldBatch
-	energy       energyState
+	counters     counterState
 	migs         []*migDevice
 	now          func() time.Time // times GPM windows, backoffs and the energy cadence
 	lastRead     time.Time        // wall time of the previous read, for the codec windows
@@ -105,7 +105,7 @@ func (d *Device) configure(o options) {
 		d.now = o.now
 	}
 	d.memCtrlOnGPM = o.memCtrlOnGPM
-	d.energy.interval = o.energyInterval
+	d.counters.interval = o.counterInterval
 	if o.metricOn == nil {
 		return
 	}
@@ -167,7 +167,7 @@ func (d *Device) Read() (Sample, error) {
 		(*reading).readFields,
 		(*reading).readHealth,
 		(*reading).readMIG,
-		(*reading).readEnergy,
+		(*reading).readCounters,
 	} {
 		if r.lost {
 			break

@@ -14,11 +14,14 @@ type fieldBatch struct {
 	calls  []call
 }
 
-func (r *reading) readFields(s *Sample) {
-	b := &r.d.fields
+// readFields reads the batch of the figures read at every scrape; the
+// counters' batch is read on their own cadence (counters.go).
+func (r *reading) readFields(s *Sample) { r.readFieldBatch(s, &r.d.fields, false) }
+
+func (r *reading) readFieldBatch(s *Sample, b *fieldBatch, counters bool) {
 	b.values, b.calls = b.values[:0], b.calls[:0]
 	for c, spec := range readTable {
-		if spec.source == sourceField && r.available(call(c)) {
+		if spec.source == sourceField && spec.counter == counters && r.available(call(c)) {
 			b.values = append(b.values, nvml.FieldValue{FieldId: spec.field})
 			b.calls = append(b.calls, call(c))
 		}

@@ -62,7 +62,8 @@ func TestFieldValueDecodesByType(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, tc.want, s.MemoryTemperatureCelsius, tc.name)
 	}
-	g.GetFieldValuesFunc = func([]nvml.FieldValue) nvml.Return { return nvml.ERROR_GPU_IS_LOST }
-	_, err := c.Devices()[0].Read()
+	m2, c2, _ := openH200(t)
+	m2.GPUs[0].GetFieldValuesFunc = func([]nvml.FieldValue) nvml.Return { return nvml.ERROR_GPU_IS_LOST }
+	_, err := c2.Devices()[0].Read()
 	assert.ErrorIs(t, err, ErrGPULost, "the call's own error counts first")
 }

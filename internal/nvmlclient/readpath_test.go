@@ -90,7 +90,7 @@ func TestMissingSymbolIsNeverAsked(t *testing.T) {
 func TestEnergyOnItsOwnCadence(t *testing.T) {
 	m := nvmltest.NewH200()
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
-	c := New(m, zap.NewNop(), WithClock(clock.Now), WithEnergyInterval(10*time.Second))
+	c := New(m, zap.NewNop(), WithClock(clock.Now), WithCounterInterval(10*time.Second))
 	require.NoError(t, c.Open(nil))
 	defer c.Close()
 	g := m.GPUs[0]
@@ -100,12 +100,23 @@ func TestEnergyOnItsOwnCadence(t *testing.T) {
 		reads <- struct{}{}
 		return energy()
 	}
+	violations := 0
+	fields := g.GetFieldValuesFunc
+	g.GetFieldValuesFunc = func(v []nvml.FieldValue) nvml.Return {
+		for _, f := range v {
+			if f.FieldId == nvml.FI_DEV_PERF_POLICY_POWER {
+				violations++
+			}
+		}
+		return fields(v)
+	}
 	d := c.Devices()[0]
 	before := time.Now()
 	s, err := d.Read()
 	require.NoError(t, err)
 	assert.Equal(t, some(1000.0), s.EnergyJoules, "the first read waits for the counter")
-	first := s.EnergyTime
+	assert.True(t, s.Health.ViolationSeconds[ViolationPower].OK, "the violation counters are read with it")
+	first := s.CountersTime
 	assert.False(t, first.Before(before), "stamped with the time it was read")
 	assert.Len(t, reads, 1)
 
@@ -115,9 +126,10 @@ func TestEnergyOnItsOwnCadence(t *testing.T) {
 		s, err = d.Read()
 		require.NoError(t, err)
 		assert.Equal(t, some(1000.0), s.EnergyJoules, "not due: the last reading, with its own time")
-		assert.Equal(t, first, s.EnergyTime)
+		assert.Equal(t, first, s.CountersTime)
 	}
 	assert.Len(t, reads, 1)
+	assert.Equal(t, 1, violations, "the violation counters too: once per interval")
 
 	clock.Advance(2 * time.Second)
 	_, err = d.Read() // due: started in the background
@@ -128,7 +140,7 @@ func TestEnergyOnItsOwnCadence(t *testing.T) {
 	s, err = d.Read()
 	require.NoError(t, err)
 	assert.Equal(t, some(5000.0), s.EnergyJoules)
-	assert.True(t, s.EnergyTime.After(first))
+	assert.True(t, s.CountersTime.After(first))
 
 	// A counter that reads lower is a glitch: the older reading stands.
 	g.SetEnergy(10)
@@ -143,7 +155,7 @@ func TestEnergyOnItsOwnCadence(t *testing.T) {
 func TestEnergyReadOffTheScrapePath(t *testing.T) {
 	m := nvmltest.NewH200()
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
-	c := New(m, zap.NewNop(), WithClock(clock.Now), WithEnergyInterval(time.Second))
+	c := New(m, zap.NewNop(), WithClock(clock.Now), WithCounterInterval(time.Second))
 	require.NoError(t, c.Open(nil))
 	g := m.GPUs[0]
 	d := c.Devices()[0]

@@ -54,10 +54,11 @@ type Sample struct {
 	MemoryTemperatureCelsius Opt[float64]
 	PowerWatts               Opt[float64]
 	PowerLimitWatts          Opt[float64]
-	// EnergyJoules is the newest reading of the energy counter, taken at
-	// EnergyTime: it is read on its own cadence, off the scrape path.
+	// EnergyJoules is the newest reading of the energy counter. It, the
+	// violation seconds and the PCIe replays of Health are read on their
+	// own cadence, off the scrape path, and were taken at CountersTime.
 	EnergyJoules     Opt[float64]
-	EnergyTime       time.Time
+	CountersTime     time.Time
 	ClockHz          [clockCount]Opt[int64]
 	PerformanceState Opt[int64]
 	FanSpeed         Opt[float64] // 0..1

@@ -32,7 +32,7 @@ func createDefaultConfig() component.Config {
 		ControllerConfig:     cc,
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
 		Events:               metadata.DefaultEventsConfig(),
-		EnergyInterval:       nvmlclient.DefaultEnergyInterval,
+		CounterInterval:      nvmlclient.DefaultCounterInterval,
 		Processes: ProcessesConfig{
 			Enabled:   true,
 			MaxPerGPU: 32,

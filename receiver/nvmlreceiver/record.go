@@ -153,7 +153,7 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 	}
 	if v := s.EnergyJoules; v.OK {
 		// Stamped with the time the counter was read, not the scrape's.
-		mb.RecordHwEnergyDataPoint(pcommon.NewTimestampFromTime(s.EnergyTime), v.Value)
+		mb.RecordHwEnergyDataPoint(pcommon.NewTimestampFromTime(s.CountersTime), v.Value)
 	}
 	for clk, v := range s.ClockHz {
 		if v.OK {
@@ -173,7 +173,7 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 	if s.GPM != nil {
 		recordGPM(mb, ts, s.GPM)
 	}
-	recordHealth(mb, ts, &s.Health)
+	recordHealth(mb, ts, pcommon.NewTimestampFromTime(s.CountersTime), &s.Health)
 	mb.EmitForResource(metadata.WithResource(gpuResource(mb, info, gpuOwner).Emit()))
 }
 

@@ -364,9 +364,9 @@ func TestFailedCallDropsOnlyItsMetrics(t *testing.T) {
 	assert.Contains(t, names, "nvidia.gpu.clock.event.time", "the rest of the field batch holds")
 }
 
-func TestEnergyCarriesTheTimeOfItsReading(t *testing.T) {
+func TestCountersCarryTheTimeOfTheirReading(t *testing.T) {
 	m := nvmltest.NewH200()
-	ts := newTestScraper(t, m, func(cfg *Config) { cfg.EnergyInterval = time.Hour })
+	ts := newTestScraper(t, m, func(cfg *Config) { cfg.CounterInterval = time.Hour })
 	ts.start(t)
 	first := ts.scrapeOK(t)
 	time.Sleep(5 * time.Millisecond)
@@ -376,6 +376,11 @@ func TestEnergyCarriesTheTimeOfItsReading(t *testing.T) {
 	assert.Equal(t, e1.Timestamp(), e2.Timestamp(), "not read again within the interval: the same reading, the same time")
 	assert.Equal(t, e1.DoubleValue(), e2.DoubleValue())
 	assert.Less(t, e2.Timestamp(), scrapeTime(t, second), "stamped with its reading, not the scrape")
+	for _, name := range []string{"nvidia.gpu.clock.event.time", "nvidia.gpu.pcie.replays"} {
+		m := gpuMetric(second, nvmltest.UUID(0), name)
+		require.NotNil(t, m, name)
+		assert.Equal(t, e2.Timestamp(), m.Sum().DataPoints().At(0).Timestamp(), "%s: read with the energy counter", name)
+	}
 }
 
 func energyPoint(t *testing.T, md pmetric.Metrics) pmetric.NumberDataPoint {

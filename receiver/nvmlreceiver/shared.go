@@ -43,7 +43,7 @@ func clientOptions(cfg *Config) []nvmlclient.Option {
 	return []nvmlclient.Option{
 		nvmlclient.WithProcesses(cfg.Processes.Enabled),
 		nvmlclient.WithMetrics(func(name string) bool { return on[name] }),
-		nvmlclient.WithEnergyInterval(cfg.EnergyInterval),
+		nvmlclient.WithCounterInterval(cfg.CounterInterval),
 		nvmlclient.WithMemoryControllerOnGPM(cfg.MemoryControllerOnGPM),
 	}
 }
