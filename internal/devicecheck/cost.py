@@ -43,6 +43,26 @@ service:
 """
 
 
+# The same collector with nothing to do: what the binary costs by itself.
+IDLE_CONFIG = """receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:14317
+exporters:
+  debug:
+    verbosity: basic
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    metrics:
+      receivers: [otlp]
+      exporters: [debug]
+"""
+
+
 def pct(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
@@ -91,9 +111,9 @@ def proc_rss_mib(pid):
     return 0.0
 
 
-def collector(build, out, label, seconds, warmup=10):
+def collector(build, out, label, seconds, warmup=10, config=CONFIG):
     cfg = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
-    cfg.write(CONFIG)
+    cfg.write(config)
     cfg.close()
     log = open(os.path.join(out, f"collector-{label}.log"), "w")
     p = subprocess.Popen([os.path.join(build, "otelcol-nvml"), "--config", cfg.name], stdout=log, stderr=log)
@@ -128,6 +148,8 @@ def main():
     for b in a.builds:
         label, d = b.split("=", 1)
         res["builds"][label] = {"receiver": receiver(d, a.out, label), "collector": collector(d, a.out, label, a.seconds)}
+    last = a.builds[-1].split("=", 1)[1]
+    res["idle"] = collector(last, a.out, "idle", min(a.seconds, 20), config=IDLE_CONFIG)
     with open(os.path.join(a.out, "cost.json"), "w") as f:
         json.dump(res, f, indent=1)
     labels = list(res["builds"])
@@ -145,6 +167,8 @@ def main():
     for name, f in rows:
         print(f"| {name} | " + " | ".join(f(res["builds"][l]) for l in labels) + " |")
     print(f'| nvidia-smi --query-gpu, 15 fields: CPU / wall ms p50 | {s["cpu_ms_p50"]:.1f} / {s["wall_ms_p50"]:.1f} |')
+    i = res["idle"]
+    print(f'| the last build idle (otlp -> debug): CPU % / RSS MiB | {i["cpu_pct"]:.2f} / {i["rss_mib_end"]:.0f} |')
 
 
 if __name__ == "__main__":
