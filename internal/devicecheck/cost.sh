@@ -8,6 +8,10 @@ set -u
 : "${OUT:?set OUT to a folder for the results}"
 : "${COST_SECONDS:=45}"
 here=$(dirname "$0")
+for b in "$@"; do # label=DIR; the bundle's binaries may still be gzipped
+	for f in "${b#*=}"/*.gz; do [ -e "$f" ] && gunzip -f "$f"; done
+	chmod +x "${b#*=}"/otelcol-nvml "${b#*=}"/receivercost.test 2>/dev/null
+done
 python3 "$here/spin.py" --device 0 --seconds 600 >"$OUT/cost-spin.log" 2>&1 &
 spid=$!
 python3 "$here/workload.py" --device 1 --gib 4 --seconds 600 >"$OUT/cost-workload.log" 2>&1 &
