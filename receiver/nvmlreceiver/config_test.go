@@ -63,6 +63,7 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 			`devices[3]: "3" is listed twice`,
 		}},
 		{"bad_library", []string{`library_path: "libnvidia-ml.so.1" is a bare name`}},
+		{"bad_cgroup_root", []string{`processes::cgroup_root: "sys/fs/cgroup" must be an absolute path`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

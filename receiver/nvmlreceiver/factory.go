@@ -34,9 +34,10 @@ func createDefaultConfig() component.Config {
 		Events:               metadata.DefaultEventsConfig(),
 		CounterInterval:      nvmlclient.DefaultCounterInterval,
 		Processes: ProcessesConfig{
-			Enabled:   true,
-			MaxPerGPU: 32,
-			ProcRoot:  "/proc",
+			Enabled:    true,
+			MaxPerGPU:  32,
+			ProcRoot:   "/proc",
+			CgroupRoot: "/sys/fs/cgroup",
 		},
 		Kubernetes: KubernetesConfig{
 			PodResourcesSocket: "/var/lib/kubelet/pod-resources/kubelet.sock",

@@ -48,6 +48,7 @@ type nvmlScraper struct {
 
 	owners  processOwners
 	dropped map[string]int64 // per GPU UUID: processes left out, cumulative
+	cpu     *containerCPU    // nil when processes are off
 
 	// Shared by the metrics and logs sides of one configured receiver
 	// (shared.go): starts counts their Start calls.
@@ -95,6 +96,8 @@ func (s *nvmlScraper) start(_ context.Context, host component.Host) error {
 		}
 		s.owners.procs = procs
 		s.owners.cgroup = attribution.NewResolver(s.cfg.Processes.ProcRoot, s.logger).Resolve
+		s.cpu = &containerCPU{logger: s.logger, warned: map[string]bool{},
+			reader: attribution.NewCgroupCPUReader(s.cfg.Processes.ProcRoot, s.cfg.Processes.CgroupRoot)}
 	}
 	err := s.client.Open(s.cfg.Devices)
 	var selErr *nvmlclient.SelectorError
@@ -226,6 +229,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	samples, readErr := s.readAll(ctx, devices)
 	lost := 0
 	now := pcommon.NewTimestampFromTime(time.Now())
+	containers := map[string]gpuContainer{} // those holding a GPU, for their CPU
 	for i, d := range devices {
 		if d.Lost() {
 			lost++
@@ -233,8 +237,13 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 			continue
 		}
 		if samples[i] != nil {
-			recordGPU(s.mb, s.report(d.Info, samples[i], xids[d.Info.UUID]))
+			r := s.report(d.Info, samples[i], xids[d.Info.UUID])
+			recordGPU(s.mb, r)
+			containersOf(r, containers)
 		}
+	}
+	if s.cpu != nil {
+		s.cpu.record(s.mb, now, containers)
 	}
 	if lost == len(devices) {
 		// Every GPU is gone (driver reload, reset): start over with a new
