@@ -90,18 +90,13 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, o
 			Fix: "check that nvidia-smi -L lists the GPUs"}
 	}
 	for _, d := range selected {
-		d.now = opts.now
-		for f := range opts.skip {
-			for _, c := range featureCalls[f] {
-				d.unsupported[c].Store(true) // not wanted: never asked
-			}
-		}
+		d.configure(opts) // only calls that feed an enabled metric
 		d.primeWindows()
-		if !opts.skip[FeatureGPM] {
+		if d.wanted[callGPMSampleGet] {
 			d.initGPM(lib, symbols)
 		}
 		d.takeMIGInventory(lib, symbols)
-		d.flushUnsupported()
+		d.support.flushLogs(d.logger)
 		if opts.processes {
 			d.readProcesses = true
 			d.primeProcessWindow()

@@ -45,6 +45,7 @@ func TestScrapeGoldenEveryMetric(t *testing.T) {
 	ts := newTestScraper(t, m, everyMetric(t), func(cfg *Config) {
 		cfg.Kubernetes.Enabled = true
 		cfg.Kubernetes.PodResourcesSocket = socket
+		cfg.MemoryControllerOnGPM = true // its metric too, on these GPUs with GPM
 	})
 	ts.start(t)
 	require.Eventually(t, func() bool {

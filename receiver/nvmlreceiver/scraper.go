@@ -3,6 +3,7 @@ package nvmlreceiver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/scraper/scrapererror"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
@@ -208,7 +210,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	for _, d := range devices {
 		xids[d.Info.UUID] = s.xidCounts(d.Info.UUID)
 	}
-	samples := s.readAll(ctx, devices)
+	samples, readErr := s.readAll(ctx, devices)
 	lost := 0
 	now := pcommon.NewTimestampFromTime(time.Now())
 	containers := map[string]gpuContainer{} // those holding a GPU, for their CPU
@@ -239,7 +241,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		}
 		s.unavailable(errors.New("every GPU is lost"))
 	}
-	return s.mb.Emit(), nil
+	return s.mb.Emit(), readErr
 }
 
 // report attributes one GPU's sample: its processes' owners and, when they
@@ -271,8 +273,10 @@ func (s *nvmlScraper) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample,
 
 // readAll reads every device concurrently and returns the samples that
 // arrived before the scrape's deadline (nil for the others). A slow or
-// failing GPU never holds back the others.
-func (s *nvmlScraper) readAll(ctx context.Context, devices []*nvmlclient.Device) []*nvmlclient.Sample {
+// failing GPU never holds back the others. A GPU read in part comes with
+// its sample; the calls that failed make a partial scrape error that counts
+// the metrics left out (otelcol_scraper_errored_metric_points).
+func (s *nvmlScraper) readAll(ctx context.Context, devices []*nvmlclient.Device) ([]*nvmlclient.Sample, error) {
 	type result struct {
 		i      int
 		sample nvmlclient.Sample
@@ -296,9 +300,23 @@ func (s *nvmlScraper) readAll(ctx context.Context, devices []*nvmlclient.Device)
 	defer timer.Stop()
 
 	samples := make([]*nvmlclient.Sample, len(devices))
+	var errs []error
+	failedMetrics := 0
+	partial := func() error {
+		if len(errs) == 0 {
+			return nil
+		}
+		return scrapererror.NewPartialScrapeError(errors.Join(errs...), failedMetrics)
+	}
 	for pending := len(devices); pending > 0; pending-- {
 		select {
 		case r := <-results:
+			var readErr *nvmlclient.ReadError
+			if errors.As(r.err, &readErr) {
+				errs = append(errs, fmt.Errorf("GPU %s: %w", devices[r.i].Info.UUID, readErr))
+				failedMetrics += readErr.Metrics
+				r.err = nil
+			}
 			if r.err == nil {
 				samples[r.i] = &r.sample
 				delete(s.logged, devices[r.i].Info.UUID+"/slow")
@@ -310,13 +328,13 @@ func (s *nvmlScraper) readAll(ctx context.Context, devices []*nvmlclient.Device)
 			// Lost GPUs and call errors are logged once by the client.
 		case <-timer.C:
 			s.logPending(devices, samples)
-			return samples
+			return samples, partial()
 		case <-ctx.Done():
 			s.logPending(devices, samples)
-			return samples
+			return samples, partial()
 		}
 	}
-	return samples
+	return samples, partial()
 }
 
 func (s *nvmlScraper) logPending(devices []*nvmlclient.Device, samples []*nvmlclient.Sample) {
