@@ -308,7 +308,7 @@ func TestFailedCallDropsOnlyItsFigures(t *testing.T) {
 		assert.Equal(t, 1, readErr.Metrics, "they feed one metric")
 		var callErr *CallError
 		require.ErrorAs(t, err, &callErr)
-		assert.Equal(t, nvml.ERROR_UNKNOWN, callErr.Ret)
+		assert.Equal(t, nvml.ERROR_UNKNOWN, callErr.ret)
 		assert.False(t, s.ClockHz[ClockSM].OK)
 		assert.True(t, s.PowerWatts.OK, "the rest of the GPU is read")
 		assert.True(t, s.Utilization[EngineGeneral].OK)

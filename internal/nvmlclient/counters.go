@@ -67,7 +67,7 @@ func (r *reading) readCounters(s *Sample) {
 	// which leaves out the figures of the calls that failed.
 	failed := map[call]bool{}
 	for _, f := range cs.failures {
-		r.fail(f.call, f.Ret, f.Detail)
+		r.fail(f.call, f.ret, f.Detail)
 		failed[f.call] = true
 	}
 	cs.failures = nil

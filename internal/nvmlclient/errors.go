@@ -16,11 +16,12 @@ var ErrGPULost = errors.New("GPU is lost")
 var ErrBusy = errors.New("an earlier read of this GPU is still running")
 
 // CallError is an unexpected NVML error on one call of one device: the
-// figures that call feeds are left out of the sample.
+// figures that call feeds are left out of the sample. Its message names
+// NVML's return code; the code itself stays in this package.
 type CallError struct {
 	Call   string
-	Ret    nvml.Return
 	Detail string // e.g. the panic a call raised
+	ret    nvml.Return
 	call   call
 }
 
@@ -28,7 +29,7 @@ func (e *CallError) Error() string {
 	if e.Detail != "" {
 		return fmt.Sprintf("%s: %s", e.Call, e.Detail)
 	}
-	return fmt.Sprintf("%s: %v", e.Call, e.Ret)
+	return fmt.Sprintf("%s: %v", e.Call, e.ret)
 }
 
 // ReadError is returned beside a sample that lacks the figures of the

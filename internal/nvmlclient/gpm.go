@@ -52,7 +52,7 @@ const (
 
 // GPMReading is what GPM measured over one window.
 type GPMReading struct {
-	Window   time.Duration
+	window   time.Duration // what the figures were computed over
 	Activity [gpmActivityCount]Opt[float64]
 	// TrafficBytes are cumulative since Open: each window's rate times its
 	// length, added up, so that backends derive rates from a counter. The
@@ -208,7 +208,7 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 	if !ok {
 		return nil
 	}
-	out := &GPMReading{Window: window}
+	out := &GPMReading{window: window}
 	for i, rq := range requests {
 		m := mg.Metrics[i]
 		if m.MetricId != uint32(rq.id) {

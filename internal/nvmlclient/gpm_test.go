@@ -33,7 +33,7 @@ func TestGPMWindow(t *testing.T) {
 	s, err := d.Read()
 	require.NoError(t, err)
 	require.NotNil(t, s.GPM, "Open took the first sample: the first read has a window")
-	assert.Equal(t, 10*time.Second, s.GPM.Window)
+	assert.Equal(t, 10*time.Second, s.GPM.window)
 	assert.Equal(t, some(0.10), s.GPM.Activity[GPMSMActivity])
 	assert.Equal(t, some(0.12), s.GPM.Activity[GPMGraphicsActivity])
 	assert.Equal(t, some(0.06), s.GPM.Activity[GPMDRAMBandwidth])
@@ -58,7 +58,7 @@ func TestGPMShortWindowIsSkipped(t *testing.T) {
 	s, err = d.Read()
 	require.NoError(t, err)
 	require.NotNil(t, s.GPM)
-	assert.Equal(t, 110*time.Millisecond, s.GPM.Window, "the short window was folded into the next")
+	assert.Equal(t, 110*time.Millisecond, s.GPM.window, "the short window was folded into the next")
 }
 
 func TestGPMFirstSampleFailedSkipsOneRead(t *testing.T) {

@@ -80,7 +80,7 @@ func (r *reading) fail(c call, ret nvml.Return, detail string) {
 			return
 		}
 	}
-	r.failed = append(r.failed, &CallError{Call: c.String(), Ret: ret, Detail: detail, call: c})
+	r.failed = append(r.failed, &CallError{Call: c.String(), Detail: detail, ret: ret, call: c})
 }
 
 // guard runs one part of a read; a panic outside any NVML call (in our own
