@@ -7,17 +7,26 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
-var engineTasks = map[nvmlclient.Engine]metadata.AttributeHwGpuTask{
-	nvmlclient.EngineGeneral: metadata.AttributeHwGpuTaskGeneral,
-	nvmlclient.EngineEncoder: metadata.AttributeHwGpuTaskEncoder,
-	nvmlclient.EngineDecoder: metadata.AttributeHwGpuTaskDecoder,
+// Each enum of a sample and its attribute value, in the order recorded.
+// Every such table in the receiver is an array of pairs.
+
+var engineTasks = [...]struct {
+	e    nvmlclient.Engine
+	attr metadata.AttributeHwGpuTask
+}{
+	{nvmlclient.EngineGeneral, metadata.AttributeHwGpuTaskGeneral},
+	{nvmlclient.EngineEncoder, metadata.AttributeHwGpuTaskEncoder},
+	{nvmlclient.EngineDecoder, metadata.AttributeHwGpuTaskDecoder},
 }
 
-var clockTypes = map[nvmlclient.Clock]metadata.AttributeNvidiaGpuClockType{
-	nvmlclient.ClockSM:       metadata.AttributeNvidiaGpuClockTypeSm,
-	nvmlclient.ClockMemory:   metadata.AttributeNvidiaGpuClockTypeMemory,
-	nvmlclient.ClockGraphics: metadata.AttributeNvidiaGpuClockTypeGraphics,
-	nvmlclient.ClockVideo:    metadata.AttributeNvidiaGpuClockTypeVideo,
+var clockTypes = [...]struct {
+	c    nvmlclient.Clock
+	attr metadata.AttributeNvidiaGpuClockType
+}{
+	{nvmlclient.ClockSM, metadata.AttributeNvidiaGpuClockTypeSm},
+	{nvmlclient.ClockMemory, metadata.AttributeNvidiaGpuClockTypeMemory},
+	{nvmlclient.ClockGraphics, metadata.AttributeNvidiaGpuClockTypeGraphics},
+	{nvmlclient.ClockVideo, metadata.AttributeNvidiaGpuClockTypeVideo},
 }
 
 // processTasks are the engines of nvidia.gpu.process.utilization, in the
@@ -130,9 +139,9 @@ func recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, parent nvmlcli
 func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nvmlclient.Sample, gpuOwner owner) {
 	ts := pcommon.NewTimestampFromTime(s.Time)
 
-	for engine, u := range s.Utilization {
-		if u.OK {
-			mb.RecordHwGpuUtilizationDataPoint(ts, u.Value, engineTasks[nvmlclient.Engine(engine)])
+	for _, et := range engineTasks {
+		if u := s.Utilization[et.e]; u.OK {
+			mb.RecordHwGpuUtilizationDataPoint(ts, u.Value, et.attr)
 		}
 	}
 	if v := s.MemoryControllerUtilization; v.OK {
@@ -155,9 +164,9 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 		// Stamped with the time the counter was read, not the scrape's.
 		mb.RecordHwEnergyDataPoint(pcommon.NewTimestampFromTime(s.CountersTime), v.Value)
 	}
-	for clk, v := range s.ClockHz {
-		if v.OK {
-			mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, v.Value, clockTypes[nvmlclient.Clock(clk)])
+	for _, ct := range clockTypes {
+		if v := s.ClockHz[ct.c]; v.OK {
+			mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, v.Value, ct.attr)
 		}
 	}
 	if v := s.PerformanceState; v.OK {
