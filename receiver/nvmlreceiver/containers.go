@@ -71,20 +71,7 @@ func (c *containerCPU) record(mb *metadata.MetricsBuilder, ts pcommon.Timestamp,
 			mb.RecordNvidiaGpuContainerCPULimitDataPoint(ts, cpu.LimitCores)
 		}
 		rb := mb.NewResourceBuilder()
-		rb.SetContainerID(id)
-		for _, a := range []struct {
-			v   string
-			set func(string)
-		}{
-			{ctr.owner.PodUID, rb.SetK8sPodUID},
-			{ctr.owner.PodName, rb.SetK8sPodName},
-			{ctr.owner.Namespace, rb.SetK8sNamespaceName},
-			{ctr.owner.ContainerName, rb.SetK8sContainerName},
-		} {
-			if a.v != "" {
-				a.set(a.v)
-			}
-		}
+		setOwnerAttributes(rb, ctr.owner) // its container.id is id
 		mb.EmitForResource(metadata.WithResource(rb.Emit()))
 	}
 }

@@ -222,6 +222,11 @@ func setGPUAttributes(rb *metadata.ResourceBuilder, info nvmlclient.DeviceInfo, 
 	rb.SetHwDriverVersion(info.DriverVersion)
 	rb.SetNvidiaGpuIndex(int64(info.Index))
 	rb.SetNvidiaGpuPciBusID(info.PCIBusID)
+	setOwnerAttributes(rb, o)
+}
+
+// setOwnerAttributes sets what is known of a container and its pod on rb.
+func setOwnerAttributes(rb *metadata.ResourceBuilder, o owner) {
 	if o.ContainerID != "" {
 		rb.SetContainerID(o.ContainerID)
 	}
