@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvmlclient
 
 import "github.com/NVIDIA/go-nvml/pkg/nvml"

@@ -1,7 +1,8 @@
+//go:build cgo
+
 package nvmlclient
 
 import (
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -23,39 +24,6 @@ type Client struct {
 	devices []*Device
 }
 
-type options struct {
-	processes       bool
-	now             func() time.Time
-	metricOn        func(string) bool
-	counterInterval time.Duration
-	memCtrlOnGPM    bool
-}
-
-// Option configures a Client.
-type Option func(*options)
-
-// WithMetrics makes every Read ask NVML only for what an enabled metric
-// reports: on says whether a metric (by its metadata.yaml name) is
-// enabled. Without it, every figure is read.
-func WithMetrics(on func(metric string) bool) Option { return func(o *options) { o.metricOn = on } }
-
-// WithCounterInterval sets how often the costly counters (energy,
-// violation time, PCIe replays) are read, in the background (counters.go);
-// 0 reads them at every Read, still off its path.
-func WithCounterInterval(d time.Duration) Option { return func(o *options) { o.counterInterval = d } }
-
-// WithMemoryControllerOnGPM reads the memory controller's busy window (one
-// more GetSamples call, 1.4 ms) also on GPUs with GPM, where GPM's DRAM
-// bandwidth utilization otherwise tells memory activity.
-func WithMemoryControllerOnGPM(on bool) Option { return func(o *options) { o.memCtrlOnGPM = on } }
-
-// WithProcesses makes every Read also list the GPU's processes, with their
-// memory and windowed utilization.
-func WithProcesses(on bool) Option { return func(o *options) { o.processes = on } }
-
-// WithClock replaces the wall clock that times GPM windows, for tests.
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
-
 // New returns a Client on lib, which is not touched until Open.
 func New(lib nvml.Interface, logger *zap.Logger, opts ...Option) *Client {
 	c := &Client{lib: lib, logger: logger, opts: options{now: time.Now, counterInterval: DefaultCounterInterval}}
@@ -73,22 +41,6 @@ func NewSystem(libraryPath string, logger *zap.Logger, opts ...Option) *Client {
 	}
 	return New(nvml.New(nvml.WithLibraryPath(libraryPath)), logger, opts...)
 }
-
-// UnavailableError says why NVML could not be used and how to fix it.
-type UnavailableError struct {
-	Cause string
-	Fix   string
-	Err   error
-}
-
-func (e *UnavailableError) Error() string {
-	return fmt.Sprintf("NVML unavailable: %s (%s)", e.Cause, e.Fix)
-}
-
-func (e *UnavailableError) Unwrap() error { return e.Err }
-
-// ErrNotOpen is returned when the client is used before a successful Open.
-var ErrNotOpen = errors.New("NVML is not initialized")
 
 // Open initializes NVML and takes the inventory of the devices that match
 // selectors (UUIDs or indices; all devices when empty). On error NVML is left

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvmlclient
 
 import (
@@ -15,10 +17,6 @@ import (
 // as one field batch). A scrape reports the newest reading with the time it
 // was taken: counters stay monotonic and rate() over them stays exact,
 // however old the reading. Only the first read of a device waits for them.
-
-// DefaultCounterInterval is how often the costly counters are read unless
-// configured otherwise.
-const DefaultCounterInterval = 10 * time.Second
 
 // counterValues is one reading of the costly counters.
 type counterValues struct {

@@ -4,8 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
 // ErrGPULost is returned by Device.Read once NVML has said the GPU is lost.
@@ -21,7 +19,7 @@ var ErrBusy = errors.New("an earlier read of this GPU is still running")
 type CallError struct {
 	Call   string
 	Detail string // e.g. the panic a call raised
-	ret    nvml.Return
+	ret    returnCode
 	call   call
 }
 
@@ -57,27 +55,18 @@ func (e *ReadError) Unwrap() []error {
 	return out
 }
 
-// outcome classifies what an NVML return code means for a reading.
-type outcome int
-
-const (
-	outcomeOK          outcome = iota
-	outcomeUnsupported         // cached, re-probed with a backoff (support.go)
-	outcomeLost                // the GPU fell off the bus
-	outcomeFailed              // drop the figures of this call for this scrape
-)
-
-func classify(ret nvml.Return) outcome {
-	switch ret {
-	case nvml.SUCCESS:
-		return outcomeOK
-	case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND, nvml.ERROR_NO_PERMISSION:
-		// NO_PERMISSION rarely heals without new rights, so it is cached
-		// like a missing feature; the backoff re-probes it anyway.
-		return outcomeUnsupported
-	case nvml.ERROR_GPU_IS_LOST:
-		return outcomeLost
-	default:
-		return outcomeFailed
-	}
+// UnavailableError says why NVML could not be used and how to fix it.
+type UnavailableError struct {
+	Cause string
+	Fix   string
+	Err   error
 }
+
+func (e *UnavailableError) Error() string {
+	return fmt.Sprintf("NVML unavailable: %s (%s)", e.Cause, e.Fix)
+}
+
+func (e *UnavailableError) Unwrap() error { return e.Err }
+
+// ErrNotOpen is returned when the client is used before a successful Open.
+var ErrNotOpen = errors.New("NVML is not initialized")

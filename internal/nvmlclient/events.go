@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvmlclient
 
 import (
@@ -10,48 +12,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// EventKind names the critical NVML events the receiver watches.
-type EventKind int
-
-const (
-	EventXID EventKind = iota
-	EventSingleBitECC
-	EventDoubleBitECC
-)
-
-func (k EventKind) String() string {
-	switch k {
-	case EventXID:
-		return "xid"
-	case EventSingleBitECC:
-		return "ecc.single_bit"
-	case EventDoubleBitECC:
-		return "ecc.double_bit"
-	default:
-		return fmt.Sprintf("EventKind(%d)", int(k))
-	}
-}
-
 const watchedEvents = nvml.EventTypeXidCriticalError | nvml.EventTypeSingleBitEccError | nvml.EventTypeDoubleBitEccError
 
 // eventWaitMillis bounds one wait, hence how long Shutdown waits for the
 // watcher to notice.
 const eventWaitMillis = 500
-
-// Event is one critical event of one GPU.
-type Event struct {
-	Time   time.Time
-	Device DeviceInfo
-	Kind   EventKind
-	// XID is the Xid code for EventXID (e.g. 79: fallen off the bus).
-	XID uint64
-	// GPUInstanceID and ComputeInstanceID place the event on a MIG slice;
-	// NoInstance otherwise.
-	GPUInstanceID, ComputeInstanceID uint32
-}
-
-// ErrNoEvents says no watched device supports the watched events.
-var ErrNoEvents = errors.New("no GPU supports XID or ECC events")
 
 // WatchEvents registers every device for XID and ECC events and calls
 // onEvent for each, from this goroutine, until ctx is done. It returns nil

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvmlclient
 
 import (
@@ -18,47 +20,6 @@ import (
 // minGPMWindow is the shortest window worth computing: GPM counters are
 // updated about every 100 ms, so a shorter window is mostly noise.
 const minGPMWindow = 100 * time.Millisecond
-
-// GPMActivity names the GPM activity metrics, each a fraction 0..1.
-type GPMActivity int
-
-const (
-	GPMSMActivity GPMActivity = iota
-	GPMSMOccupancy
-	GPMGraphicsActivity
-	GPMTensorActivity
-	GPMTensorHMMA
-	GPMTensorIMMA
-	GPMTensorDMMA
-	GPMTensorDFMA
-	GPMFP64
-	GPMFP32
-	GPMFP16
-	GPMInteger
-	GPMDRAMBandwidth
-	gpmActivityCount
-)
-
-// GPMTraffic names the GPM byte counters.
-type GPMTraffic int
-
-const (
-	GPMPCIeTX GPMTraffic = iota
-	GPMPCIeRX
-	GPMNVLinkTX
-	GPMNVLinkRX
-	gpmTrafficCount
-)
-
-// GPMReading is what GPM measured over one window.
-type GPMReading struct {
-	window   time.Duration // what the figures were computed over
-	Activity [gpmActivityCount]Opt[float64]
-	// TrafficBytes are cumulative since Open: each window's rate times its
-	// length, added up, so that backends derive rates from a counter. The
-	// sum is kept in float64 (exact to 8 PiB) and handed out in whole bytes.
-	TrafficBytes [gpmTrafficCount]Opt[int64]
-}
 
 // gpmState is one device's GPM state, touched only under the device's busy
 // flag.

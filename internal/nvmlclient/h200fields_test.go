@@ -1,4 +1,4 @@
-//go:build h200probe
+//go:build cgo && h200probe
 
 package nvmlclient
 

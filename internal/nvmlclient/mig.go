@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvmlclient
 
 import (
@@ -19,31 +21,6 @@ import (
 // on the MIG device of its lowest compute instance id (the instance's
 // "first" device), and left absent on the others, so that a sum over MIG
 // devices counts each GPU instance's memory once.
-
-// MIGInfo is the static identity of one MIG device.
-type MIGInfo struct {
-	UUID              string
-	ParentUUID        string
-	GPUInstanceID     uint32
-	ComputeInstanceID uint32
-	Profile           string // e.g. "1g.18gb"
-}
-
-// MIGSample is one reading of one MIG device.
-type MIGSample struct {
-	Info MIGInfo
-
-	MemoryUsedBytes     Opt[uint64]
-	MemoryTotalBytes    Opt[uint64]
-	MemoryReservedBytes Opt[uint64]
-	// Processes running on this MIG device; filled when process reading is on.
-	Processes []Process
-	// GPM measured per GPU instance; nil without GPM or on a starting window.
-	GPM *GPMReading
-	// FirstInInstance says this MIG device carries its GPU instance's memory
-	// and GPM; false on the other compute instances of that GPU instance.
-	FirstInInstance bool
-}
 
 // migDevice is one MIG device of a Device, touched only under its busy flag.
 type migDevice struct {

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvmlclient
 
 import (
@@ -5,40 +7,6 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
-
-// Process is one process with a context on a GPU.
-type Process struct {
-	PID uint32
-	// Compute and Graphics say which context types the process holds.
-	Compute, Graphics bool
-	// Memory used by the process's compute and graphics contexts. Absent
-	// where NVML cannot tell (NVML_VALUE_NOT_AVAILABLE, e.g. under some
-	// virtualization).
-	ComputeMemoryBytes, GraphicsMemoryBytes Opt[uint64]
-	// Utilization of each engine by this process, 0..1, averaged over the
-	// samples NVML took since the previous read. A process listed but
-	// without a sample in the window was idle: 0.
-	SMUtil, MemoryControllerUtil, EncoderUtil, DecoderUtil Opt[float64]
-	// GPUInstanceID and ComputeInstanceID place the process on a MIG slice;
-	// both are NoInstance outside MIG.
-	GPUInstanceID, ComputeInstanceID uint32
-}
-
-// NoInstance is NVML's "not a MIG instance" id.
-const NoInstance = math.MaxUint32
-
-// MemoryBytes is the memory used by all of the process's contexts.
-func (p Process) MemoryBytes() Opt[uint64] {
-	var total uint64
-	ok := false
-	for _, m := range []Opt[uint64]{p.ComputeMemoryBytes, p.GraphicsMemoryBytes} {
-		if m.OK {
-			total += m.Value
-			ok = true
-		}
-	}
-	return Opt[uint64]{Value: total, OK: ok}
-}
 
 // processWindow is the per-device state of GetProcessUtilization: like the
 // device samples, NVML hands back its whole buffer unless told the newest

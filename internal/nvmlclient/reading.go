@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvmlclient
 
 import (
@@ -93,3 +95,31 @@ func (r *reading) guard(read func(*reading, *Sample), s *Sample) {
 	}()
 	read(r, s)
 }
+
+// outcome classifies what an NVML return code means for a reading.
+type outcome int
+
+const (
+	outcomeOK          outcome = iota
+	outcomeUnsupported         // cached, re-probed with a backoff (support.go)
+	outcomeLost                // the GPU fell off the bus
+	outcomeFailed              // drop the figures of this call for this scrape
+)
+
+func classify(ret nvml.Return) outcome {
+	switch ret {
+	case nvml.SUCCESS:
+		return outcomeOK
+	case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND, nvml.ERROR_NO_PERMISSION:
+		// NO_PERMISSION rarely heals without new rights, so it is cached
+		// like a missing feature; the backoff re-probes it anyway.
+		return outcomeUnsupported
+	case nvml.ERROR_GPU_IS_LOST:
+		return outcomeLost
+	default:
+		return outcomeFailed
+	}
+}
+
+// returnCode is NVML's return code, as CallError keeps it.
+type returnCode = nvml.Return

@@ -1,6 +1,9 @@
 package nvmlclient
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Opt is a reading that may be absent: not supported on this device, or not
 // taken this time.
@@ -76,4 +79,166 @@ type Sample struct {
 
 	// MIG holds one reading per MIG device when the GPU is in MIG mode.
 	MIG []MIGSample
+}
+
+// ClockEventReason names one bit of nvmlDeviceGetCurrentClocksEventReasons.
+type ClockEventReason int
+
+const (
+	ReasonGPUIdle ClockEventReason = iota
+	ReasonApplicationsClocks
+	ReasonSWPowerCap
+	ReasonHWSlowdown
+	ReasonSyncBoost
+	ReasonSWThermalSlowdown
+	ReasonHWThermalSlowdown
+	ReasonHWPowerBrakeSlowdown
+	ReasonDisplayClocks
+	clockEventReasonCount
+)
+
+// ViolationPolicy names one nvmlDeviceGetViolationStatus counter.
+type ViolationPolicy int
+
+const (
+	ViolationPower ViolationPolicy = iota
+	ViolationThermal
+	ViolationSyncBoost
+	ViolationBoardLimit
+	ViolationLowUtilization
+	ViolationReliability
+	violationPolicyCount
+)
+
+// Health is one reading of a GPU's health signals.
+type Health struct {
+	// Volatile ECC error counts since the driver loaded.
+	ECCCorrected, ECCUncorrected Opt[uint64]
+	// Row remapping (Ampere and newer).
+	RemappedCorrected, RemappedUncorrected Opt[int64]
+	RemapPending, RemapFailed              Opt[bool]
+	// Active clock-event reasons; absent when the call is not supported.
+	ClockEvents [clockEventReasonCount]Opt[bool]
+	// Time spent below the clocks asked for, per policy, in seconds.
+	ViolationSeconds [violationPolicyCount]Opt[float64]
+	PCIeReplays      Opt[int64]
+	PCIeGeneration   Opt[int64]
+	PCIeWidth        Opt[int64]
+}
+
+// PredictedFailure reports whether NVML says the GPU will fail: a row remap
+// failed, which NVIDIA's guidance answers with replacing the GPU.
+func (h *Health) PredictedFailure() bool {
+	return h.RemapFailed.OK && h.RemapFailed.Value
+}
+
+// Degraded reports whether the readings say the GPU works but needs care:
+// a pending row remap (it takes a GPU reset), an uncorrected ECC error, or a
+// thermal slowdown. A failed row remap is not among them: it is
+// PredictedFailure, the graver state, which the receiver checks first.
+func (h *Health) Degraded() bool {
+	return h.RemapPending.OK && h.RemapPending.Value ||
+		h.ECCUncorrected.OK && h.ECCUncorrected.Value > 0 ||
+		h.ClockEvents[ReasonSWThermalSlowdown].Value ||
+		h.ClockEvents[ReasonHWThermalSlowdown].Value
+}
+
+// GPMActivity names the GPM activity metrics, each a fraction 0..1.
+type GPMActivity int
+
+const (
+	GPMSMActivity GPMActivity = iota
+	GPMSMOccupancy
+	GPMGraphicsActivity
+	GPMTensorActivity
+	GPMTensorHMMA
+	GPMTensorIMMA
+	GPMTensorDMMA
+	GPMTensorDFMA
+	GPMFP64
+	GPMFP32
+	GPMFP16
+	GPMInteger
+	GPMDRAMBandwidth
+	gpmActivityCount
+)
+
+// GPMTraffic names the GPM byte counters.
+type GPMTraffic int
+
+const (
+	GPMPCIeTX GPMTraffic = iota
+	GPMPCIeRX
+	GPMNVLinkTX
+	GPMNVLinkRX
+	gpmTrafficCount
+)
+
+// GPMReading is what GPM measured over one window.
+type GPMReading struct {
+	window   time.Duration // what the figures were computed over
+	Activity [gpmActivityCount]Opt[float64]
+	// TrafficBytes are cumulative since Open: each window's rate times its
+	// length, added up, so that backends derive rates from a counter. The
+	// sum is kept in float64 (exact to 8 PiB) and handed out in whole bytes.
+	TrafficBytes [gpmTrafficCount]Opt[int64]
+}
+
+// Process is one process with a context on a GPU.
+type Process struct {
+	PID uint32
+	// Compute and Graphics say which context types the process holds.
+	Compute, Graphics bool
+	// Memory used by the process's compute and graphics contexts. Absent
+	// where NVML cannot tell (NVML_VALUE_NOT_AVAILABLE, e.g. under some
+	// virtualization).
+	ComputeMemoryBytes, GraphicsMemoryBytes Opt[uint64]
+	// Utilization of each engine by this process, 0..1, averaged over the
+	// samples NVML took since the previous read. A process listed but
+	// without a sample in the window was idle: 0.
+	SMUtil, MemoryControllerUtil, EncoderUtil, DecoderUtil Opt[float64]
+	// GPUInstanceID and ComputeInstanceID place the process on a MIG slice;
+	// both are NoInstance outside MIG.
+	GPUInstanceID, ComputeInstanceID uint32
+}
+
+// NoInstance is NVML's "not a MIG instance" id.
+const NoInstance = math.MaxUint32
+
+// MemoryBytes is the memory used by all of the process's contexts.
+func (p Process) MemoryBytes() Opt[uint64] {
+	var total uint64
+	ok := false
+	for _, m := range []Opt[uint64]{p.ComputeMemoryBytes, p.GraphicsMemoryBytes} {
+		if m.OK {
+			total += m.Value
+			ok = true
+		}
+	}
+	return Opt[uint64]{Value: total, OK: ok}
+}
+
+// MIGInfo is the static identity of one MIG device.
+type MIGInfo struct {
+	UUID              string
+	ParentUUID        string
+	GPUInstanceID     uint32
+	ComputeInstanceID uint32
+	Profile           string // e.g. "1g.18gb"
+}
+
+// MIGSample is one reading of one MIG device.
+type MIGSample struct {
+	Info MIGInfo
+
+	MemoryUsedBytes     Opt[uint64]
+	MemoryTotalBytes    Opt[uint64]
+	MemoryReservedBytes Opt[uint64]
+	// Processes running on this MIG device; filled when process reading is on.
+	Processes []Process
+	// GPM measured per GPU instance; nil without GPM or on a starting window.
+	GPM *GPMReading
+	// FirstInInstance says this MIG device carries its GPU instance's memory
+	// and GPM; false on the other compute instances of that GPU instance.
+	FirstInInstance bool
 }

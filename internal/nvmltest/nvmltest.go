@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Package nvmltest builds deterministic NVML machines on go-nvml's mocks
 // (mock/dgxh200 and friends) for tests: every getter the receiver calls is
 // set, with values derived from the GPU index, and utilization samples come

@@ -1,3 +1,5 @@
+//go:build cgo
+
 // Command scrapecost measures what one scrape costs on a real GPU machine:
 // it opens NVML through nvmlclient, exactly as the receiver does, and times
 // rounds that read every GPU concurrently. It prints one JSON object.

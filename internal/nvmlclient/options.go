@@ -1,0 +1,41 @@
+package nvmlclient
+
+import "time"
+
+// options configure a Client: client.go's, or nocgo.go's without cgo.
+type options struct {
+	processes       bool
+	now             func() time.Time
+	metricOn        func(string) bool
+	counterInterval time.Duration
+	memCtrlOnGPM    bool
+}
+
+// Option configures a Client.
+type Option func(*options)
+
+// WithMetrics makes every Read ask NVML only for what an enabled metric
+// reports: on says whether a metric (by its metadata.yaml name) is
+// enabled. Without it, every figure is read.
+func WithMetrics(on func(metric string) bool) Option { return func(o *options) { o.metricOn = on } }
+
+// WithCounterInterval sets how often the costly counters (energy,
+// violation time, PCIe replays) are read, in the background (counters.go);
+// 0 reads them at every Read, still off its path.
+func WithCounterInterval(d time.Duration) Option { return func(o *options) { o.counterInterval = d } }
+
+// WithMemoryControllerOnGPM reads the memory controller's busy window (one
+// more GetSamples call, 1.4 ms) also on GPUs with GPM, where GPM's DRAM
+// bandwidth utilization otherwise tells memory activity.
+func WithMemoryControllerOnGPM(on bool) Option { return func(o *options) { o.memCtrlOnGPM = on } }
+
+// WithProcesses makes every Read also list the GPU's processes, with their
+// memory and windowed utilization.
+func WithProcesses(on bool) Option { return func(o *options) { o.processes = on } }
+
+// WithClock replaces the wall clock that times GPM windows, for tests.
+func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
+
+// DefaultCounterInterval is how often the costly counters are read unless
+// configured otherwise.
+const DefaultCounterInterval = 10 * time.Second
