@@ -1,6 +1,7 @@
 package nvmlclient
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -21,7 +22,8 @@ func openH200(t *testing.T, selectors ...string) (*nvmltest.Machine, *Client, *o
 	core, logs := observer.New(zapcore.DebugLevel)
 	c := New(m, zap.New(core))
 	require.NoError(t, c.Open(selectors))
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	c.PrimeAll()
+	t.Cleanup(func() { require.NoError(t, c.Close(context.Background())) })
 	return m, c, logs
 }
 
@@ -76,7 +78,7 @@ func TestOpenFailedInitCallsNothingElse(t *testing.T) {
 	assert.Contains(t, err.Error(), "libnvidia-ml.so.1")
 	assert.Contains(t, err.Error(), "library_path")
 	assert.True(t, errors.Is(err, nvml.ERROR_LIBRARY_NOT_FOUND))
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 }
 
 func TestOpenNoGPU(t *testing.T) {
@@ -120,7 +122,8 @@ func TestWindowStartsAtOpen(t *testing.T) {
 	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{10, 20}, []uint32{100, 100})
 	c := New(m, zap.NewNop())
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{30, 40}, []uint32{0, 20})
 	s, err := c.Devices()[0].Read()
 	require.NoError(t, err)
@@ -157,7 +160,8 @@ func TestUnsupportedSamplingTypeFallsBackAndIsNotAskedAgain(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	c := New(m, zap.New(core))
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	g.Utilization.Gpu = 70
 	for range 5 {
 		s, err := c.Devices()[2].Read()
@@ -245,7 +249,8 @@ func TestMemoryInfoV1WithoutV2Symbol(t *testing.T) {
 	}
 	c := New(m, zap.NewNop())
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	s, err := c.Devices()[0].Read()
 	require.NoError(t, err)
 	assert.True(t, s.MemoryUsedBytes.OK)

@@ -31,8 +31,14 @@ type Device struct {
 	symbols symbols
 	logger  *zap.Logger
 
-	busy atomic.Bool
-	lost atomic.Bool
+	busy   atomic.Bool
+	lost   atomic.Bool
+	primed atomic.Bool
+
+	opts   options
+	calls  *inflight // the session's NVML calls in flight
+	rawLib *rawLib   // nil on go-nvml's mocks
+	raw    rawDevice // the C handle, for the bounded list calls (prime.go)
 
 	// unsupported caches NOT_SUPPORTED answers. Each call's slot is written
 	// only by the goroutine that makes that call, under busy.
@@ -101,6 +107,9 @@ func (d *Device) Read() (Sample, error) {
 		return Sample{}, ErrBusy
 	}
 	defer d.busy.Store(false)
+	d.calls.begin()
+	defer d.calls.end()
+	d.prime()
 
 	s := Sample{Time: time.Now()}
 	// Energy is the slowest getter (3 ms p50, 15 ms max on an H200): read it

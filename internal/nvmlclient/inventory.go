@@ -96,20 +96,9 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, o
 				d.unsupported[c].Store(true) // not wanted: never asked
 			}
 		}
-		d.primeWindows()
-		if !opts.skip[FeatureGPM] {
-			d.initGPM(lib, symbols)
-		}
-		d.takeMIGInventory(lib, symbols)
-		d.flushUnsupported()
-		if opts.processes {
-			d.readProcesses = true
-			d.primeProcessWindow()
-		}
+		d.lib, d.opts = lib, opts
+		d.readProcesses = opts.processes
 		inv.Devices = append(inv.Devices, d.Info)
-		for _, m := range d.migs {
-			inv.MIGDevices = append(inv.MIGDevices, m.info)
-		}
 	}
 	return inv, selected, nil
 }

@@ -39,7 +39,8 @@ type MIGSample struct {
 type migDevice struct {
 	info   MIGInfo
 	handle nvml.Device
-	gpm    gpmState // per GPU instance
+	raw    rawDevice // the C handle, for the bounded list calls
+	gpm    gpmState  // per GPU instance
 	// ownListFailed is set once the MIG device's own process list fails:
 	// the parent's list is used from then on.
 	ownListFailed bool
@@ -165,7 +166,7 @@ func (r *reading) readMIG(s *Sample) {
 func (r *reading) migProcesses(m *migDevice, parent []Process) []Process {
 	var out []Process
 	if !m.ownListFailed {
-		if infos, ret := m.handle.GetComputeRunningProcesses(); ret == nvml.SUCCESS {
+		if infos, ret := runningProcesses(m.raw, m.handle, false); ret == nvml.SUCCESS {
 			for _, in := range infos {
 				out = append(out, Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
 					GPUInstanceID: m.info.GPUInstanceID, ComputeInstanceID: m.info.ComputeInstanceID})

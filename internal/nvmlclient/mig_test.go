@@ -1,6 +1,7 @@
 package nvmlclient
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -30,7 +31,8 @@ func TestMIGInventoryH100(t *testing.T) {
 	migs := m.GPUs[0].EnableMIG(nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_3_SLICE)
 	c := New(m, zap.NewNop())
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	inv := c.Inventory()
 	require.Len(t, inv.MIGDevices, 2)
 	assert.Equal(t, MIGInfo{UUID: migs[0].UUID, ParentUUID: nvmltest.UUID(0), GPUInstanceID: uint32(migs[0].GPUInstanceID),
@@ -45,7 +47,8 @@ func TestMIGInventoryA100(t *testing.T) {
 	m.GPUs[5].EnableMIG(nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_2_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE)
 	c := New(m, zap.NewNop())
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	var profiles []string
 	for _, mi := range c.Inventory().MIGDevices {
 		assert.Equal(t, nvmltest.UUID(5), mi.ParentUUID)
@@ -64,7 +67,8 @@ func TestMIGRead(t *testing.T) {
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
 	c := New(m, zap.NewNop(), WithProcesses(true), WithClock(clock.Now))
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	clock.Advance(10 * time.Second)
 	s, err := c.Devices()[1].Read()
 	require.NoError(t, err)
@@ -98,7 +102,8 @@ func TestMIGProfileIDIsNotTheIndex(t *testing.T) {
 	}
 	c := New(m, zap.NewNop())
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	var profiles []string
 	for _, mi := range c.Inventory().MIGDevices {
 		profiles = append(profiles, mi.Profile)
@@ -113,6 +118,7 @@ func TestMIGProfileWithoutPrivilege(t *testing.T) {
 	g.GetGpuInstanceByIdFunc = func(int) (nvml.GpuInstance, nvml.Return) { return nil, nvml.ERROR_NO_PERMISSION }
 	c := New(m, zap.NewNop())
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	assert.Equal(t, "2g.35gb", c.Inventory().MIGDevices[0].Profile, "from the MIG device's own attributes")
 }

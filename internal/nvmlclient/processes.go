@@ -91,9 +91,13 @@ func (r *reading) readProcesses(s *Sample) {
 		}
 		return p
 	}
-	listed := false
+	listed, tooMany := false, false
 	if !r.skip(callComputeProcesses) {
-		if infos, ret := h.GetComputeRunningProcesses(); r.ok(callComputeProcesses, ret) {
+		infos, ret := runningProcesses(r.d.raw, h, false)
+		if ret == errTooMany {
+			tooMany = true
+			r.tooManyProcesses(callComputeProcesses)
+		} else if r.ok(callComputeProcesses, ret) {
 			listed = true
 			for _, in := range infos {
 				p := get(in.Pid, in.GpuInstanceId, in.ComputeInstanceId)
@@ -102,8 +106,12 @@ func (r *reading) readProcesses(s *Sample) {
 			}
 		}
 	}
-	if !r.skip(callGraphicsProcesses) {
-		if infos, ret := h.GetGraphicsRunningProcesses(); r.ok(callGraphicsProcesses, ret) {
+	if !tooMany && !r.skip(callGraphicsProcesses) {
+		infos, ret := runningProcesses(r.d.raw, h, true)
+		if ret == errTooMany {
+			tooMany = true
+			r.tooManyProcesses(callGraphicsProcesses)
+		} else if r.ok(callGraphicsProcesses, ret) {
 			listed = true
 			for _, in := range infos {
 				p := get(in.Pid, in.GpuInstanceId, in.ComputeInstanceId)
@@ -112,17 +120,17 @@ func (r *reading) readProcesses(s *Sample) {
 			}
 		}
 	}
-	if !listed {
-		return
+	if !listed || tooMany {
+		return // a partial list would undercount: none rather than some
 	}
 	s.ProcessesListed = true
 
 	var util map[uint32]utilSum
 	utilOK := false
 	if len(byPID) > 0 && !r.skip(callProcessUtilization) {
-		samples, ret := h.GetProcessUtilization(r.d.procWindow.lastSeen)
+		samples, ret := r.d.processUtilization(r.d.procWindow.lastSeen)
 		switch {
-		case noNewProcessSample(ret, samples):
+		case ret == nvml.ERROR_NOT_FOUND:
 			r.timed(callProcessUtilization) // no sample since the last read: every process idle
 			utilOK = true
 		case r.ok(callProcessUtilization, ret):
@@ -150,8 +158,8 @@ func (d *Device) primeProcessWindow() {
 	if r.skip(callProcessUtilization) {
 		return
 	}
-	samples, ret := d.handle.GetProcessUtilization(0)
-	if noNewProcessSample(ret, samples) {
+	samples, ret := d.processUtilization(0)
+	if ret == nvml.ERROR_NOT_FOUND {
 		r.timed(callProcessUtilization)
 		return
 	}
@@ -177,11 +185,4 @@ func memoryOpt(v uint64) Opt[uint64] {
 		return Opt[uint64]{}
 	}
 	return some(v)
-}
-
-// noNewProcessSample reports whether GetProcessUtilization found nothing
-// newer than the timestamp asked: NOT_FOUND, or, through go-nvml, an empty
-// INSUFFICIENT_SIZE answer.
-func noNewProcessSample(ret nvml.Return, samples []nvml.ProcessUtilizationSample) bool {
-	return ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INSUFFICIENT_SIZE && len(samples) == 0
 }

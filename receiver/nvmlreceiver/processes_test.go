@@ -140,7 +140,7 @@ func TestSingleOwnerGoesOnTheGPUResource(t *testing.T) {
 	m.GPUs[1].SetProcesses(proc(4242, 1))                // one
 	ts := newTestScraper(t, m)
 	ts.start(t)
-	ts.owners.cgroup = func(pid int) (owner, error) {
+	ts.reporter.owners.cgroup = func(pid int) (owner, error) {
 		return map[int]owner{
 			4242: {ContainerID: "c1", PodUID: "pod-1"},
 			4343: {ContainerID: "c2", PodUID: "pod-2"},

@@ -1,0 +1,94 @@
+package nvmlreceiver
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+)
+
+// reporter turns samples into pdata: it attributes each GPU's processes to
+// their owners and records the points through the generated builder. It
+// is used from the scrape goroutine only.
+type reporter struct {
+	cfg     *Config
+	mb      *metadata.MetricsBuilder
+	owners  processOwners
+	dropped map[string]int64 // per GPU UUID: processes left out, cumulative
+}
+
+func newReporter(cfg *Config, set receiver.Settings) *reporter {
+	return &reporter{
+		cfg: cfg,
+		owners: processOwners{
+			logger:      set.Logger,
+			withCmdline: cfg.ResourceAttributes.ProcessCommandLine.Enabled,
+		},
+		dropped: map[string]int64{},
+	}
+}
+
+func (r *reporter) start(set receiver.Settings) {
+	r.mb = metadata.NewMetricsBuilder(r.cfg.MetricsBuilderConfig, set)
+}
+
+// gpu records one GPU's sample.
+func (r *reporter) gpu(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) {
+	recordGPU(r.mb, r.report(info, smp, xids))
+}
+
+// lost records a lost GPU: hw.status failed and its XID counts.
+func (r *reporter) lost(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids map[int64]int64) {
+	recordLost(r.mb, ts, info, xids)
+}
+
+// stuck records a GPU whose read is stuck in NVML: hw.status degraded and
+// its XID counts, so that it never silently vanishes.
+func (r *reporter) stuck(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids map[int64]int64) {
+	recordStatus(r.mb, ts, metadata.AttributeHwStateDegraded)
+	recordXIDs(r.mb, ts, xids)
+	r.mb.EmitForResource(metadata.WithResource(gpuResource(r.mb, info, owner{}).Emit()))
+}
+
+func (r *reporter) emit() pmetric.Metrics { return r.mb.Emit() }
+
+// report attributes one GPU's sample: its processes' owners and, when they
+// all share one, the GPU's own. In MIG mode the processes go to their MIG
+// devices instead.
+func (r *reporter) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) gpuReport {
+	rep := gpuReport{info: info, sample: smp, xids: xids}
+	if !smp.ProcessesListed {
+		for i := range smp.MIG {
+			rep.migs = append(rep.migs, migReport{sample: &smp.MIG[i]})
+		}
+		return rep
+	}
+	limit, dropped := r.cfg.Processes.MaxPerGPU, 0
+	if len(smp.MIG) == 0 {
+		rep.processes, dropped = r.owners.resolve(smp.Processes, limit)
+		if o, ok := gpuOwner(r.owners.allocated(info.UUID), rep.processes); ok {
+			rep.owner = o
+			for i := range rep.processes {
+				rep.processes[i].owner = withPodNames(rep.processes[i].owner, o)
+			}
+		}
+	}
+	for i := range smp.MIG {
+		m := migReport{sample: &smp.MIG[i]}
+		var n int
+		m.processes, n = r.owners.resolve(m.sample.Processes, limit)
+		dropped += n
+		if o, ok := gpuOwner(r.owners.allocated(m.sample.Info.UUID), m.processes); ok {
+			m.owner = o
+			for j := range m.processes {
+				m.processes[j].owner = withPodNames(m.processes[j].owner, o)
+			}
+		}
+		rep.migs = append(rep.migs, m)
+	}
+	r.dropped[info.UUID] += int64(dropped)
+	rep.dropped = r.dropped[info.UUID]
+	return rep
+}
