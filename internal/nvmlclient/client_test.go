@@ -235,6 +235,23 @@ func TestPanicInMockIsAnError(t *testing.T) {
 	assert.ErrorContains(t, err, "panic")
 }
 
+// Issue 9, defect 9: recovered panics are counted, not only dropped: the
+// log gets the 1st, 2nd and 4th with the count so far.
+func TestRecoveredPanicsAreCounted(t *testing.T) {
+	m, c, logs := openH200(t)
+	m.GPUs[7].GetPerformanceStateFunc = nil
+	for range 5 {
+		_, err := c.Devices()[7].Read()
+		require.ErrorContains(t, err, "panic")
+	}
+	assert.Equal(t, int64(5), c.Devices()[7].Panics())
+	var counts []int64
+	for _, e := range logs.FilterMessageSnippet("Recovered a panic").All() {
+		counts = append(counts, e.ContextMap()["panics_total"].(int64))
+	}
+	assert.Equal(t, []int64{1, 2, 4}, counts)
+}
+
 func TestMemoryInfoV1WithoutV2Symbol(t *testing.T) {
 	m := nvmltest.NewH200()
 	m.LookupSymbolFunc = func(name string) error {

@@ -34,6 +34,7 @@ type Device struct {
 	busy   atomic.Bool
 	lost   atomic.Bool
 	primed atomic.Bool
+	panics atomic.Int64 // recovered inside reads (panics.go)
 
 	opts   options
 	calls  *inflight // the session's NVML calls in flight
@@ -220,8 +221,11 @@ func (r *reading) skip(c call) bool {
 }
 
 func (r *reading) recoverPanic() {
-	if p := recover(); p != nil && r.err == nil {
-		r.err = fmt.Errorf("panic in NVML read: %v", p)
+	if p := recover(); p != nil {
+		r.d.panicked(p)
+		if r.err == nil {
+			r.err = fmt.Errorf("panic in NVML read: %v", p)
+		}
 	}
 }
 

@@ -87,7 +87,7 @@ func (e *eventCounter) stop(ctx context.Context) error {
 // eventRegisterTimeout bounds each GPU's nvmlDeviceRegisterEvents: a GPU
 // whose registration hangs is named in one log line, and the others keep
 // their events.
-const eventRegisterTimeout = 5 * time.Second
+var eventRegisterTimeout = 5 * time.Second
 
 // onEvent runs on the watcher goroutine.
 func (e *eventCounter) onEvent(ev nvmlclient.Event) {

@@ -17,8 +17,8 @@ import (
 // priming the GPUs, and shutting NVML down within a bound. NVML calls can
 // hang for seconds or for ever (a GPU falling off the bus, a wedged
 // driver); none of them runs on Start's, a scrape's or Shutdown's goroutine
-// beyond a deadline.
-const (
+// beyond a deadline. (Variables only so that tests can shorten them.)
+var (
 	// shutdownTimeout bounds Shutdown, whatever NVML does: calls still
 	// running then are left behind, and NVML is not shut down under them.
 	shutdownTimeout = 5 * time.Second
