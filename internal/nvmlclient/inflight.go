@@ -62,6 +62,11 @@ func (f *inflight) wait(ctx context.Context) bool {
 	select {
 	case <-idle:
 		return true
+	default:
+	}
+	select {
+	case <-idle:
+		return true
 	case <-ctx.Done():
 		return false
 	}
