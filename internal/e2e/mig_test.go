@@ -250,7 +250,7 @@ func TestMIG(t *testing.T) {
 		}
 		assert.Greater(t, len(filter(devPts, migParent, "hw.energy", nil)), 3, "parent: energy")
 		assert.NotEmpty(t, filter(devPts, migParent, "hw.status", map[string]any{"hw.state": "ok"}), "parent: hw.status")
-		for _, metric := range []string{"hw.gpu.utilization", "hw.gpu.memory.utilization"} {
+		for _, metric := range []string{"hw.gpu.utilization", "nvidia.gpu.memory.controller.utilization"} {
 			assert.Empty(t, filter(devPts, migParent, metric, nil), "parent: %s is NOT_SUPPORTED in MIG mode", metric)
 			assert.Greater(t, len(filter(devPts, migOff, metric, nil)), 3, "MIG off: %s", metric)
 		}

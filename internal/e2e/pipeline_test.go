@@ -34,6 +34,7 @@ type gpuSpec struct {
 	encoder                   float64 // -1: none
 	used, total, reserved     uint64
 	temp, tempAfter, tempStep float64 // tempAfter from tempStep on; tempStep 0: constant
+	memTemp                   float64 // FI_DEV_MEMORY_TEMP; 0: NOT_SUPPORTED
 	power                     float64
 	powerNotSupported         bool
 	powerLimit                float64
@@ -87,7 +88,7 @@ var pipelineGPUs = []gpuSpec{
 		uuid: "GPU-e2e00000-0000-4000-8000-000000000000", name: "NVIDIA H200 (SIMULATED)", serial: "SIMULATED-E2E-0", pci: "00000000:19:00.0",
 		general: 0.5, generalPeriod: 1.0 / 3, memUtil: 0.25, memPeriod: 2.0 / 3, encoder: 0.5,
 		used: 2 << 30, total: 150754820096, reserved: 617086976,
-		temp: 45, power: 250, powerLimit: 700, energyOffset: 1000, fan: -1,
+		temp: 45, memTemp: 52, power: 250, powerLimit: 700, energyOffset: 1000, fan: -1,
 		clocks: map[string]float64{"sm": 1980, "memory": 3201, "graphics": 1980, "video": 1755}, pstate: 0,
 		processes: []Process{
 			{PID: fakePID, Name: "python3 train.py", UsedMemoryBytes: 20 << 30, SMPercent: 60, MemoryPercent: 30},
@@ -118,7 +119,7 @@ var pipelineGPUs = []gpuSpec{
 		uuid: "GPU-e2e00000-0000-4000-8000-000000000002", name: "NVIDIA H200 (SIMULATED)", serial: "SIMULATED-E2E-2", pci: "00000000:3B:00.0",
 		general: 0.75, generalPeriod: 2.0 / 3, memUtil: 0.5, memPeriod: 1.0 / 3, encoder: -1,
 		used: 0, total: 150754820096, reserved: 617086976,
-		temp: 50, power: 300, powerLimit: 650, fan: -1,
+		temp: 50, memTemp: 58, power: 300, powerLimit: 650, fan: -1,
 		clocks: map[string]float64{"sm": 1980, "memory": 3201, "graphics": 1980, "video": 1755}, pstate: 0,
 		hangFrom: 5, hangFor: 5,
 	},
@@ -129,8 +130,10 @@ var pipelineGPUs = []gpuSpec{
 		temp: 35, power: 90, powerLimit: 350, fan: -1,
 		clocks: map[string]float64{"sm": 345, "memory": 1593, "graphics": 345, "video": 765}, pstate: 8,
 		// Degraded from t = 4 (a row remap pending after an uncorrectable
-		// error, Xid 63), failed from t = 8 (lost; Xid 79 just before).
-		remapped: map[string]Signal{"correctable": 0, "uncorrectable": steps(0, 0, 4, 1), "pending": steps(0, 0, 4, 1), "failure": 0},
+		// error, Xid 63), predicted_failure from t = 6 (the remap failed),
+		// failed from t = 8 (lost; Xid 79 just before).
+		remapped: map[string]Signal{"correctable": 0, "uncorrectable": steps(0, 0, 4, 1), "pending": steps(0, 0, 4, 1),
+			"failure": steps(0, 0, 6, 1)},
 		events:   []Event{{At: 4, XID: 63}},
 		lostAt:   8,
 	},
@@ -161,6 +164,9 @@ func (g gpuSpec) scenarioGPU() GPU {
 	out.Events = g.allEvents()
 	if g.encoder >= 0 {
 		out.Utilization.Encoder = &Duty{Busy: g.encoder, PeriodS: 1.0 / 3}
+	}
+	if g.memTemp > 0 {
+		out.MemoryTemperatureC = g.memTemp
 	}
 	if g.tempStep > 0 {
 		out.TemperatureC = Steps{Steps: [][2]float64{{0, g.temp}, {g.tempStep, g.tempAfter}}}
@@ -201,7 +207,8 @@ func (g gpuSpec) state(t float64) (string, []float64) {
 		edges = append(edges, signalEdges(s)...)
 		return signalAt(s, t)
 	}
-	degraded := at(g.remapped["pending"]) > 0 || at(g.remapped["failure"]) > 0 || at(g.ecc["uncorrected"]) > 0 ||
+	predictedFailure := at(g.remapped["failure"]) > 0
+	degraded := at(g.remapped["pending"]) > 0 || at(g.ecc["uncorrected"]) > 0 ||
 		int(at(g.clockEvents))&(clockEventBits["sw_thermal_slowdown"]|clockEventBits["hw_thermal_slowdown"]) != 0
 	if g.lostAt > 0 {
 		edges = append(edges, g.lostAt)
@@ -209,11 +216,56 @@ func (g gpuSpec) state(t float64) (string, []float64) {
 	switch {
 	case g.lostAt > 0 && t >= g.lostAt:
 		return "failed", edges
+	case predictedFailure:
+		return "predicted_failure", edges
 	case degraded:
 		return "degraded", edges
 	default:
 		return "ok", edges
 	}
+}
+
+// rowRemapStates is, per nvidia.gpu.memory.row_remap.state, the signal its
+// nvidia.gpu.memory.row_remap.status series must follow: 1 in the current
+// state (failed over pending, none without either), 0 in the others. Nil
+// when the scenario has no row remapping (NOT_SUPPORTED).
+func (g gpuSpec) rowRemapStates() map[string]Signal {
+	pending, failure := g.remapped["pending"], g.remapped["failure"]
+	if pending == nil || failure == nil {
+		return map[string]Signal{"none": nil, "pending": nil, "failed": nil}
+	}
+	state := func(t float64) string {
+		switch {
+		case signalAt(failure, t) > 0:
+			return "failed"
+		case signalAt(pending, t) > 0:
+			return "pending"
+		}
+		return "none"
+	}
+	out := map[string]Signal{}
+	for _, s := range []string{"none", "pending", "failed"} {
+		var tv []float64
+		for _, e := range append(append([]float64{0}, signalEdges(pending)...), signalEdges(failure)...) {
+			tv = append(tv, e, float64(boolInt(state(e) == s)))
+		}
+		out[s] = stepsSorted(tv...)
+	}
+	return out
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// stepsSorted is steps with its (time, value) pairs put in time order.
+func stepsSorted(tv ...float64) Steps {
+	s := steps(tv...)
+	sort.SliceStable(s.Steps, func(i, j int) bool { return s.Steps[i][0] < s.Steps[j][0] })
+	return s
 }
 
 // near reports whether t is within d of one of edges.
@@ -240,6 +292,9 @@ func pipelineScenario() Scenario {
 
 // rel is p's time in scenario seconds.
 func rel(p point, t0 time.Time) float64 { return p.Time.Sub(t0).Seconds() }
+
+// dieSensor picks the GPU die's hw.temperature, one point per scrape.
+var dieSensor = map[string]any{"hw.sensor_location": "gpu"}
 
 func times(pts []point, t0 time.Time) []float64 {
 	var out []float64
@@ -268,8 +323,8 @@ func TestPipeline(t *testing.T) {
 	var pts []point
 	waitFor(t, 60*time.Second, fmt.Sprintf("data points up to t = %.0f s", runUntil), func() bool {
 		pts = be.points(t)
-		last := times(filter(pts, pipelineGPUs[0].uuid, "hw.temperature", nil), t0)
-		recovered := times(filter(pts, pipelineGPUs[2].uuid, "hw.temperature", nil), t0)
+		last := times(filter(pts, pipelineGPUs[0].uuid, "hw.temperature", dieSensor), t0)
+		recovered := times(filter(pts, pipelineGPUs[2].uuid, "hw.temperature", dieSensor), t0)
 		return len(last) > 0 && last[len(last)-1] >= runUntil &&
 			len(recovered) > 0 && recovered[len(recovered)-1] >= pipelineGPUs[2].hangFrom+pipelineGPUs[2].hangFor+2
 	}, col.proc, be.proc, prom.proc)
@@ -361,6 +416,7 @@ func TestPipeline(t *testing.T) {
 			}
 			eq("hw.gpu.memory.usage", nil, float64(g.used))
 			eq("hw.gpu.memory.limit", nil, float64(g.total))
+			eq("hw.gpu.memory.utilization", nil, float64(g.used)/float64(g.total))
 			eq("nvidia.gpu.memory.reserved", nil, float64(g.reserved))
 			eq("nvidia.gpu.power.limit", nil, g.powerLimit)
 			eq("nvidia.gpu.performance_state", nil, g.pstate)
@@ -379,11 +435,12 @@ func TestPipeline(t *testing.T) {
 			} else {
 				none("nvidia.gpu.fan.speed", nil, "no fan in the scenario")
 			}
+			die := dieSensor
 			if g.tempStep == 0 {
-				eq("hw.temperature", nil, g.temp)
+				eq("hw.temperature", die, g.temp)
 			} else {
 				var before, after int
-				for _, p := range filter(pts, g.uuid, "hw.temperature", nil) {
+				for _, p := range filter(pts, g.uuid, "hw.temperature", die) {
 					switch r := rel(p, t0); {
 					case r < g.tempStep-0.2:
 						before++
@@ -395,6 +452,11 @@ func TestPipeline(t *testing.T) {
 				}
 				assert.Positive(t, before, "GPU %d: temperature points before the step", i)
 				assert.Positive(t, after, "GPU %d: temperature points after the step", i)
+			}
+			if mem := map[string]any{"hw.sensor_location": "memory"}; g.memTemp > 0 {
+				eq("hw.temperature", mem, g.memTemp)
+			} else {
+				none("hw.temperature", mem, "FI_DEV_MEMORY_TEMP is NOT_SUPPORTED in the scenario")
 			}
 			none("hw.gpu.utilization", map[string]any{"hw.gpu.task": "decoder"}, "no decoder in the scenario")
 			if g.encoder < 0 {
@@ -426,7 +488,7 @@ func TestPipeline(t *testing.T) {
 				assert.InDelta(t, want, mean, 0.05, "GPU %d: mean %s %v over %s", i, metric, attrs, strings.Join(vals, " "))
 			}
 			check("hw.gpu.utilization", map[string]any{"hw.gpu.task": "general"}, g.general, g.generalPeriod)
-			check("hw.gpu.memory.utilization", nil, g.memUtil, g.memPeriod)
+			check("nvidia.gpu.memory.controller.utilization", nil, g.memUtil, g.memPeriod)
 			if g.encoder >= 0 {
 				check("hw.gpu.utilization", map[string]any{"hw.gpu.task": "encoder"}, g.encoder, 1.0/3)
 			}
@@ -455,7 +517,7 @@ func TestPipeline(t *testing.T) {
 
 	t.Run("a lost GPU leaves the others reported", func(t *testing.T) {
 		lost := pipelineGPUs[3]
-		lostTimes := times(filter(pts, lost.uuid, "hw.temperature", nil), t0)
+		lostTimes := times(filter(pts, lost.uuid, "hw.temperature", dieSensor), t0)
 		assert.GreaterOrEqual(t, len(lostTimes), 4, "the GPU reports before it is lost")
 		for _, metric := range []string{"hw.temperature", "hw.power", "hw.energy", "hw.gpu.utilization", "hw.gpu.memory.usage"} {
 			for _, p := range filter(pts, lost.uuid, metric, nil) {
@@ -464,7 +526,7 @@ func TestPipeline(t *testing.T) {
 		}
 		for i, g := range pipelineGPUs[:2] {
 			var after int
-			for _, r := range times(filter(pts, g.uuid, "hw.temperature", nil), t0) {
+			for _, r := range times(filter(pts, g.uuid, "hw.temperature", dieSensor), t0) {
 				if r > lost.lostAt+1 {
 					after++
 				}
@@ -498,7 +560,7 @@ func TestPipeline(t *testing.T) {
 		hung := pipelineGPUs[2]
 		from, until := hung.hangFrom, hung.hangFrom+hung.hangFor
 		var recovered bool
-		for _, r := range times(filter(pts, hung.uuid, "hw.temperature", nil), t0) {
+		for _, r := range times(filter(pts, hung.uuid, "hw.temperature", dieSensor), t0) {
 			// A read that started inside the hang cannot finish within the
 			// 0.5 s timeout, except in the hang's last half second.
 			assert.False(t, r > from+0.05 && r < until-0.6, "GPU 2 reported at t=%.2f, inside its hang [%.0f, %.0f)", r, from, until)
@@ -506,7 +568,7 @@ func TestPipeline(t *testing.T) {
 		}
 		assert.True(t, recovered, "GPU 2 reports again after its hang")
 		for i, g := range pipelineGPUs[:2] {
-			ts := times(filter(pts, g.uuid, "hw.temperature", nil), t0)
+			ts := times(filter(pts, g.uuid, "hw.temperature", dieSensor), t0)
 			var in int
 			for k := 1; k < len(ts); k++ {
 				if ts[k] < from-1 || ts[k-1] > until+1 {
@@ -530,7 +592,7 @@ func TestPipeline(t *testing.T) {
 					break
 				}
 			}
-			for _, p := range filter(gpuPts, g.uuid, "nvidia.gpu.processes.dropped", nil) {
+			for _, p := range filter(gpuPts, g.uuid, "nvidia.gpu.process.dropped", nil) {
 				assert.Zero(t, p.Value, "GPU %d: dropped", i)
 			}
 			pids := map[int64]bool{}
@@ -555,15 +617,22 @@ func TestPipeline(t *testing.T) {
 						assert.Equal(t, float64(proc.UsedMemoryBytes), p.Value, "GPU %d pid %d: memory", i, proc.PID)
 					}
 				}
-				for engine, pct := range map[string]Signal{"sm": proc.SMPercent, "memory": proc.MemoryPercent} {
+				for _, u := range []struct {
+					metric string
+					attrs  map[string]any
+					pct    Signal
+				}{
+					{"nvidia.gpu.process.utilization", map[string]any{"hw.gpu.task": "general"}, proc.SMPercent},
+					{"nvidia.gpu.process.memory.controller.utilization", nil, proc.MemoryPercent},
+				} {
 					want := 0.0
-					if pct != nil {
-						want = float64(pct.(int)) / 100
+					if u.pct != nil {
+						want = float64(u.pct.(int)) / 100
 					}
-					got := mine("nvidia.gpu.process.utilization", map[string]any{"nvidia.gpu.engine": engine})
-					if assert.Greater(t, len(got), 2, "GPU %d pid %d: %s utilization", i, proc.PID, engine) {
+					got := mine(u.metric, u.attrs)
+					if assert.Greater(t, len(got), 2, "GPU %d pid %d: %s %v", i, proc.PID, u.metric, u.attrs) {
 						for _, p := range got[1:] {
-							assert.InDelta(t, want, p.Value, 1e-9, "GPU %d pid %d: %s utilization at t=%.2f", i, proc.PID, engine, rel(p, t0))
+							assert.InDelta(t, want, p.Value, 1e-9, "GPU %d pid %d: %s %v at t=%.2f", i, proc.PID, u.metric, u.attrs, rel(p, t0))
 						}
 					}
 				}
@@ -627,15 +696,16 @@ func TestPipeline(t *testing.T) {
 				assert.Greater(t, n, 3, "GPU %d: %s %v", i, metric, attrs)
 			}
 			for metric, attrs := range map[string]map[string]Signal{
-				"hw.errors":                       {"corrected": g.ecc["corrected"], "uncorrected": g.ecc["uncorrected"]},
-				"nvidia.gpu.memory.rows.remapped": {"corrected": g.remapped["correctable"], "uncorrected": g.remapped["uncorrectable"]},
+				"hw.errors":                        {"corrected": g.ecc["corrected"], "uncorrected": g.ecc["uncorrected"]},
+				"nvidia.gpu.memory.row_remap.rows": {"corrected": g.remapped["correctable"], "uncorrected": g.remapped["uncorrectable"]},
 			} {
 				for typ, sig := range attrs {
 					follows(metric, map[string]any{"error.type": typ}, sig, 1)
 				}
 			}
-			follows("nvidia.gpu.memory.rows.remap.pending", nil, g.remapped["pending"], 1)
-			follows("nvidia.gpu.memory.rows.remap.failed", nil, g.remapped["failure"], 1)
+			for state, sig := range g.rowRemapStates() {
+				follows("nvidia.gpu.memory.row_remap.status", map[string]any{"nvidia.gpu.memory.row_remap.state": state}, sig, 1)
+			}
 			follows("nvidia.gpu.pcie.replays", nil, g.pcie["replays"], 1)
 			follows("nvidia.gpu.pcie.link.generation", nil, g.pcie["link_generation"], 1)
 			follows("nvidia.gpu.pcie.link.width", nil, g.pcie["link_width"], 1)
@@ -654,7 +724,7 @@ func TestPipeline(t *testing.T) {
 			// since t = 0. The receiver reads it a little after the point's
 			// timestamp (the start of the read).
 			for reason, frac := range g.violation {
-				got := filter(gpuPts, g.uuid, "nvidia.gpu.clock.throttle.time", map[string]any{"nvidia.gpu.throttle.reason": reason})
+				got := filter(gpuPts, g.uuid, "nvidia.gpu.clock.event.time", map[string]any{"nvidia.gpu.clock.event.reason": reason})
 				if !assert.Greater(t, len(got), 3, "GPU %d: throttle time %s", i, reason) {
 					continue
 				}
@@ -666,7 +736,7 @@ func TestPipeline(t *testing.T) {
 				}
 			}
 			if g.violation == nil {
-				assert.Empty(t, filter(gpuPts, g.uuid, "nvidia.gpu.clock.throttle.time", nil), "GPU %d: no violation counters", i)
+				assert.Empty(t, filter(gpuPts, g.uuid, "nvidia.gpu.clock.event.time", nil), "GPU %d: no violation counters", i)
 			}
 		}
 	})
@@ -782,7 +852,11 @@ func TestPipeline(t *testing.T) {
 				if byGPU[s.Metric["hw_id"]] == nil {
 					byGPU[s.Metric["hw_id"]] = map[string]promSeries{}
 				}
-				byGPU[s.Metric["hw_id"]][s.Metric["__name__"]] = s
+				key := s.Metric["__name__"]
+				if loc := s.Metric["hw_sensor_location"]; loc != "" {
+					key += "/" + loc // hw_temperature_celsius: one series per sensor
+				}
+				byGPU[s.Metric["hw_id"]][key] = s
 			}
 			for _, g := range pipelineGPUs {
 				if len(byGPU[g.uuid]) < 10 {
@@ -803,7 +877,10 @@ func TestPipeline(t *testing.T) {
 				want["hw_power_watts"] = g.power
 			}
 			if g.tempStep == 0 {
-				want["hw_temperature_celsius"] = g.temp
+				want["hw_temperature_celsius/gpu"] = g.temp
+			}
+			if g.memTemp > 0 {
+				want["hw_temperature_celsius/memory"] = g.memTemp
 			}
 			for name, v := range want {
 				s, ok := m[name]

@@ -50,6 +50,7 @@
 	X(nvmlDeviceGetMemoryInfo)                                                                 \
 	X(nvmlDeviceGetMemoryInfo_v2)                                                              \
 	X(nvmlDeviceGetTemperature)                                                                \
+	X(nvmlDeviceGetFieldValues)                                                                \
 	X(nvmlDeviceGetPowerUsage)                                                                 \
 	X(nvmlDeviceGetEnforcedPowerLimit)                                                         \
 	X(nvmlDeviceGetTotalEnergyConsumption)                                                     \
@@ -244,7 +245,7 @@ typedef struct {
 	fake_memory memory;
 
 	/* power.c */
-	fake_signal temperature, power, power_limit, fan;
+	fake_signal temperature, memory_temperature, power, power_limit, fan;
 	double energy_offset_j;
 
 	/* clocks.c */

@@ -15,6 +15,7 @@ const (
 	callMemoryInfo
 	callMIGMemoryInfo
 	callTemperature
+	callMemoryTemperature
 	callPowerUsage
 	callPowerLimit
 	callEnergy
@@ -56,6 +57,7 @@ var callNames = [callCount]string{
 	callMemoryInfo:              "nvmlDeviceGetMemoryInfo",
 	callMIGMemoryInfo:           "nvmlDeviceGetMemoryInfo(MIG device)",
 	callTemperature:             "nvmlDeviceGetTemperature",
+	callMemoryTemperature:       "nvmlDeviceGetFieldValues(FI_DEV_MEMORY_TEMP)",
 	callPowerUsage:              "nvmlDeviceGetPowerUsage",
 	callPowerLimit:              "nvmlDeviceGetEnforcedPowerLimit",
 	callEnergy:                  "nvmlDeviceGetTotalEnergyConsumption",
@@ -89,6 +91,7 @@ var callNames = [callCount]string{
 // at Open: calling a symbol the library lacks kills the process. Calls not
 // listed here exist in every driver this receiver supports.
 var callSymbols = map[call]string{
+	callMemoryTemperature:       "nvmlDeviceGetFieldValues",
 	callComputeProcesses:        "nvmlDeviceGetComputeRunningProcesses",
 	callGraphicsProcesses:       "nvmlDeviceGetGraphicsRunningProcesses",
 	callProcessUtilization:      "nvmlDeviceGetProcessUtilization",

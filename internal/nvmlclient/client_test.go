@@ -99,13 +99,14 @@ func TestReadAllMetrics(t *testing.T) {
 	s, err := c.Devices()[1].Read()
 	require.NoError(t, err)
 	assert.InDelta(t, 0.40, s.Utilization[EngineGeneral].Value, 1e-9, "mean of the window")
-	assert.InDelta(t, 0.15, s.MemoryUtilization.Value, 1e-9)
+	assert.InDelta(t, 0.15, s.MemoryControllerUtilization.Value, 1e-9)
 	assert.Equal(t, some(0.0), s.Utilization[EngineEncoder], "instant fallback: no encoder samples")
 	assert.Equal(t, some(0.01), s.Utilization[EngineDecoder])
 	assert.Equal(t, some(uint64(2<<30)), s.MemoryUsedBytes)
 	assert.Equal(t, some(uint64(150_754_820_096)), s.MemoryTotalBytes)
 	assert.Equal(t, some(uint64(617_086_976)), s.MemoryReservedBytes)
-	assert.Equal(t, some(int64(31)), s.TemperatureCelsius)
+	assert.Equal(t, some(31.0), s.TemperatureCelsius)
+	assert.Equal(t, some(41.0), s.MemoryTemperatureCelsius, "FI_DEV_MEMORY_TEMP")
 	assert.Equal(t, some(76.0), s.PowerWatts)
 	assert.Equal(t, some(700.0), s.PowerLimitWatts)
 	assert.Equal(t, some(2000.0), s.EnergyJoules)
@@ -142,7 +143,7 @@ func TestEmptyWindowFallsBackToInstantReading(t *testing.T) {
 	s, err := c.Devices()[4].Read()
 	require.NoError(t, err)
 	assert.Equal(t, some(0.64), s.Utilization[EngineGeneral])
-	assert.Equal(t, some(0.12), s.MemoryUtilization)
+	assert.Equal(t, some(0.12), s.MemoryControllerUtilization)
 }
 
 func TestUnsupportedSamplingTypeFallsBackAndIsNotAskedAgain(t *testing.T) {

@@ -129,6 +129,7 @@ func (d *Device) Read() (Sample, error) {
 		r.readUtilization(&s)
 		r.readMemory(&s)
 		r.readThermalsAndPower(&s)
+		r.readMemoryTemperature(&s)
 		r.readClocks(&s)
 		if d.readProcesses {
 			r.readProcesses(&s)
@@ -277,7 +278,7 @@ func (r *reading) readThermalsAndPower(s *Sample) {
 	h := r.d.handle
 	if !r.skip(callTemperature) {
 		if v, ret := h.GetTemperature(nvml.TEMPERATURE_GPU); r.ok(callTemperature, ret) {
-			s.TemperatureCelsius = some(int64(v))
+			s.TemperatureCelsius = some(float64(v))
 		}
 	}
 	if !r.skip(callPowerUsage) {

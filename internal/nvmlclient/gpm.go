@@ -1,6 +1,7 @@
 package nvmlclient
 
 import (
+	"math"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -78,8 +79,9 @@ type GPMReading struct {
 	Window   time.Duration
 	Activity [gpmActivityCount]Opt[float64]
 	// TrafficBytes are cumulative since Open: each window's rate times its
-	// length, added up, so that backends derive rates from a counter.
-	TrafficBytes [gpmTrafficCount]Opt[float64]
+	// length, added up, so that backends derive rates from a counter. The
+	// sum is kept in float64 (exact to 8 PiB) and handed out in whole bytes.
+	TrafficBytes [gpmTrafficCount]Opt[int64]
 }
 
 // gpmState is one device's GPM state, touched only under the device's busy
@@ -226,7 +228,7 @@ func (r *reading) gpmWindow(g *gpmState, take func(nvml.GpmSample) nvml.Return) 
 			g.seenTotals[t] = true
 		}
 		if g.seenTotals[t] {
-			out.TrafficBytes[t] = some(g.totals[t])
+			out.TrafficBytes[t] = some(int64(math.Round(g.totals[t])))
 		}
 	}
 	return out

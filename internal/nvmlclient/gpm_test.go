@@ -39,13 +39,13 @@ func TestGPMWindow(t *testing.T) {
 	assert.Equal(t, some(0.10), s.GPM.Activity[GPMSMActivity])
 	assert.Equal(t, some(0.12), s.GPM.Activity[GPMGraphicsActivity])
 	assert.Equal(t, some(0.06), s.GPM.Activity[GPMDRAMBandwidth])
-	assert.Equal(t, some(10.0*(1<<20)*10), s.GPM.TrafficBytes[GPMPCIeTX], "10 MiB/s for 10 s")
-	assert.Equal(t, some(200.0*(1<<20)*10), s.GPM.TrafficBytes[GPMNVLinkRX])
+	assert.Equal(t, some(int64(10*(1<<20)*10)), s.GPM.TrafficBytes[GPMPCIeTX], "10 MiB/s for 10 s")
+	assert.Equal(t, some(int64(200*(1<<20)*10)), s.GPM.TrafficBytes[GPMNVLinkRX])
 
 	clock.Advance(5 * time.Second)
 	s, err = d.Read()
 	require.NoError(t, err)
-	assert.Equal(t, some(10.0*(1<<20)*15), s.GPM.TrafficBytes[GPMPCIeTX], "a counter: it adds up")
+	assert.Equal(t, some(int64(10*(1<<20)*15)), s.GPM.TrafficBytes[GPMPCIeTX], "a counter: it adds up")
 }
 
 func TestGPMShortWindowIsSkipped(t *testing.T) {

@@ -18,7 +18,7 @@ type Process struct {
 	// Utilization of each engine by this process, 0..1, averaged over the
 	// samples NVML took since the previous read. A process listed but
 	// without a sample in the window was idle: 0.
-	SMUtil, MemoryUtil, EncoderUtil, DecoderUtil Opt[float64]
+	SMUtil, MemoryControllerUtil, EncoderUtil, DecoderUtil Opt[float64]
 	// GPUInstanceID and ComputeInstanceID place the process on a MIG slice;
 	// both are NoInstance outside MIG.
 	GPUInstanceID, ComputeInstanceID uint32
@@ -142,7 +142,7 @@ func (r *reading) readProcesses(s *Sample) {
 		if utilOK {
 			u := util[p.PID]
 			p.SMUtil = some(percentToFraction(u.sm))
-			p.MemoryUtil = some(percentToFraction(u.mem))
+			p.MemoryControllerUtil = some(percentToFraction(u.mem))
 			p.EncoderUtil = some(percentToFraction(u.enc))
 			p.DecoderUtil = some(percentToFraction(u.dec))
 		}

@@ -67,7 +67,7 @@ func TestReadProcesses(t *testing.T) {
 	assert.True(t, p.Compute && p.Graphics)
 	assert.Equal(t, some(uint64(4<<30+1<<20)), p.MemoryBytes())
 	assert.InDelta(t, 0.40, p.SMUtil.Value, 1e-9)
-	assert.InDelta(t, 0.05, p.MemoryUtil.Value, 1e-9)
+	assert.InDelta(t, 0.05, p.MemoryControllerUtil.Value, 1e-9)
 	assert.False(t, procs[200].MemoryBytes().OK, "NVML_VALUE_NOT_AVAILABLE")
 	assert.Equal(t, some(0.0), procs[200].SMUtil, "listed without a sample: idle")
 

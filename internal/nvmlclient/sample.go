@@ -40,21 +40,24 @@ type Sample struct {
 	// Utilization of each engine, 0..1, averaged over the window since the
 	// previous sample.
 	Utilization [engineCount]Opt[float64]
-	// MemoryUtilization is the fraction of time memory was read or written,
+	// MemoryControllerUtilization is the fraction of time memory was read or written,
 	// 0..1, over the same window.
-	MemoryUtilization Opt[float64]
+	MemoryControllerUtilization Opt[float64]
 
 	MemoryUsedBytes     Opt[uint64]
 	MemoryTotalBytes    Opt[uint64]
 	MemoryReservedBytes Opt[uint64]
 
-	TemperatureCelsius Opt[int64]
-	PowerWatts         Opt[float64]
-	PowerLimitWatts    Opt[float64]
-	EnergyJoules       Opt[float64]
-	ClockHz            [clockCount]Opt[int64]
-	PerformanceState   Opt[int64]
-	FanSpeed           Opt[float64] // 0..1
+	TemperatureCelsius Opt[float64] // the die
+	// MemoryTemperatureCelsius is the HBM's; absent on boards without a
+	// memory sensor.
+	MemoryTemperatureCelsius Opt[float64]
+	PowerWatts               Opt[float64]
+	PowerLimitWatts          Opt[float64]
+	EnergyJoules             Opt[float64]
+	ClockHz                  [clockCount]Opt[int64]
+	PerformanceState         Opt[int64]
+	FanSpeed                 Opt[float64] // 0..1
 
 	// Processes on the GPU, when process reading is on. ProcessesListed
 	// says the lists were read (an empty list is then a fact, not a gap).

@@ -160,7 +160,7 @@ func (r *reading) readUtilization(s *Sample) {
 		s.Utilization[EngineGeneral] = some(gpu)
 	}
 	if memOK {
-		s.MemoryUtilization = some(mem)
+		s.MemoryControllerUtilization = some(mem)
 	}
 
 	enc, encOK := r.windowAverage(samplingEncoder)

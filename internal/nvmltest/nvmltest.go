@@ -7,6 +7,7 @@
 package nvmltest
 
 import (
+	"encoding/binary"
 	"fmt"
 	"strings"
 	"sync"
@@ -39,20 +40,23 @@ type GPU struct {
 	mu      sync.Mutex
 	samples map[nvml.SamplingType][]nvml.Sample
 
-	Serial        string
-	Utilization   nvml.Utilization
-	EncoderUtil   uint32
-	DecoderUtil   uint32
-	Memory        nvml.Memory_v2
-	TemperatureC  uint32
-	PowerMilliW   uint32
-	LimitMilliW   uint32
-	EnergyMilliJ  uint64
-	ClockMHz      map[nvml.ClockType]uint32
-	PState        nvml.Pstates
-	FanPercent    uint32
-	FanSupported  bool
-	SamplesBroken map[nvml.SamplingType]nvml.Return // forced GetSamples return per type
+	Serial       string
+	Utilization  nvml.Utilization
+	EncoderUtil  uint32
+	DecoderUtil  uint32
+	Memory       nvml.Memory_v2
+	TemperatureC uint32
+	// MemoryTemperatureC answers FI_DEV_MEMORY_TEMP; 0: the field is
+	// NOT_SUPPORTED (a board without a memory sensor).
+	MemoryTemperatureC uint32
+	PowerMilliW        uint32
+	LimitMilliW        uint32
+	EnergyMilliJ       uint64
+	ClockMHz           map[nvml.ClockType]uint32
+	PState             nvml.Pstates
+	FanPercent         uint32
+	FanSupported       bool
+	SamplesBroken      map[nvml.SamplingType]nvml.Return // forced GetSamples return per type
 
 	// GPM values (percent, or MiB/s for traffic) by metric id, and forced
 	// per-metric returns.
@@ -106,17 +110,18 @@ func wrap(s *server.Server) *Machine {
 	for i, d := range s.Devices {
 		dev := d.(*server.Device)
 		g := &GPU{
-			Device:       dev,
-			samples:      map[nvml.SamplingType][]nvml.Sample{},
-			Serial:       fmt.Sprintf("165432100%04d", i),
-			Utilization:  nvml.Utilization{Gpu: uint32(10 * i), Memory: uint32(5 * i)},
-			EncoderUtil:  0,
-			DecoderUtil:  uint32(i),
-			Memory:       nvml.Memory_v2{Total: 150_754_820_096, Reserved: 617_086_976, Used: uint64(i+1) * 1 << 30},
-			TemperatureC: uint32(30 + i),
-			PowerMilliW:  uint32(75_000 + 1_000*i),
-			LimitMilliW:  700_000,
-			EnergyMilliJ: uint64(1_000_000 * (i + 1)),
+			Device:             dev,
+			samples:            map[nvml.SamplingType][]nvml.Sample{},
+			Serial:             fmt.Sprintf("165432100%04d", i),
+			Utilization:        nvml.Utilization{Gpu: uint32(10 * i), Memory: uint32(5 * i)},
+			EncoderUtil:        0,
+			DecoderUtil:        uint32(i),
+			Memory:             nvml.Memory_v2{Total: 150_754_820_096, Reserved: 617_086_976, Used: uint64(i+1) * 1 << 30},
+			TemperatureC:       uint32(30 + i),
+			MemoryTemperatureC: uint32(40 + i),
+			PowerMilliW:        uint32(75_000 + 1_000*i),
+			LimitMilliW:        700_000,
+			EnergyMilliJ:       uint64(1_000_000 * (i + 1)),
 			ClockMHz: map[nvml.ClockType]uint32{
 				nvml.CLOCK_SM: 1980, nvml.CLOCK_MEM: 3201, nvml.CLOCK_GRAPHICS: 1980, nvml.CLOCK_VIDEO: 1545,
 			},
@@ -172,6 +177,7 @@ func (g *GPU) setFuncs(i int) {
 		return nvml.Memory{Total: g.Memory.Total, Used: g.Memory.Used + g.Memory.Reserved, Free: g.Memory.Free}, nvml.SUCCESS
 	}
 	d.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) { return g.TemperatureC, nvml.SUCCESS }
+	d.GetFieldValuesFunc = g.getFieldValues
 	d.GetPowerUsageFunc = func() (uint32, nvml.Return) { return g.PowerMilliW, nvml.SUCCESS }
 	d.GetEnforcedPowerLimitFunc = func() (uint32, nvml.Return) { return g.LimitMilliW, nvml.SUCCESS }
 	d.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) {
@@ -502,4 +508,21 @@ func UnsupportedLogs(logs *observer.ObservedLogs, call string) int {
 		}
 	}
 	return n
+}
+
+// getFieldValues answers the fields the mock knows, each with its own
+// return code, as NVML does: the call succeeds, an unknown field fails.
+func (g *GPU) getFieldValues(values []nvml.FieldValue) nvml.Return {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i := range values {
+		v := &values[i]
+		v.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+		if v.FieldId == nvml.FI_DEV_MEMORY_TEMP && g.MemoryTemperatureC > 0 {
+			v.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_INT)
+			binary.LittleEndian.PutUint32(v.Value[:4], g.MemoryTemperatureC)
+			v.NvmlReturn = uint32(nvml.SUCCESS)
+		}
+	}
+	return nvml.SUCCESS
 }

@@ -1,29 +1,53 @@
 // Package procinfo reads what the receiver reports about a GPU process from
-// /proc: its executable name, owner and, only when asked, its command line.
-// The /proc root is configurable so that a DaemonSet can read the host's
-// /proc mounted elsewhere.
+// /proc: its executable name, owner, start time and, only when asked, its
+// command line. The /proc root is configurable so that a DaemonSet can read
+// the host's /proc mounted elsewhere.
 package procinfo // import "github.com/otelcol-nvml/otelcol-nvml/internal/procinfo"
 
 import (
 	"fmt"
 	"os/user"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/prometheus/procfs"
 )
 
 // Info is what /proc says about one process.
 type Info struct {
-	ExecutableName string // /proc/<pid>/comm
+	// ExecutableName is the base name of /proc/<pid>/exe, or
+	// /proc/<pid>/comm where the link cannot be read (another user's
+	// process without CAP_SYS_PTRACE, a kernel thread). comm alone is no
+	// good: it is cut to 15 characters and a process can rename it
+	// (PyTorch workers call themselves pt_main_thread).
+	ExecutableName string
 	Owner          string // user name, or the numeric uid where it has none
-	CommandLine    string // empty unless asked for
+	// CreationTime is when the process started, ISO 8601 in UTC with the
+	// kernel's 10 ms resolution; empty when unknown. A reused PID gets a new
+	// one.
+	CreationTime string
+	CommandLine  string // empty unless asked for
 }
+
+// creationTimeLayout is ISO 8601 to the hundredth of a second, the
+// resolution of the start time in /proc/<pid>/stat (USER_HZ = 100).
+const creationTimeLayout = "2006-01-02T15:04:05.00Z07:00"
+
+// userHZ is the unit of the start time in /proc/<pid>/stat: Linux exports
+// it as 100 on every architecture, whatever the kernel's own HZ.
+const userHZ = 100
 
 // Reader reads processes under one /proc root and caches user names.
 type Reader struct {
 	fs procfs.FS
+	// bootTime is /proc/stat's btime, read once: the kernel derives it from
+	// the wall clock, so a later read can move by a second, and the
+	// creation time of a process must not.
+	bootTime   time.Time
+	bootTimeOK bool
 
 	mu    sync.Mutex
 	users map[string]string
@@ -35,7 +59,11 @@ func New(procRoot string) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proc root %q: %w", procRoot, err)
 	}
-	return &Reader{fs: fs, users: map[string]string{}}, nil
+	r := &Reader{fs: fs, users: map[string]string{}}
+	if st, err := fs.Stat(); err == nil && st.BootTime > 0 {
+		r.bootTime, r.bootTimeOK = time.Unix(int64(st.BootTime), 0).UTC(), true
+	}
+	return r, nil
 }
 
 // Read returns the process's details. Command lines can hold secrets, so
@@ -46,11 +74,15 @@ func (r *Reader) Read(pid int, withCommandLine bool) (Info, error) {
 		return Info{}, err
 	}
 	var info Info
-	if info.ExecutableName, err = p.Comm(); err != nil {
+	if info.ExecutableName, err = executableName(p); err != nil {
 		return Info{}, err
 	}
 	if st, err := p.NewStatus(); err == nil {
 		info.Owner = r.userName(strconv.FormatUint(st.UIDs[0], 10))
+	}
+	if st, err := p.Stat(); err == nil && r.bootTimeOK {
+		start := r.bootTime.Add(time.Duration(st.Starttime) * time.Second / userHZ)
+		info.CreationTime = start.Format(creationTimeLayout)
 	}
 	if withCommandLine {
 		if args, err := p.CmdLine(); err == nil {
@@ -58,6 +90,15 @@ func (r *Reader) Read(pid int, withCommandLine bool) (Info, error) {
 		}
 	}
 	return info, nil
+}
+
+// executableName is the base name of the executable, falling back to comm.
+func executableName(p procfs.Proc) (string, error) {
+	if exe, err := p.Executable(); err == nil && exe != "" {
+		// A replaced or removed binary reads "/path/name (deleted)".
+		return filepath.Base(strings.TrimSuffix(exe, " (deleted)")), nil
+	}
+	return p.Comm()
 }
 
 // userName maps a uid to a name through the local user database; inside a

@@ -57,8 +57,8 @@ func TestHealthMetrics(t *testing.T) {
 	ts.start(t)
 	md := ts.scrapeOK(t)
 	names := gpuMetricNames(md, nvmltest.UUID(2))
-	for _, n := range []string{"hw.errors", "nvidia.gpu.memory.rows.remapped", "nvidia.gpu.memory.rows.remap.pending",
-		"nvidia.gpu.memory.rows.remap.failed", "nvidia.gpu.clock.event.active", "nvidia.gpu.clock.throttle.time",
+	for _, n := range []string{"hw.errors", "nvidia.gpu.memory.row_remap.rows", "nvidia.gpu.memory.row_remap.status",
+		"nvidia.gpu.clock.event.active", "nvidia.gpu.clock.event.time",
 		"nvidia.gpu.pcie.replays", "nvidia.gpu.pcie.link.generation", "nvidia.gpu.pcie.link.width"} {
 		assert.Contains(t, names, n)
 	}

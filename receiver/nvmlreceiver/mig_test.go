@@ -60,7 +60,7 @@ func TestMIGDevicesAreTheirOwnResources(t *testing.T) {
 
 	names := gpuMetricNames(md, nvmltest.UUID(2))
 	assert.Contains(t, names, "hw.temperature", "the parent keeps its device-level metrics")
-	assert.NotContains(t, names, "hw.gpu.memory.utilization", "not supported in MIG mode")
+	assert.NotContains(t, names, "nvidia.gpu.memory.controller.utilization", "not supported in MIG mode")
 }
 
 func TestScrapeGoldenMIG(t *testing.T) {

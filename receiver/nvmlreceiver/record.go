@@ -20,14 +20,15 @@ var clockTypes = map[nvmlclient.Clock]metadata.AttributeNvidiaGpuClockType{
 	nvmlclient.ClockVideo:    metadata.AttributeNvidiaGpuClockTypeVideo,
 }
 
-var processEngines = []struct {
-	attr metadata.AttributeNvidiaGpuEngine
+// processTasks are the engines of nvidia.gpu.process.utilization, in the
+// hw.gpu.task vocabulary of hw.gpu.utilization: the SM field is general.
+var processTasks = []struct {
+	attr metadata.AttributeHwGpuTask
 	get  func(p nvmlclient.Process) nvmlclient.Opt[float64]
 }{
-	{metadata.AttributeNvidiaGpuEngineSm, func(p nvmlclient.Process) nvmlclient.Opt[float64] { return p.SMUtil }},
-	{metadata.AttributeNvidiaGpuEngineMemory, func(p nvmlclient.Process) nvmlclient.Opt[float64] { return p.MemoryUtil }},
-	{metadata.AttributeNvidiaGpuEngineEncoder, func(p nvmlclient.Process) nvmlclient.Opt[float64] { return p.EncoderUtil }},
-	{metadata.AttributeNvidiaGpuEngineDecoder, func(p nvmlclient.Process) nvmlclient.Opt[float64] { return p.DecoderUtil }},
+	{metadata.AttributeHwGpuTaskGeneral, func(p nvmlclient.Process) nvmlclient.Opt[float64] { return p.SMUtil }},
+	{metadata.AttributeHwGpuTaskEncoder, func(p nvmlclient.Process) nvmlclient.Opt[float64] { return p.EncoderUtil }},
+	{metadata.AttributeHwGpuTaskDecoder, func(p nvmlclient.Process) nvmlclient.Opt[float64] { return p.DecoderUtil }},
 }
 
 // gpuReport is everything recorded for one GPU in one scrape.
@@ -53,7 +54,7 @@ type migReport struct {
 func recordGPU(mb *metadata.MetricsBuilder, r gpuReport) {
 	ts := pcommon.NewTimestampFromTime(r.sample.Time)
 	if r.sample.ProcessesListed {
-		mb.RecordNvidiaGpuProcessesDroppedDataPoint(ts, r.dropped)
+		mb.RecordNvidiaGpuProcessDroppedDataPoint(ts, r.dropped)
 	}
 	recordXIDs(mb, ts, r.xids)
 	recordSample(mb, r.info, r.sample, r.owner)
@@ -72,10 +73,13 @@ func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, procs []
 		if m := p.MemoryBytes(); m.OK {
 			mb.RecordNvidiaGpuProcessMemoryUsageDataPoint(ts, int64(m.Value))
 		}
-		for _, e := range processEngines {
-			if v := e.get(p.Process); v.OK {
-				mb.RecordNvidiaGpuProcessUtilizationDataPoint(ts, v.Value, e.attr)
+		for _, t := range processTasks {
+			if v := t.get(p.Process); v.OK {
+				mb.RecordNvidiaGpuProcessUtilizationDataPoint(ts, v.Value, t.attr)
 			}
+		}
+		if v := p.MemoryControllerUtil; v.OK {
+			mb.RecordNvidiaGpuProcessMemoryControllerUtilizationDataPoint(ts, v.Value)
 		}
 		rb := newResource(p.owner)
 		rb.SetProcessPid(int64(p.PID))
@@ -83,6 +87,9 @@ func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, procs []
 			rb.SetProcessExecutableName(p.info.ExecutableName)
 			if p.info.Owner != "" {
 				rb.SetProcessOwner(p.info.Owner)
+			}
+			if p.info.CreationTime != "" {
+				rb.SetProcessCreationTime(p.info.CreationTime)
 			}
 			if p.info.CommandLine != "" {
 				rb.SetProcessCommandLine(p.info.CommandLine)
@@ -95,15 +102,7 @@ func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, procs []
 // recordMIG records one MIG device on its own resource, then its processes.
 func recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, parent nvmlclient.DeviceInfo, m migReport, listed bool) {
 	s := m.sample
-	if v := s.MemoryUsedBytes; v.OK {
-		mb.RecordHwGpuMemoryUsageDataPoint(ts, int64(v.Value))
-	}
-	if v := s.MemoryTotalBytes; v.OK {
-		mb.RecordHwGpuMemoryLimitDataPoint(ts, int64(v.Value))
-	}
-	if v := s.MemoryReservedBytes; v.OK {
-		mb.RecordNvidiaGpuMemoryReservedDataPoint(ts, int64(v.Value))
-	}
+	recordMemory(mb, ts, s.MemoryUsedBytes, s.MemoryTotalBytes, s.MemoryReservedBytes)
 	if s.GPM != nil {
 		recordGPM(mb, ts, s.GPM)
 	}
@@ -136,20 +135,15 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 			mb.RecordHwGpuUtilizationDataPoint(ts, u.Value, engineTasks[nvmlclient.Engine(engine)])
 		}
 	}
-	if v := s.MemoryUtilization; v.OK {
-		mb.RecordHwGpuMemoryUtilizationDataPoint(ts, v.Value)
+	if v := s.MemoryControllerUtilization; v.OK {
+		mb.RecordNvidiaGpuMemoryControllerUtilizationDataPoint(ts, v.Value)
 	}
-	if v := s.MemoryUsedBytes; v.OK {
-		mb.RecordHwGpuMemoryUsageDataPoint(ts, int64(v.Value))
-	}
-	if v := s.MemoryTotalBytes; v.OK {
-		mb.RecordHwGpuMemoryLimitDataPoint(ts, int64(v.Value))
-	}
-	if v := s.MemoryReservedBytes; v.OK {
-		mb.RecordNvidiaGpuMemoryReservedDataPoint(ts, int64(v.Value))
-	}
+	recordMemory(mb, ts, s.MemoryUsedBytes, s.MemoryTotalBytes, s.MemoryReservedBytes)
 	if v := s.TemperatureCelsius; v.OK {
-		mb.RecordHwTemperatureDataPoint(ts, v.Value)
+		mb.RecordHwTemperatureDataPoint(ts, v.Value, metadata.AttributeHwSensorLocationGpu)
+	}
+	if v := s.MemoryTemperatureCelsius; v.OK {
+		mb.RecordHwTemperatureDataPoint(ts, v.Value, metadata.AttributeHwSensorLocationMemory)
 	}
 	if v := s.PowerWatts; v.OK {
 		mb.RecordHwPowerDataPoint(ts, v.Value)
@@ -180,6 +174,23 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 	}
 	recordHealth(mb, ts, &s.Health)
 	mb.EmitForResource(metadata.WithResource(gpuResource(mb, info, gpuOwner).Emit()))
+}
+
+// recordMemory records a GPU's or MIG device's memory, and the fraction of
+// it in use.
+func recordMemory(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, used, total, reserved nvmlclient.Opt[uint64]) {
+	if used.OK {
+		mb.RecordHwGpuMemoryUsageDataPoint(ts, int64(used.Value))
+	}
+	if total.OK {
+		mb.RecordHwGpuMemoryLimitDataPoint(ts, int64(total.Value))
+	}
+	if used.OK && total.OK && total.Value > 0 {
+		mb.RecordHwGpuMemoryUtilizationDataPoint(ts, float64(used.Value)/float64(total.Value))
+	}
+	if reserved.OK {
+		mb.RecordNvidiaGpuMemoryReservedDataPoint(ts, int64(reserved.Value))
+	}
 }
 
 // gpuResource starts a resource with the GPU's attributes and the owner's.
@@ -254,14 +265,14 @@ func recordGPM(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, g *nvmlclient.
 	}
 	counters := []struct {
 		t      nvmlclient.GPMTraffic
-		record func(float64)
+		record func(int64)
 	}{
-		{nvmlclient.GPMPCIeTX, func(v float64) { mb.RecordHwGpuIoDataPoint(ts, v, metadata.AttributeNetworkIoDirectionTransmit) }},
-		{nvmlclient.GPMPCIeRX, func(v float64) { mb.RecordHwGpuIoDataPoint(ts, v, metadata.AttributeNetworkIoDirectionReceive) }},
-		{nvmlclient.GPMNVLinkTX, func(v float64) {
+		{nvmlclient.GPMPCIeTX, func(v int64) { mb.RecordHwGpuIoDataPoint(ts, v, metadata.AttributeNetworkIoDirectionTransmit) }},
+		{nvmlclient.GPMPCIeRX, func(v int64) { mb.RecordHwGpuIoDataPoint(ts, v, metadata.AttributeNetworkIoDirectionReceive) }},
+		{nvmlclient.GPMNVLinkTX, func(v int64) {
 			mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, v, metadata.AttributeNetworkIoDirectionTransmit)
 		}},
-		{nvmlclient.GPMNVLinkRX, func(v float64) {
+		{nvmlclient.GPMNVLinkRX, func(v int64) {
 			mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, v, metadata.AttributeNetworkIoDirectionReceive)
 		}},
 	}

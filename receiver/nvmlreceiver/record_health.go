@@ -22,20 +22,28 @@ var clockEventReasons = [...]struct {
 	{nvmlclient.ReasonDisplayClocks, metadata.AttributeNvidiaGpuClockEventReasonDisplayClocks},
 }
 
-var throttleReasons = [...]struct {
+// violationReasons are the violation policies in the one vocabulary of
+// clock-event reasons.
+var violationReasons = [...]struct {
 	p    nvmlclient.ViolationPolicy
-	attr metadata.AttributeNvidiaGpuThrottleReason
+	attr metadata.AttributeNvidiaGpuClockEventReason
 }{
-	{nvmlclient.ViolationPower, metadata.AttributeNvidiaGpuThrottleReasonPower},
-	{nvmlclient.ViolationThermal, metadata.AttributeNvidiaGpuThrottleReasonThermal},
-	{nvmlclient.ViolationSyncBoost, metadata.AttributeNvidiaGpuThrottleReasonSyncBoost},
-	{nvmlclient.ViolationBoardLimit, metadata.AttributeNvidiaGpuThrottleReasonBoardLimit},
-	{nvmlclient.ViolationLowUtilization, metadata.AttributeNvidiaGpuThrottleReasonLowUtilization},
-	{nvmlclient.ViolationReliability, metadata.AttributeNvidiaGpuThrottleReasonReliability},
+	{nvmlclient.ViolationPower, metadata.AttributeNvidiaGpuClockEventReasonPower},
+	{nvmlclient.ViolationThermal, metadata.AttributeNvidiaGpuClockEventReasonThermal},
+	{nvmlclient.ViolationSyncBoost, metadata.AttributeNvidiaGpuClockEventReasonSyncBoost},
+	{nvmlclient.ViolationBoardLimit, metadata.AttributeNvidiaGpuClockEventReasonBoardLimit},
+	{nvmlclient.ViolationLowUtilization, metadata.AttributeNvidiaGpuClockEventReasonLowUtilization},
+	{nvmlclient.ViolationReliability, metadata.AttributeNvidiaGpuClockEventReasonReliability},
 }
 
 var hwStates = [...]metadata.AttributeHwState{
-	metadata.AttributeHwStateOk, metadata.AttributeHwStateDegraded, metadata.AttributeHwStateFailed,
+	metadata.AttributeHwStateOk, metadata.AttributeHwStateDegraded,
+	metadata.AttributeHwStatePredictedFailure, metadata.AttributeHwStateFailed,
+}
+
+var rowRemapStates = [...]metadata.AttributeNvidiaGpuMemoryRowRemapState{
+	metadata.AttributeNvidiaGpuMemoryRowRemapStateNone, metadata.AttributeNvidiaGpuMemoryRowRemapStatePending,
+	metadata.AttributeNvidiaGpuMemoryRowRemapStateFailed,
 }
 
 func boolInt(b bool) int64 {
@@ -54,25 +62,31 @@ func recordHealth(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, h *nvmlclie
 		mb.RecordHwErrorsDataPoint(ts, int64(v.Value), metadata.AttributeErrorTypeUncorrected)
 	}
 	if v := h.RemappedCorrected; v.OK {
-		mb.RecordNvidiaGpuMemoryRowsRemappedDataPoint(ts, v.Value, metadata.AttributeErrorTypeCorrected)
+		mb.RecordNvidiaGpuMemoryRowRemapRowsDataPoint(ts, v.Value, metadata.AttributeErrorTypeCorrected)
 	}
 	if v := h.RemappedUncorrected; v.OK {
-		mb.RecordNvidiaGpuMemoryRowsRemappedDataPoint(ts, v.Value, metadata.AttributeErrorTypeUncorrected)
+		mb.RecordNvidiaGpuMemoryRowRemapRowsDataPoint(ts, v.Value, metadata.AttributeErrorTypeUncorrected)
 	}
-	if v := h.RemapPending; v.OK {
-		mb.RecordNvidiaGpuMemoryRowsRemapPendingDataPoint(ts, boolInt(v.Value))
-	}
-	if v := h.RemapFailed; v.OK {
-		mb.RecordNvidiaGpuMemoryRowsRemapFailedDataPoint(ts, boolInt(v.Value))
+	if h.RemapPending.OK && h.RemapFailed.OK {
+		state := metadata.AttributeNvidiaGpuMemoryRowRemapStateNone
+		switch {
+		case h.RemapFailed.Value:
+			state = metadata.AttributeNvidiaGpuMemoryRowRemapStateFailed
+		case h.RemapPending.Value:
+			state = metadata.AttributeNvidiaGpuMemoryRowRemapStatePending
+		}
+		for _, s := range rowRemapStates {
+			mb.RecordNvidiaGpuMemoryRowRemapStatusDataPoint(ts, boolInt(s == state), s)
+		}
 	}
 	for _, c := range clockEventReasons {
 		if v := h.ClockEvents[c.r]; v.OK {
 			mb.RecordNvidiaGpuClockEventActiveDataPoint(ts, boolInt(v.Value), c.attr)
 		}
 	}
-	for _, t := range throttleReasons {
-		if v := h.ViolationSeconds[t.p]; v.OK {
-			mb.RecordNvidiaGpuClockThrottleTimeDataPoint(ts, v.Value, t.attr)
+	for _, r := range violationReasons {
+		if v := h.ViolationSeconds[r.p]; v.OK {
+			mb.RecordNvidiaGpuClockEventTimeDataPoint(ts, v.Value, r.attr)
 		}
 	}
 	if v := h.PCIeReplays; v.OK {
@@ -85,7 +99,10 @@ func recordHealth(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, h *nvmlclie
 		mb.RecordNvidiaGpuPcieLinkWidthDataPoint(ts, v.Value)
 	}
 	state := metadata.AttributeHwStateOk
-	if h.Degraded() {
+	switch {
+	case h.PredictedFailure():
+		state = metadata.AttributeHwStatePredictedFailure
+	case h.Degraded():
 		state = metadata.AttributeHwStateDegraded
 	}
 	recordStatus(mb, ts, state)

@@ -425,7 +425,7 @@ func TestDisabledMetricsCostNoNVMLCall(t *testing.T) {
 			return 0, nvml.SUCCESS
 		}
 		g.GetViolationStatusFunc = func(nvml.PerfPolicyType) (nvml.ViolationTime, nvml.Return) {
-			t.Error("violation status read although nvidia.gpu.clock.throttle.time is disabled")
+			t.Error("violation status read although nvidia.gpu.clock.event.time is disabled")
 			return nvml.ViolationTime{}, nvml.SUCCESS
 		}
 		g.GpmQueryDeviceSupportFunc = func() (nvml.GpmSupport, nvml.Return) {
@@ -436,7 +436,7 @@ func TestDisabledMetricsCostNoNVMLCall(t *testing.T) {
 	ts := newTestScraper(t, m, func(cfg *Config) {
 		mc := &cfg.Metrics
 		mc.HwEnergy.Enabled = false
-		mc.NvidiaGpuClockThrottleTime.Enabled = false
+		mc.NvidiaGpuClockEventTime.Enabled = false
 		for _, e := range []*bool{&mc.NvidiaGpuSmActivity.Enabled, &mc.NvidiaGpuSmOccupancy.Enabled,
 			&mc.NvidiaGpuGraphicsActivity.Enabled, &mc.NvidiaGpuTensorActivity.Enabled, &mc.NvidiaGpuTensorPipeActivity.Enabled,
 			&mc.NvidiaGpuPipeActivity.Enabled, &mc.NvidiaGpuMemoryBandwidthUtilization.Enabled, &mc.HwGpuIo.Enabled,

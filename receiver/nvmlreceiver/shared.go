@@ -43,7 +43,7 @@ func clientOptions(cfg *Config) []nvmlclient.Option {
 	if !m.HwEnergy.Enabled {
 		skip = append(skip, nvmlclient.FeatureEnergy)
 	}
-	if !m.NvidiaGpuClockThrottleTime.Enabled {
+	if !m.NvidiaGpuClockEventTime.Enabled {
 		skip = append(skip, nvmlclient.FeatureThrottleTime)
 	}
 	gpm := []bool{

@@ -301,10 +301,20 @@ func (ms *HwStatusMetricConfig) Validate() error {
 	return nil
 }
 
+// HwTemperatureMetricAttributeKey specifies the key of an attribute for the hw.temperature metric.
+type HwTemperatureMetricAttributeKey string
+
+const (
+	HwTemperatureMetricAttributeKeyHwSensorLocation HwTemperatureMetricAttributeKey = "hw.sensor_location"
+)
+
 // HwTemperatureMetricConfig provides config for the hw.temperature metric.
 type HwTemperatureMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
+
+	AggregationStrategy string                            `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []HwTemperatureMetricAttributeKey `mapstructure:"attributes"`
 }
 
 func (ms *HwTemperatureMetricConfig) Unmarshal(parser *confmap.Conf) error {
@@ -318,6 +328,24 @@ func (ms *HwTemperatureMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	}
 
 	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *HwTemperatureMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case HwTemperatureMetricAttributeKeyHwSensorLocation:
+		default:
+			return fmt.Errorf("metric hw.temperature doesn't have an attribute %v, valid attributes: [hw.sensor_location]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
 	return nil
 }
 
@@ -369,6 +397,54 @@ func (ms *NvidiaGpuClockEventActiveMetricConfig) Validate() error {
 	return nil
 }
 
+// NvidiaGpuClockEventTimeMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.clock.event.time metric.
+type NvidiaGpuClockEventTimeMetricAttributeKey string
+
+const (
+	NvidiaGpuClockEventTimeMetricAttributeKeyNvidiaGpuClockEventReason NvidiaGpuClockEventTimeMetricAttributeKey = "nvidia.gpu.clock.event.reason"
+)
+
+// NvidiaGpuClockEventTimeMetricConfig provides config for the nvidia.gpu.clock.event.time metric.
+type NvidiaGpuClockEventTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                      `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuClockEventTimeMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuClockEventTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuClockEventTimeMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuClockEventTimeMetricAttributeKeyNvidiaGpuClockEventReason:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.clock.event.time doesn't have an attribute %v, valid attributes: [nvidia.gpu.clock.event.reason]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // NvidiaGpuClockFrequencyMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.clock.frequency metric.
 type NvidiaGpuClockFrequencyMetricAttributeKey string
 
@@ -405,54 +481,6 @@ func (ms *NvidiaGpuClockFrequencyMetricConfig) Validate() error {
 		case NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType:
 		default:
 			return fmt.Errorf("metric nvidia.gpu.clock.frequency doesn't have an attribute %v, valid attributes: [nvidia.gpu.clock.type]", val)
-		}
-	}
-
-	switch ms.AggregationStrategy {
-	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
-	default:
-		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
-	}
-
-	return nil
-}
-
-// NvidiaGpuClockThrottleTimeMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.clock.throttle.time metric.
-type NvidiaGpuClockThrottleTimeMetricAttributeKey string
-
-const (
-	NvidiaGpuClockThrottleTimeMetricAttributeKeyNvidiaGpuThrottleReason NvidiaGpuClockThrottleTimeMetricAttributeKey = "nvidia.gpu.throttle.reason"
-)
-
-// NvidiaGpuClockThrottleTimeMetricConfig provides config for the nvidia.gpu.clock.throttle.time metric.
-type NvidiaGpuClockThrottleTimeMetricConfig struct {
-	Enabled          bool `mapstructure:"enabled"`
-	enabledSetByUser bool
-
-	AggregationStrategy string                                         `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []NvidiaGpuClockThrottleTimeMetricAttributeKey `mapstructure:"attributes"`
-}
-
-func (ms *NvidiaGpuClockThrottleTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
-	if parser == nil {
-		return nil
-	}
-
-	err := parser.Unmarshal(ms)
-	if err != nil {
-		return err
-	}
-
-	ms.enabledSetByUser = parser.IsSet("enabled")
-	return nil
-}
-
-func (ms *NvidiaGpuClockThrottleTimeMetricConfig) Validate() error {
-	for _, val := range ms.EnabledAttributes {
-		switch val {
-		case NvidiaGpuClockThrottleTimeMetricAttributeKeyNvidiaGpuThrottleReason:
-		default:
-			return fmt.Errorf("metric nvidia.gpu.clock.throttle.time doesn't have an attribute %v, valid attributes: [nvidia.gpu.throttle.reason]", val)
 		}
 	}
 
@@ -525,6 +553,26 @@ func (ms *NvidiaGpuMemoryBandwidthUtilizationMetricConfig) Unmarshal(parser *con
 	return nil
 }
 
+// NvidiaGpuMemoryControllerUtilizationMetricConfig provides config for the nvidia.gpu.memory.controller.utilization metric.
+type NvidiaGpuMemoryControllerUtilizationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuMemoryControllerUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuMemoryReservedMetricConfig provides config for the nvidia.gpu.memory.reserved metric.
 type NvidiaGpuMemoryReservedMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -545,63 +593,23 @@ func (ms *NvidiaGpuMemoryReservedMetricConfig) Unmarshal(parser *confmap.Conf) e
 	return nil
 }
 
-// NvidiaGpuMemoryRowsRemapFailedMetricConfig provides config for the nvidia.gpu.memory.rows.remap.failed metric.
-type NvidiaGpuMemoryRowsRemapFailedMetricConfig struct {
-	Enabled          bool `mapstructure:"enabled"`
-	enabledSetByUser bool
-}
-
-func (ms *NvidiaGpuMemoryRowsRemapFailedMetricConfig) Unmarshal(parser *confmap.Conf) error {
-	if parser == nil {
-		return nil
-	}
-
-	err := parser.Unmarshal(ms)
-	if err != nil {
-		return err
-	}
-
-	ms.enabledSetByUser = parser.IsSet("enabled")
-	return nil
-}
-
-// NvidiaGpuMemoryRowsRemapPendingMetricConfig provides config for the nvidia.gpu.memory.rows.remap.pending metric.
-type NvidiaGpuMemoryRowsRemapPendingMetricConfig struct {
-	Enabled          bool `mapstructure:"enabled"`
-	enabledSetByUser bool
-}
-
-func (ms *NvidiaGpuMemoryRowsRemapPendingMetricConfig) Unmarshal(parser *confmap.Conf) error {
-	if parser == nil {
-		return nil
-	}
-
-	err := parser.Unmarshal(ms)
-	if err != nil {
-		return err
-	}
-
-	ms.enabledSetByUser = parser.IsSet("enabled")
-	return nil
-}
-
-// NvidiaGpuMemoryRowsRemappedMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.memory.rows.remapped metric.
-type NvidiaGpuMemoryRowsRemappedMetricAttributeKey string
+// NvidiaGpuMemoryRowRemapRowsMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.memory.row_remap.rows metric.
+type NvidiaGpuMemoryRowRemapRowsMetricAttributeKey string
 
 const (
-	NvidiaGpuMemoryRowsRemappedMetricAttributeKeyErrorType NvidiaGpuMemoryRowsRemappedMetricAttributeKey = "error.type"
+	NvidiaGpuMemoryRowRemapRowsMetricAttributeKeyErrorType NvidiaGpuMemoryRowRemapRowsMetricAttributeKey = "error.type"
 )
 
-// NvidiaGpuMemoryRowsRemappedMetricConfig provides config for the nvidia.gpu.memory.rows.remapped metric.
-type NvidiaGpuMemoryRowsRemappedMetricConfig struct {
+// NvidiaGpuMemoryRowRemapRowsMetricConfig provides config for the nvidia.gpu.memory.row_remap.rows metric.
+type NvidiaGpuMemoryRowRemapRowsMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
 	enabledSetByUser bool
 
 	AggregationStrategy string                                          `mapstructure:"aggregation_strategy"`
-	EnabledAttributes   []NvidiaGpuMemoryRowsRemappedMetricAttributeKey `mapstructure:"attributes"`
+	EnabledAttributes   []NvidiaGpuMemoryRowRemapRowsMetricAttributeKey `mapstructure:"attributes"`
 }
 
-func (ms *NvidiaGpuMemoryRowsRemappedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+func (ms *NvidiaGpuMemoryRowRemapRowsMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	if parser == nil {
 		return nil
 	}
@@ -615,12 +623,60 @@ func (ms *NvidiaGpuMemoryRowsRemappedMetricConfig) Unmarshal(parser *confmap.Con
 	return nil
 }
 
-func (ms *NvidiaGpuMemoryRowsRemappedMetricConfig) Validate() error {
+func (ms *NvidiaGpuMemoryRowRemapRowsMetricConfig) Validate() error {
 	for _, val := range ms.EnabledAttributes {
 		switch val {
-		case NvidiaGpuMemoryRowsRemappedMetricAttributeKeyErrorType:
+		case NvidiaGpuMemoryRowRemapRowsMetricAttributeKeyErrorType:
 		default:
-			return fmt.Errorf("metric nvidia.gpu.memory.rows.remapped doesn't have an attribute %v, valid attributes: [error.type]", val)
+			return fmt.Errorf("metric nvidia.gpu.memory.row_remap.rows doesn't have an attribute %v, valid attributes: [error.type]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
+// NvidiaGpuMemoryRowRemapStatusMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.memory.row_remap.status metric.
+type NvidiaGpuMemoryRowRemapStatusMetricAttributeKey string
+
+const (
+	NvidiaGpuMemoryRowRemapStatusMetricAttributeKeyNvidiaGpuMemoryRowRemapState NvidiaGpuMemoryRowRemapStatusMetricAttributeKey = "nvidia.gpu.memory.row_remap.state"
+)
+
+// NvidiaGpuMemoryRowRemapStatusMetricConfig provides config for the nvidia.gpu.memory.row_remap.status metric.
+type NvidiaGpuMemoryRowRemapStatusMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                            `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuMemoryRowRemapStatusMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuMemoryRowRemapStatusMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuMemoryRowRemapStatusMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuMemoryRowRemapStatusMetricAttributeKeyNvidiaGpuMemoryRowRemapState:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.memory.row_remap.status doesn't have an attribute %v, valid attributes: [nvidia.gpu.memory.row_remap.state]", val)
 		}
 	}
 
@@ -849,6 +905,46 @@ func (ms *NvidiaGpuProcessCountMetricConfig) Unmarshal(parser *confmap.Conf) err
 	return nil
 }
 
+// NvidiaGpuProcessDroppedMetricConfig provides config for the nvidia.gpu.process.dropped metric.
+type NvidiaGpuProcessDroppedMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuProcessDroppedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuProcessMemoryControllerUtilizationMetricConfig provides config for the nvidia.gpu.process.memory.controller.utilization metric.
+type NvidiaGpuProcessMemoryControllerUtilizationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuProcessMemoryControllerUtilizationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuProcessMemoryUsageMetricConfig provides config for the nvidia.gpu.process.memory.usage metric.
 type NvidiaGpuProcessMemoryUsageMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -873,7 +969,7 @@ func (ms *NvidiaGpuProcessMemoryUsageMetricConfig) Unmarshal(parser *confmap.Con
 type NvidiaGpuProcessUtilizationMetricAttributeKey string
 
 const (
-	NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine NvidiaGpuProcessUtilizationMetricAttributeKey = "nvidia.gpu.engine"
+	NvidiaGpuProcessUtilizationMetricAttributeKeyHwGpuTask NvidiaGpuProcessUtilizationMetricAttributeKey = "hw.gpu.task"
 )
 
 // NvidiaGpuProcessUtilizationMetricConfig provides config for the nvidia.gpu.process.utilization metric.
@@ -902,9 +998,9 @@ func (ms *NvidiaGpuProcessUtilizationMetricConfig) Unmarshal(parser *confmap.Con
 func (ms *NvidiaGpuProcessUtilizationMetricConfig) Validate() error {
 	for _, val := range ms.EnabledAttributes {
 		switch val {
-		case NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine:
+		case NvidiaGpuProcessUtilizationMetricAttributeKeyHwGpuTask:
 		default:
-			return fmt.Errorf("metric nvidia.gpu.process.utilization doesn't have an attribute %v, valid attributes: [nvidia.gpu.engine]", val)
+			return fmt.Errorf("metric nvidia.gpu.process.utilization doesn't have an attribute %v, valid attributes: [hw.gpu.task]", val)
 		}
 	}
 
@@ -914,26 +1010,6 @@ func (ms *NvidiaGpuProcessUtilizationMetricConfig) Validate() error {
 		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
 	}
 
-	return nil
-}
-
-// NvidiaGpuProcessesDroppedMetricConfig provides config for the nvidia.gpu.processes.dropped metric.
-type NvidiaGpuProcessesDroppedMetricConfig struct {
-	Enabled          bool `mapstructure:"enabled"`
-	enabledSetByUser bool
-}
-
-func (ms *NvidiaGpuProcessesDroppedMetricConfig) Unmarshal(parser *confmap.Conf) error {
-	if parser == nil {
-		return nil
-	}
-
-	err := parser.Unmarshal(ms)
-	if err != nil {
-		return err
-	}
-
-	ms.enabledSetByUser = parser.IsSet("enabled")
 	return nil
 }
 
@@ -1095,42 +1171,43 @@ func (ms *NvidiaGpuXidErrorsMetricConfig) Validate() error {
 
 // MetricsConfig provides config for nvml metrics.
 type MetricsConfig struct {
-	HwEnergy                            HwEnergyMetricConfig                            `mapstructure:"hw.energy"`
-	HwErrors                            HwErrorsMetricConfig                            `mapstructure:"hw.errors"`
-	HwGpuIo                             HwGpuIoMetricConfig                             `mapstructure:"hw.gpu.io"`
-	HwGpuMemoryLimit                    HwGpuMemoryLimitMetricConfig                    `mapstructure:"hw.gpu.memory.limit"`
-	HwGpuMemoryUsage                    HwGpuMemoryUsageMetricConfig                    `mapstructure:"hw.gpu.memory.usage"`
-	HwGpuMemoryUtilization              HwGpuMemoryUtilizationMetricConfig              `mapstructure:"hw.gpu.memory.utilization"`
-	HwGpuUtilization                    HwGpuUtilizationMetricConfig                    `mapstructure:"hw.gpu.utilization"`
-	HwPower                             HwPowerMetricConfig                             `mapstructure:"hw.power"`
-	HwStatus                            HwStatusMetricConfig                            `mapstructure:"hw.status"`
-	HwTemperature                       HwTemperatureMetricConfig                       `mapstructure:"hw.temperature"`
-	NvidiaGpuClockEventActive           NvidiaGpuClockEventActiveMetricConfig           `mapstructure:"nvidia.gpu.clock.event.active"`
-	NvidiaGpuClockFrequency             NvidiaGpuClockFrequencyMetricConfig             `mapstructure:"nvidia.gpu.clock.frequency"`
-	NvidiaGpuClockThrottleTime          NvidiaGpuClockThrottleTimeMetricConfig          `mapstructure:"nvidia.gpu.clock.throttle.time"`
-	NvidiaGpuFanSpeed                   NvidiaGpuFanSpeedMetricConfig                   `mapstructure:"nvidia.gpu.fan.speed"`
-	NvidiaGpuGraphicsActivity           NvidiaGpuGraphicsActivityMetricConfig           `mapstructure:"nvidia.gpu.graphics.activity"`
-	NvidiaGpuMemoryBandwidthUtilization NvidiaGpuMemoryBandwidthUtilizationMetricConfig `mapstructure:"nvidia.gpu.memory.bandwidth.utilization"`
-	NvidiaGpuMemoryReserved             NvidiaGpuMemoryReservedMetricConfig             `mapstructure:"nvidia.gpu.memory.reserved"`
-	NvidiaGpuMemoryRowsRemapFailed      NvidiaGpuMemoryRowsRemapFailedMetricConfig      `mapstructure:"nvidia.gpu.memory.rows.remap.failed"`
-	NvidiaGpuMemoryRowsRemapPending     NvidiaGpuMemoryRowsRemapPendingMetricConfig     `mapstructure:"nvidia.gpu.memory.rows.remap.pending"`
-	NvidiaGpuMemoryRowsRemapped         NvidiaGpuMemoryRowsRemappedMetricConfig         `mapstructure:"nvidia.gpu.memory.rows.remapped"`
-	NvidiaGpuNvlinkIo                   NvidiaGpuNvlinkIoMetricConfig                   `mapstructure:"nvidia.gpu.nvlink.io"`
-	NvidiaGpuPcieLinkGeneration         NvidiaGpuPcieLinkGenerationMetricConfig         `mapstructure:"nvidia.gpu.pcie.link.generation"`
-	NvidiaGpuPcieLinkWidth              NvidiaGpuPcieLinkWidthMetricConfig              `mapstructure:"nvidia.gpu.pcie.link.width"`
-	NvidiaGpuPcieReplays                NvidiaGpuPcieReplaysMetricConfig                `mapstructure:"nvidia.gpu.pcie.replays"`
-	NvidiaGpuPerformanceState           NvidiaGpuPerformanceStateMetricConfig           `mapstructure:"nvidia.gpu.performance_state"`
-	NvidiaGpuPipeActivity               NvidiaGpuPipeActivityMetricConfig               `mapstructure:"nvidia.gpu.pipe.activity"`
-	NvidiaGpuPowerLimit                 NvidiaGpuPowerLimitMetricConfig                 `mapstructure:"nvidia.gpu.power.limit"`
-	NvidiaGpuProcessCount               NvidiaGpuProcessCountMetricConfig               `mapstructure:"nvidia.gpu.process.count"`
-	NvidiaGpuProcessMemoryUsage         NvidiaGpuProcessMemoryUsageMetricConfig         `mapstructure:"nvidia.gpu.process.memory.usage"`
-	NvidiaGpuProcessUtilization         NvidiaGpuProcessUtilizationMetricConfig         `mapstructure:"nvidia.gpu.process.utilization"`
-	NvidiaGpuProcessesDropped           NvidiaGpuProcessesDroppedMetricConfig           `mapstructure:"nvidia.gpu.processes.dropped"`
-	NvidiaGpuSmActivity                 NvidiaGpuSmActivityMetricConfig                 `mapstructure:"nvidia.gpu.sm.activity"`
-	NvidiaGpuSmOccupancy                NvidiaGpuSmOccupancyMetricConfig                `mapstructure:"nvidia.gpu.sm.occupancy"`
-	NvidiaGpuTensorActivity             NvidiaGpuTensorActivityMetricConfig             `mapstructure:"nvidia.gpu.tensor.activity"`
-	NvidiaGpuTensorPipeActivity         NvidiaGpuTensorPipeActivityMetricConfig         `mapstructure:"nvidia.gpu.tensor.pipe.activity"`
-	NvidiaGpuXidErrors                  NvidiaGpuXidErrorsMetricConfig                  `mapstructure:"nvidia.gpu.xid.errors"`
+	HwEnergy                                    HwEnergyMetricConfig                                    `mapstructure:"hw.energy"`
+	HwErrors                                    HwErrorsMetricConfig                                    `mapstructure:"hw.errors"`
+	HwGpuIo                                     HwGpuIoMetricConfig                                     `mapstructure:"hw.gpu.io"`
+	HwGpuMemoryLimit                            HwGpuMemoryLimitMetricConfig                            `mapstructure:"hw.gpu.memory.limit"`
+	HwGpuMemoryUsage                            HwGpuMemoryUsageMetricConfig                            `mapstructure:"hw.gpu.memory.usage"`
+	HwGpuMemoryUtilization                      HwGpuMemoryUtilizationMetricConfig                      `mapstructure:"hw.gpu.memory.utilization"`
+	HwGpuUtilization                            HwGpuUtilizationMetricConfig                            `mapstructure:"hw.gpu.utilization"`
+	HwPower                                     HwPowerMetricConfig                                     `mapstructure:"hw.power"`
+	HwStatus                                    HwStatusMetricConfig                                    `mapstructure:"hw.status"`
+	HwTemperature                               HwTemperatureMetricConfig                               `mapstructure:"hw.temperature"`
+	NvidiaGpuClockEventActive                   NvidiaGpuClockEventActiveMetricConfig                   `mapstructure:"nvidia.gpu.clock.event.active"`
+	NvidiaGpuClockEventTime                     NvidiaGpuClockEventTimeMetricConfig                     `mapstructure:"nvidia.gpu.clock.event.time"`
+	NvidiaGpuClockFrequency                     NvidiaGpuClockFrequencyMetricConfig                     `mapstructure:"nvidia.gpu.clock.frequency"`
+	NvidiaGpuFanSpeed                           NvidiaGpuFanSpeedMetricConfig                           `mapstructure:"nvidia.gpu.fan.speed"`
+	NvidiaGpuGraphicsActivity                   NvidiaGpuGraphicsActivityMetricConfig                   `mapstructure:"nvidia.gpu.graphics.activity"`
+	NvidiaGpuMemoryBandwidthUtilization         NvidiaGpuMemoryBandwidthUtilizationMetricConfig         `mapstructure:"nvidia.gpu.memory.bandwidth.utilization"`
+	NvidiaGpuMemoryControllerUtilization        NvidiaGpuMemoryControllerUtilizationMetricConfig        `mapstructure:"nvidia.gpu.memory.controller.utilization"`
+	NvidiaGpuMemoryReserved                     NvidiaGpuMemoryReservedMetricConfig                     `mapstructure:"nvidia.gpu.memory.reserved"`
+	NvidiaGpuMemoryRowRemapRows                 NvidiaGpuMemoryRowRemapRowsMetricConfig                 `mapstructure:"nvidia.gpu.memory.row_remap.rows"`
+	NvidiaGpuMemoryRowRemapStatus               NvidiaGpuMemoryRowRemapStatusMetricConfig               `mapstructure:"nvidia.gpu.memory.row_remap.status"`
+	NvidiaGpuNvlinkIo                           NvidiaGpuNvlinkIoMetricConfig                           `mapstructure:"nvidia.gpu.nvlink.io"`
+	NvidiaGpuPcieLinkGeneration                 NvidiaGpuPcieLinkGenerationMetricConfig                 `mapstructure:"nvidia.gpu.pcie.link.generation"`
+	NvidiaGpuPcieLinkWidth                      NvidiaGpuPcieLinkWidthMetricConfig                      `mapstructure:"nvidia.gpu.pcie.link.width"`
+	NvidiaGpuPcieReplays                        NvidiaGpuPcieReplaysMetricConfig                        `mapstructure:"nvidia.gpu.pcie.replays"`
+	NvidiaGpuPerformanceState                   NvidiaGpuPerformanceStateMetricConfig                   `mapstructure:"nvidia.gpu.performance_state"`
+	NvidiaGpuPipeActivity                       NvidiaGpuPipeActivityMetricConfig                       `mapstructure:"nvidia.gpu.pipe.activity"`
+	NvidiaGpuPowerLimit                         NvidiaGpuPowerLimitMetricConfig                         `mapstructure:"nvidia.gpu.power.limit"`
+	NvidiaGpuProcessCount                       NvidiaGpuProcessCountMetricConfig                       `mapstructure:"nvidia.gpu.process.count"`
+	NvidiaGpuProcessDropped                     NvidiaGpuProcessDroppedMetricConfig                     `mapstructure:"nvidia.gpu.process.dropped"`
+	NvidiaGpuProcessMemoryControllerUtilization NvidiaGpuProcessMemoryControllerUtilizationMetricConfig `mapstructure:"nvidia.gpu.process.memory.controller.utilization"`
+	NvidiaGpuProcessMemoryUsage                 NvidiaGpuProcessMemoryUsageMetricConfig                 `mapstructure:"nvidia.gpu.process.memory.usage"`
+	NvidiaGpuProcessUtilization                 NvidiaGpuProcessUtilizationMetricConfig                 `mapstructure:"nvidia.gpu.process.utilization"`
+	NvidiaGpuSmActivity                         NvidiaGpuSmActivityMetricConfig                         `mapstructure:"nvidia.gpu.sm.activity"`
+	NvidiaGpuSmOccupancy                        NvidiaGpuSmOccupancyMetricConfig                        `mapstructure:"nvidia.gpu.sm.occupancy"`
+	NvidiaGpuTensorActivity                     NvidiaGpuTensorActivityMetricConfig                     `mapstructure:"nvidia.gpu.tensor.activity"`
+	NvidiaGpuTensorPipeActivity                 NvidiaGpuTensorPipeActivityMetricConfig                 `mapstructure:"nvidia.gpu.tensor.pipe.activity"`
+	NvidiaGpuXidErrors                          NvidiaGpuXidErrorsMetricConfig                          `mapstructure:"nvidia.gpu.xid.errors"`
 }
 
 func DefaultMetricsConfig() MetricsConfig {
@@ -1171,22 +1248,24 @@ func DefaultMetricsConfig() MetricsConfig {
 			EnabledAttributes:   []HwStatusMetricAttributeKey{HwStatusMetricAttributeKeyHwState},
 		},
 		HwTemperature: HwTemperatureMetricConfig{
-			Enabled: true,
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
 		},
 		NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
 			Enabled:             true,
-			AggregationStrategy: AggregationStrategyAvg,
+			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []NvidiaGpuClockEventActiveMetricAttributeKey{NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason},
+		},
+		NvidiaGpuClockEventTime: NvidiaGpuClockEventTimeMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuClockEventTimeMetricAttributeKey{NvidiaGpuClockEventTimeMetricAttributeKeyNvidiaGpuClockEventReason},
 		},
 		NvidiaGpuClockFrequency: NvidiaGpuClockFrequencyMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategyAvg,
 			EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
-		},
-		NvidiaGpuClockThrottleTime: NvidiaGpuClockThrottleTimeMetricConfig{
-			Enabled:             true,
-			AggregationStrategy: AggregationStrategySum,
-			EnabledAttributes:   []NvidiaGpuClockThrottleTimeMetricAttributeKey{NvidiaGpuClockThrottleTimeMetricAttributeKeyNvidiaGpuThrottleReason},
 		},
 		NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 			Enabled: true,
@@ -1197,19 +1276,21 @@ func DefaultMetricsConfig() MetricsConfig {
 		NvidiaGpuMemoryBandwidthUtilization: NvidiaGpuMemoryBandwidthUtilizationMetricConfig{
 			Enabled: true,
 		},
+		NvidiaGpuMemoryControllerUtilization: NvidiaGpuMemoryControllerUtilizationMetricConfig{
+			Enabled: true,
+		},
 		NvidiaGpuMemoryReserved: NvidiaGpuMemoryReservedMetricConfig{
 			Enabled: true,
 		},
-		NvidiaGpuMemoryRowsRemapFailed: NvidiaGpuMemoryRowsRemapFailedMetricConfig{
-			Enabled: true,
-		},
-		NvidiaGpuMemoryRowsRemapPending: NvidiaGpuMemoryRowsRemapPendingMetricConfig{
-			Enabled: true,
-		},
-		NvidiaGpuMemoryRowsRemapped: NvidiaGpuMemoryRowsRemappedMetricConfig{
+		NvidiaGpuMemoryRowRemapRows: NvidiaGpuMemoryRowRemapRowsMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategyAvg,
-			EnabledAttributes:   []NvidiaGpuMemoryRowsRemappedMetricAttributeKey{NvidiaGpuMemoryRowsRemappedMetricAttributeKeyErrorType},
+			EnabledAttributes:   []NvidiaGpuMemoryRowRemapRowsMetricAttributeKey{NvidiaGpuMemoryRowRemapRowsMetricAttributeKeyErrorType},
+		},
+		NvidiaGpuMemoryRowRemapStatus: NvidiaGpuMemoryRowRemapStatusMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuMemoryRowRemapStatusMetricAttributeKey{NvidiaGpuMemoryRowRemapStatusMetricAttributeKeyNvidiaGpuMemoryRowRemapState},
 		},
 		NvidiaGpuNvlinkIo: NvidiaGpuNvlinkIoMetricConfig{
 			Enabled:             true,
@@ -1239,16 +1320,19 @@ func DefaultMetricsConfig() MetricsConfig {
 		NvidiaGpuProcessCount: NvidiaGpuProcessCountMetricConfig{
 			Enabled: true,
 		},
+		NvidiaGpuProcessDropped: NvidiaGpuProcessDroppedMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuProcessMemoryControllerUtilization: NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{
+			Enabled: true,
+		},
 		NvidiaGpuProcessMemoryUsage: NvidiaGpuProcessMemoryUsageMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategyAvg,
-			EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine},
-		},
-		NvidiaGpuProcessesDropped: NvidiaGpuProcessesDroppedMetricConfig{
-			Enabled: true,
+			EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyHwGpuTask},
 		},
 		NvidiaGpuSmActivity: NvidiaGpuSmActivityMetricConfig{
 			Enabled: true,
@@ -1318,6 +1402,7 @@ type ResourceAttributesConfig struct {
 	NvidiaGpuMigProfile           ResourceAttributeConfig `mapstructure:"nvidia.gpu.mig.profile"`
 	NvidiaGpuPciBusID             ResourceAttributeConfig `mapstructure:"nvidia.gpu.pci_bus_id"`
 	ProcessCommandLine            ResourceAttributeConfig `mapstructure:"process.command_line"`
+	ProcessCreationTime           ResourceAttributeConfig `mapstructure:"process.creation.time"`
 	ProcessExecutableName         ResourceAttributeConfig `mapstructure:"process.executable.name"`
 	ProcessOwner                  ResourceAttributeConfig `mapstructure:"process.owner"`
 	ProcessPid                    ResourceAttributeConfig `mapstructure:"process.pid"`
@@ -1378,6 +1463,9 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 		},
 		ProcessCommandLine: ResourceAttributeConfig{
 			Enabled: false,
+		},
+		ProcessCreationTime: ResourceAttributeConfig{
+			Enabled: true,
 		},
 		ProcessExecutableName: ResourceAttributeConfig{
 			Enabled: true,

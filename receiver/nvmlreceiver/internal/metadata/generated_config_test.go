@@ -62,22 +62,24 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						EnabledAttributes:   []HwStatusMetricAttributeKey{HwStatusMetricAttributeKeyHwState},
 					},
 					HwTemperature: HwTemperatureMetricConfig{
-						Enabled: true,
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
 					},
 					NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
 						Enabled:             true,
-						AggregationStrategy: AggregationStrategyAvg,
+						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []NvidiaGpuClockEventActiveMetricAttributeKey{NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason},
+					},
+					NvidiaGpuClockEventTime: NvidiaGpuClockEventTimeMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuClockEventTimeMetricAttributeKey{NvidiaGpuClockEventTimeMetricAttributeKeyNvidiaGpuClockEventReason},
 					},
 					NvidiaGpuClockFrequency: NvidiaGpuClockFrequencyMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
-					},
-					NvidiaGpuClockThrottleTime: NvidiaGpuClockThrottleTimeMetricConfig{
-						Enabled:             true,
-						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []NvidiaGpuClockThrottleTimeMetricAttributeKey{NvidiaGpuClockThrottleTimeMetricAttributeKeyNvidiaGpuThrottleReason},
 					},
 					NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 						Enabled: true,
@@ -88,19 +90,21 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuMemoryBandwidthUtilization: NvidiaGpuMemoryBandwidthUtilizationMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuMemoryControllerUtilization: NvidiaGpuMemoryControllerUtilizationMetricConfig{
+						Enabled: true,
+					},
 					NvidiaGpuMemoryReserved: NvidiaGpuMemoryReservedMetricConfig{
 						Enabled: true,
 					},
-					NvidiaGpuMemoryRowsRemapFailed: NvidiaGpuMemoryRowsRemapFailedMetricConfig{
-						Enabled: true,
-					},
-					NvidiaGpuMemoryRowsRemapPending: NvidiaGpuMemoryRowsRemapPendingMetricConfig{
-						Enabled: true,
-					},
-					NvidiaGpuMemoryRowsRemapped: NvidiaGpuMemoryRowsRemappedMetricConfig{
+					NvidiaGpuMemoryRowRemapRows: NvidiaGpuMemoryRowRemapRowsMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []NvidiaGpuMemoryRowsRemappedMetricAttributeKey{NvidiaGpuMemoryRowsRemappedMetricAttributeKeyErrorType},
+						EnabledAttributes:   []NvidiaGpuMemoryRowRemapRowsMetricAttributeKey{NvidiaGpuMemoryRowRemapRowsMetricAttributeKeyErrorType},
+					},
+					NvidiaGpuMemoryRowRemapStatus: NvidiaGpuMemoryRowRemapStatusMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuMemoryRowRemapStatusMetricAttributeKey{NvidiaGpuMemoryRowRemapStatusMetricAttributeKeyNvidiaGpuMemoryRowRemapState},
 					},
 					NvidiaGpuNvlinkIo: NvidiaGpuNvlinkIoMetricConfig{
 						Enabled:             true,
@@ -130,16 +134,19 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuProcessCount: NvidiaGpuProcessCountMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuProcessDropped: NvidiaGpuProcessDroppedMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuProcessMemoryControllerUtilization: NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{
+						Enabled: true,
+					},
 					NvidiaGpuProcessMemoryUsage: NvidiaGpuProcessMemoryUsageMetricConfig{
 						Enabled: true,
 					},
 					NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine},
-					},
-					NvidiaGpuProcessesDropped: NvidiaGpuProcessesDroppedMetricConfig{
-						Enabled: true,
+						EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyHwGpuTask},
 					},
 					NvidiaGpuSmActivity: NvidiaGpuSmActivityMetricConfig{
 						Enabled: true,
@@ -180,6 +187,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuMigProfile:           ResourceAttributeConfig{Enabled: true},
 					NvidiaGpuPciBusID:             ResourceAttributeConfig{Enabled: true},
 					ProcessCommandLine:            ResourceAttributeConfig{Enabled: true},
+					ProcessCreationTime:           ResourceAttributeConfig{Enabled: true},
 					ProcessExecutableName:         ResourceAttributeConfig{Enabled: true},
 					ProcessOwner:                  ResourceAttributeConfig{Enabled: true},
 					ProcessPid:                    ResourceAttributeConfig{Enabled: true},
@@ -226,22 +234,24 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						EnabledAttributes:   []HwStatusMetricAttributeKey{HwStatusMetricAttributeKeyHwState},
 					},
 					HwTemperature: HwTemperatureMetricConfig{
-						Enabled: false,
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategyAvg,
+						EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
 					},
 					NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
 						Enabled:             false,
-						AggregationStrategy: AggregationStrategyAvg,
+						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []NvidiaGpuClockEventActiveMetricAttributeKey{NvidiaGpuClockEventActiveMetricAttributeKeyNvidiaGpuClockEventReason},
+					},
+					NvidiaGpuClockEventTime: NvidiaGpuClockEventTimeMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuClockEventTimeMetricAttributeKey{NvidiaGpuClockEventTimeMetricAttributeKeyNvidiaGpuClockEventReason},
 					},
 					NvidiaGpuClockFrequency: NvidiaGpuClockFrequencyMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
-					},
-					NvidiaGpuClockThrottleTime: NvidiaGpuClockThrottleTimeMetricConfig{
-						Enabled:             false,
-						AggregationStrategy: AggregationStrategySum,
-						EnabledAttributes:   []NvidiaGpuClockThrottleTimeMetricAttributeKey{NvidiaGpuClockThrottleTimeMetricAttributeKeyNvidiaGpuThrottleReason},
 					},
 					NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 						Enabled: false,
@@ -252,19 +262,21 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuMemoryBandwidthUtilization: NvidiaGpuMemoryBandwidthUtilizationMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuMemoryControllerUtilization: NvidiaGpuMemoryControllerUtilizationMetricConfig{
+						Enabled: false,
+					},
 					NvidiaGpuMemoryReserved: NvidiaGpuMemoryReservedMetricConfig{
 						Enabled: false,
 					},
-					NvidiaGpuMemoryRowsRemapFailed: NvidiaGpuMemoryRowsRemapFailedMetricConfig{
-						Enabled: false,
-					},
-					NvidiaGpuMemoryRowsRemapPending: NvidiaGpuMemoryRowsRemapPendingMetricConfig{
-						Enabled: false,
-					},
-					NvidiaGpuMemoryRowsRemapped: NvidiaGpuMemoryRowsRemappedMetricConfig{
+					NvidiaGpuMemoryRowRemapRows: NvidiaGpuMemoryRowRemapRowsMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []NvidiaGpuMemoryRowsRemappedMetricAttributeKey{NvidiaGpuMemoryRowsRemappedMetricAttributeKeyErrorType},
+						EnabledAttributes:   []NvidiaGpuMemoryRowRemapRowsMetricAttributeKey{NvidiaGpuMemoryRowRemapRowsMetricAttributeKeyErrorType},
+					},
+					NvidiaGpuMemoryRowRemapStatus: NvidiaGpuMemoryRowRemapStatusMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuMemoryRowRemapStatusMetricAttributeKey{NvidiaGpuMemoryRowRemapStatusMetricAttributeKeyNvidiaGpuMemoryRowRemapState},
 					},
 					NvidiaGpuNvlinkIo: NvidiaGpuNvlinkIoMetricConfig{
 						Enabled:             false,
@@ -294,16 +306,19 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuProcessCount: NvidiaGpuProcessCountMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuProcessDropped: NvidiaGpuProcessDroppedMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuProcessMemoryControllerUtilization: NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{
+						Enabled: false,
+					},
 					NvidiaGpuProcessMemoryUsage: NvidiaGpuProcessMemoryUsageMetricConfig{
 						Enabled: false,
 					},
 					NvidiaGpuProcessUtilization: NvidiaGpuProcessUtilizationMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategyAvg,
-						EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine},
-					},
-					NvidiaGpuProcessesDropped: NvidiaGpuProcessesDroppedMetricConfig{
-						Enabled: false,
+						EnabledAttributes:   []NvidiaGpuProcessUtilizationMetricAttributeKey{NvidiaGpuProcessUtilizationMetricAttributeKeyHwGpuTask},
 					},
 					NvidiaGpuSmActivity: NvidiaGpuSmActivityMetricConfig{
 						Enabled: false,
@@ -344,6 +359,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuMigProfile:           ResourceAttributeConfig{Enabled: false},
 					NvidiaGpuPciBusID:             ResourceAttributeConfig{Enabled: false},
 					ProcessCommandLine:            ResourceAttributeConfig{Enabled: false},
+					ProcessCreationTime:           ResourceAttributeConfig{Enabled: false},
 					ProcessExecutableName:         ResourceAttributeConfig{Enabled: false},
 					ProcessOwner:                  ResourceAttributeConfig{Enabled: false},
 					ProcessPid:                    ResourceAttributeConfig{Enabled: false},
@@ -354,7 +370,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuClockThrottleTimeMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRowsRemapFailedMetricConfig{}, NvidiaGpuMemoryRowsRemapPendingMetricConfig{}, NvidiaGpuMemoryRowsRemappedMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuProcessesDroppedMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventTimeMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryControllerUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRowRemapRowsMetricConfig{}, NvidiaGpuMemoryRowRemapStatusMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessDroppedMetricConfig{}, NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
@@ -408,6 +424,18 @@ func TestHwStatusMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
+func TestHwTemperatureMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().HwTemperature
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []HwTemperatureMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric hw.temperature doesn't have an attribute invalid, valid attributes: [hw.sensor_location]")
+
+	cfg = DefaultMetricsConfig().HwTemperature
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
 func TestNvidiaGpuClockEventActiveMetricsConfig_Validate(t *testing.T) {
 	cfg := DefaultMetricsConfig().NvidiaGpuClockEventActive
 	require.NoError(t, cfg.Validate())
@@ -416,6 +444,18 @@ func TestNvidiaGpuClockEventActiveMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.clock.event.active doesn't have an attribute invalid, valid attributes: [nvidia.gpu.clock.event.reason]")
 
 	cfg = DefaultMetricsConfig().NvidiaGpuClockEventActive
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuClockEventTimeMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuClockEventTime
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuClockEventTimeMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.clock.event.time doesn't have an attribute invalid, valid attributes: [nvidia.gpu.clock.event.reason]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuClockEventTime
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
@@ -432,26 +472,26 @@ func TestNvidiaGpuClockFrequencyMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
-func TestNvidiaGpuClockThrottleTimeMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().NvidiaGpuClockThrottleTime
+func TestNvidiaGpuMemoryRowRemapRowsMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuMemoryRowRemapRows
 	require.NoError(t, cfg.Validate())
 
-	cfg.EnabledAttributes = []NvidiaGpuClockThrottleTimeMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.clock.throttle.time doesn't have an attribute invalid, valid attributes: [nvidia.gpu.throttle.reason]")
+	cfg.EnabledAttributes = []NvidiaGpuMemoryRowRemapRowsMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.memory.row_remap.rows doesn't have an attribute invalid, valid attributes: [error.type]")
 
-	cfg = DefaultMetricsConfig().NvidiaGpuClockThrottleTime
+	cfg = DefaultMetricsConfig().NvidiaGpuMemoryRowRemapRows
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
 
-func TestNvidiaGpuMemoryRowsRemappedMetricsConfig_Validate(t *testing.T) {
-	cfg := DefaultMetricsConfig().NvidiaGpuMemoryRowsRemapped
+func TestNvidiaGpuMemoryRowRemapStatusMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuMemoryRowRemapStatus
 	require.NoError(t, cfg.Validate())
 
-	cfg.EnabledAttributes = []NvidiaGpuMemoryRowsRemappedMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.memory.rows.remapped doesn't have an attribute invalid, valid attributes: [error.type]")
+	cfg.EnabledAttributes = []NvidiaGpuMemoryRowRemapStatusMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.memory.row_remap.status doesn't have an attribute invalid, valid attributes: [nvidia.gpu.memory.row_remap.state]")
 
-	cfg = DefaultMetricsConfig().NvidiaGpuMemoryRowsRemapped
+	cfg = DefaultMetricsConfig().NvidiaGpuMemoryRowRemapStatus
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }
@@ -485,7 +525,7 @@ func TestNvidiaGpuProcessUtilizationMetricsConfig_Validate(t *testing.T) {
 	require.NoError(t, cfg.Validate())
 
 	cfg.EnabledAttributes = []NvidiaGpuProcessUtilizationMetricAttributeKey{"invalid"}
-	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.process.utilization doesn't have an attribute invalid, valid attributes: [nvidia.gpu.engine]")
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.process.utilization doesn't have an attribute invalid, valid attributes: [hw.gpu.task]")
 
 	cfg = DefaultMetricsConfig().NvidiaGpuProcessUtilization
 	cfg.AggregationStrategy = "invalid"
@@ -556,6 +596,7 @@ func TestResourceAttributesConfig(t *testing.T) {
 				NvidiaGpuMigProfile:           ResourceAttributeConfig{Enabled: true},
 				NvidiaGpuPciBusID:             ResourceAttributeConfig{Enabled: true},
 				ProcessCommandLine:            ResourceAttributeConfig{Enabled: true},
+				ProcessCreationTime:           ResourceAttributeConfig{Enabled: true},
 				ProcessExecutableName:         ResourceAttributeConfig{Enabled: true},
 				ProcessOwner:                  ResourceAttributeConfig{Enabled: true},
 				ProcessPid:                    ResourceAttributeConfig{Enabled: true},
@@ -582,6 +623,7 @@ func TestResourceAttributesConfig(t *testing.T) {
 				NvidiaGpuMigProfile:           ResourceAttributeConfig{Enabled: false},
 				NvidiaGpuPciBusID:             ResourceAttributeConfig{Enabled: false},
 				ProcessCommandLine:            ResourceAttributeConfig{Enabled: false},
+				ProcessCreationTime:           ResourceAttributeConfig{Enabled: false},
 				ProcessExecutableName:         ResourceAttributeConfig{Enabled: false},
 				ProcessOwner:                  ResourceAttributeConfig{Enabled: false},
 				ProcessPid:                    ResourceAttributeConfig{Enabled: false},

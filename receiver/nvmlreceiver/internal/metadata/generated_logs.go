@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver"
+	conventions "go.opentelemetry.io/otel/semconv/v1.43.0"
 )
 
 // LogsBuilder provides an interface for scrapers to report logs while taking care of all the transformations
@@ -68,6 +69,7 @@ func (lb *LogsBuilder) AppendLogRecord(lr plog.LogRecord) {
 // Resource attributes should be provided as ResourceLogsOption arguments.
 func (lb *LogsBuilder) EmitForResource(options ...ResourceLogsOption) {
 	rl := plog.NewResourceLogs()
+	rl.SetSchemaUrl(conventions.SchemaURL)
 	ils := rl.ScopeLogs().AppendEmpty()
 	ils.Scope().SetName(ScopeName)
 	ils.Scope().SetVersion(lb.buildInfo.Version)

@@ -38,6 +38,7 @@ func TestLogsBuilderAppendLogRecord(t *testing.T) {
 	rb.SetNvidiaGpuMigProfile("nvidia.gpu.mig.profile-val")
 	rb.SetNvidiaGpuPciBusID("nvidia.gpu.pci_bus_id-val")
 	rb.SetProcessCommandLine("process.command_line-val")
+	rb.SetProcessCreationTime("process.creation.time-val")
 	rb.SetProcessExecutableName("process.executable.name-val")
 	rb.SetProcessOwner("process.owner-val")
 	rb.SetProcessPid(11)

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
+	conventions "go.opentelemetry.io/otel/semconv/v1.43.0"
 	"slices"
 	"time"
 )
@@ -75,6 +76,32 @@ var MapAttributeHwGpuTask = map[string]AttributeHwGpuTask{
 	"decoder": AttributeHwGpuTaskDecoder,
 }
 
+// AttributeHwSensorLocation specifies the value hw.sensor_location attribute.
+type AttributeHwSensorLocation int
+
+const (
+	_ AttributeHwSensorLocation = iota
+	AttributeHwSensorLocationGpu
+	AttributeHwSensorLocationMemory
+)
+
+// String returns the string representation of the AttributeHwSensorLocation.
+func (av AttributeHwSensorLocation) String() string {
+	switch av {
+	case AttributeHwSensorLocationGpu:
+		return "gpu"
+	case AttributeHwSensorLocationMemory:
+		return "memory"
+	}
+	return ""
+}
+
+// MapAttributeHwSensorLocation is a helper map of string to AttributeHwSensorLocation attribute value.
+var MapAttributeHwSensorLocation = map[string]AttributeHwSensorLocation{
+	"gpu":    AttributeHwSensorLocationGpu,
+	"memory": AttributeHwSensorLocationMemory,
+}
+
 // AttributeHwState specifies the value hw.state attribute.
 type AttributeHwState int
 
@@ -82,6 +109,7 @@ const (
 	_ AttributeHwState = iota
 	AttributeHwStateOk
 	AttributeHwStateDegraded
+	AttributeHwStatePredictedFailure
 	AttributeHwStateFailed
 )
 
@@ -92,6 +120,8 @@ func (av AttributeHwState) String() string {
 		return "ok"
 	case AttributeHwStateDegraded:
 		return "degraded"
+	case AttributeHwStatePredictedFailure:
+		return "predicted_failure"
 	case AttributeHwStateFailed:
 		return "failed"
 	}
@@ -100,9 +130,10 @@ func (av AttributeHwState) String() string {
 
 // MapAttributeHwState is a helper map of string to AttributeHwState attribute value.
 var MapAttributeHwState = map[string]AttributeHwState{
-	"ok":       AttributeHwStateOk,
-	"degraded": AttributeHwStateDegraded,
-	"failed":   AttributeHwStateFailed,
+	"ok":                AttributeHwStateOk,
+	"degraded":          AttributeHwStateDegraded,
+	"predicted_failure": AttributeHwStatePredictedFailure,
+	"failed":            AttributeHwStateFailed,
 }
 
 // AttributeNetworkIoDirection specifies the value network.io.direction attribute.
@@ -145,6 +176,11 @@ const (
 	AttributeNvidiaGpuClockEventReasonHwThermalSlowdown
 	AttributeNvidiaGpuClockEventReasonHwPowerBrakeSlowdown
 	AttributeNvidiaGpuClockEventReasonDisplayClocks
+	AttributeNvidiaGpuClockEventReasonPower
+	AttributeNvidiaGpuClockEventReasonThermal
+	AttributeNvidiaGpuClockEventReasonBoardLimit
+	AttributeNvidiaGpuClockEventReasonLowUtilization
+	AttributeNvidiaGpuClockEventReasonReliability
 )
 
 // String returns the string representation of the AttributeNvidiaGpuClockEventReason.
@@ -168,6 +204,16 @@ func (av AttributeNvidiaGpuClockEventReason) String() string {
 		return "hw_power_brake_slowdown"
 	case AttributeNvidiaGpuClockEventReasonDisplayClocks:
 		return "display_clocks"
+	case AttributeNvidiaGpuClockEventReasonPower:
+		return "power"
+	case AttributeNvidiaGpuClockEventReasonThermal:
+		return "thermal"
+	case AttributeNvidiaGpuClockEventReasonBoardLimit:
+		return "board_limit"
+	case AttributeNvidiaGpuClockEventReasonLowUtilization:
+		return "low_utilization"
+	case AttributeNvidiaGpuClockEventReasonReliability:
+		return "reliability"
 	}
 	return ""
 }
@@ -183,6 +229,11 @@ var MapAttributeNvidiaGpuClockEventReason = map[string]AttributeNvidiaGpuClockEv
 	"hw_thermal_slowdown":     AttributeNvidiaGpuClockEventReasonHwThermalSlowdown,
 	"hw_power_brake_slowdown": AttributeNvidiaGpuClockEventReasonHwPowerBrakeSlowdown,
 	"display_clocks":          AttributeNvidiaGpuClockEventReasonDisplayClocks,
+	"power":                   AttributeNvidiaGpuClockEventReasonPower,
+	"thermal":                 AttributeNvidiaGpuClockEventReasonThermal,
+	"board_limit":             AttributeNvidiaGpuClockEventReasonBoardLimit,
+	"low_utilization":         AttributeNvidiaGpuClockEventReasonLowUtilization,
+	"reliability":             AttributeNvidiaGpuClockEventReasonReliability,
 }
 
 // AttributeNvidiaGpuClockType specifies the value nvidia.gpu.clock.type attribute.
@@ -219,38 +270,34 @@ var MapAttributeNvidiaGpuClockType = map[string]AttributeNvidiaGpuClockType{
 	"video":    AttributeNvidiaGpuClockTypeVideo,
 }
 
-// AttributeNvidiaGpuEngine specifies the value nvidia.gpu.engine attribute.
-type AttributeNvidiaGpuEngine int
+// AttributeNvidiaGpuMemoryRowRemapState specifies the value nvidia.gpu.memory.row_remap.state attribute.
+type AttributeNvidiaGpuMemoryRowRemapState int
 
 const (
-	_ AttributeNvidiaGpuEngine = iota
-	AttributeNvidiaGpuEngineSm
-	AttributeNvidiaGpuEngineMemory
-	AttributeNvidiaGpuEngineEncoder
-	AttributeNvidiaGpuEngineDecoder
+	_ AttributeNvidiaGpuMemoryRowRemapState = iota
+	AttributeNvidiaGpuMemoryRowRemapStateNone
+	AttributeNvidiaGpuMemoryRowRemapStatePending
+	AttributeNvidiaGpuMemoryRowRemapStateFailed
 )
 
-// String returns the string representation of the AttributeNvidiaGpuEngine.
-func (av AttributeNvidiaGpuEngine) String() string {
+// String returns the string representation of the AttributeNvidiaGpuMemoryRowRemapState.
+func (av AttributeNvidiaGpuMemoryRowRemapState) String() string {
 	switch av {
-	case AttributeNvidiaGpuEngineSm:
-		return "sm"
-	case AttributeNvidiaGpuEngineMemory:
-		return "memory"
-	case AttributeNvidiaGpuEngineEncoder:
-		return "encoder"
-	case AttributeNvidiaGpuEngineDecoder:
-		return "decoder"
+	case AttributeNvidiaGpuMemoryRowRemapStateNone:
+		return "none"
+	case AttributeNvidiaGpuMemoryRowRemapStatePending:
+		return "pending"
+	case AttributeNvidiaGpuMemoryRowRemapStateFailed:
+		return "failed"
 	}
 	return ""
 }
 
-// MapAttributeNvidiaGpuEngine is a helper map of string to AttributeNvidiaGpuEngine attribute value.
-var MapAttributeNvidiaGpuEngine = map[string]AttributeNvidiaGpuEngine{
-	"sm":      AttributeNvidiaGpuEngineSm,
-	"memory":  AttributeNvidiaGpuEngineMemory,
-	"encoder": AttributeNvidiaGpuEngineEncoder,
-	"decoder": AttributeNvidiaGpuEngineDecoder,
+// MapAttributeNvidiaGpuMemoryRowRemapState is a helper map of string to AttributeNvidiaGpuMemoryRowRemapState attribute value.
+var MapAttributeNvidiaGpuMemoryRowRemapState = map[string]AttributeNvidiaGpuMemoryRowRemapState{
+	"none":    AttributeNvidiaGpuMemoryRowRemapStateNone,
+	"pending": AttributeNvidiaGpuMemoryRowRemapStatePending,
+	"failed":  AttributeNvidiaGpuMemoryRowRemapStateFailed,
 }
 
 // AttributeNvidiaGpuPipe specifies the value nvidia.gpu.pipe attribute.
@@ -321,48 +368,6 @@ var MapAttributeNvidiaGpuTensorPipe = map[string]AttributeNvidiaGpuTensorPipe{
 	"dfma": AttributeNvidiaGpuTensorPipeDfma,
 }
 
-// AttributeNvidiaGpuThrottleReason specifies the value nvidia.gpu.throttle.reason attribute.
-type AttributeNvidiaGpuThrottleReason int
-
-const (
-	_ AttributeNvidiaGpuThrottleReason = iota
-	AttributeNvidiaGpuThrottleReasonPower
-	AttributeNvidiaGpuThrottleReasonThermal
-	AttributeNvidiaGpuThrottleReasonSyncBoost
-	AttributeNvidiaGpuThrottleReasonBoardLimit
-	AttributeNvidiaGpuThrottleReasonLowUtilization
-	AttributeNvidiaGpuThrottleReasonReliability
-)
-
-// String returns the string representation of the AttributeNvidiaGpuThrottleReason.
-func (av AttributeNvidiaGpuThrottleReason) String() string {
-	switch av {
-	case AttributeNvidiaGpuThrottleReasonPower:
-		return "power"
-	case AttributeNvidiaGpuThrottleReasonThermal:
-		return "thermal"
-	case AttributeNvidiaGpuThrottleReasonSyncBoost:
-		return "sync_boost"
-	case AttributeNvidiaGpuThrottleReasonBoardLimit:
-		return "board_limit"
-	case AttributeNvidiaGpuThrottleReasonLowUtilization:
-		return "low_utilization"
-	case AttributeNvidiaGpuThrottleReasonReliability:
-		return "reliability"
-	}
-	return ""
-}
-
-// MapAttributeNvidiaGpuThrottleReason is a helper map of string to AttributeNvidiaGpuThrottleReason attribute value.
-var MapAttributeNvidiaGpuThrottleReason = map[string]AttributeNvidiaGpuThrottleReason{
-	"power":           AttributeNvidiaGpuThrottleReasonPower,
-	"thermal":         AttributeNvidiaGpuThrottleReasonThermal,
-	"sync_boost":      AttributeNvidiaGpuThrottleReasonSyncBoost,
-	"board_limit":     AttributeNvidiaGpuThrottleReasonBoardLimit,
-	"low_utilization": AttributeNvidiaGpuThrottleReasonLowUtilization,
-	"reliability":     AttributeNvidiaGpuThrottleReasonReliability,
-}
-
 var MetricsInfo = metricsInfo{
 	HwEnergy: metricInfo{
 		Name: "hw.energy",
@@ -396,19 +401,20 @@ var MetricsInfo = metricsInfo{
 		Attributes: []string{"hw.state"},
 	},
 	HwTemperature: metricInfo{
-		Name: "hw.temperature",
+		Name:       "hw.temperature",
+		Attributes: []string{"hw.sensor_location"},
 	},
 	NvidiaGpuClockEventActive: metricInfo{
 		Name:       "nvidia.gpu.clock.event.active",
 		Attributes: []string{"nvidia.gpu.clock.event.reason"},
 	},
+	NvidiaGpuClockEventTime: metricInfo{
+		Name:       "nvidia.gpu.clock.event.time",
+		Attributes: []string{"nvidia.gpu.clock.event.reason"},
+	},
 	NvidiaGpuClockFrequency: metricInfo{
 		Name:       "nvidia.gpu.clock.frequency",
 		Attributes: []string{"nvidia.gpu.clock.type"},
-	},
-	NvidiaGpuClockThrottleTime: metricInfo{
-		Name:       "nvidia.gpu.clock.throttle.time",
-		Attributes: []string{"nvidia.gpu.throttle.reason"},
 	},
 	NvidiaGpuFanSpeed: metricInfo{
 		Name: "nvidia.gpu.fan.speed",
@@ -419,18 +425,19 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuMemoryBandwidthUtilization: metricInfo{
 		Name: "nvidia.gpu.memory.bandwidth.utilization",
 	},
+	NvidiaGpuMemoryControllerUtilization: metricInfo{
+		Name: "nvidia.gpu.memory.controller.utilization",
+	},
 	NvidiaGpuMemoryReserved: metricInfo{
 		Name: "nvidia.gpu.memory.reserved",
 	},
-	NvidiaGpuMemoryRowsRemapFailed: metricInfo{
-		Name: "nvidia.gpu.memory.rows.remap.failed",
-	},
-	NvidiaGpuMemoryRowsRemapPending: metricInfo{
-		Name: "nvidia.gpu.memory.rows.remap.pending",
-	},
-	NvidiaGpuMemoryRowsRemapped: metricInfo{
-		Name:       "nvidia.gpu.memory.rows.remapped",
+	NvidiaGpuMemoryRowRemapRows: metricInfo{
+		Name:       "nvidia.gpu.memory.row_remap.rows",
 		Attributes: []string{"error.type"},
+	},
+	NvidiaGpuMemoryRowRemapStatus: metricInfo{
+		Name:       "nvidia.gpu.memory.row_remap.status",
+		Attributes: []string{"nvidia.gpu.memory.row_remap.state"},
 	},
 	NvidiaGpuNvlinkIo: metricInfo{
 		Name:       "nvidia.gpu.nvlink.io",
@@ -458,15 +465,18 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuProcessCount: metricInfo{
 		Name: "nvidia.gpu.process.count",
 	},
+	NvidiaGpuProcessDropped: metricInfo{
+		Name: "nvidia.gpu.process.dropped",
+	},
+	NvidiaGpuProcessMemoryControllerUtilization: metricInfo{
+		Name: "nvidia.gpu.process.memory.controller.utilization",
+	},
 	NvidiaGpuProcessMemoryUsage: metricInfo{
 		Name: "nvidia.gpu.process.memory.usage",
 	},
 	NvidiaGpuProcessUtilization: metricInfo{
 		Name:       "nvidia.gpu.process.utilization",
-		Attributes: []string{"nvidia.gpu.engine"},
-	},
-	NvidiaGpuProcessesDropped: metricInfo{
-		Name: "nvidia.gpu.processes.dropped",
+		Attributes: []string{"hw.gpu.task"},
 	},
 	NvidiaGpuSmActivity: metricInfo{
 		Name: "nvidia.gpu.sm.activity",
@@ -488,42 +498,43 @@ var MetricsInfo = metricsInfo{
 }
 
 type metricsInfo struct {
-	HwEnergy                            metricInfo
-	HwErrors                            metricInfo
-	HwGpuIo                             metricInfo
-	HwGpuMemoryLimit                    metricInfo
-	HwGpuMemoryUsage                    metricInfo
-	HwGpuMemoryUtilization              metricInfo
-	HwGpuUtilization                    metricInfo
-	HwPower                             metricInfo
-	HwStatus                            metricInfo
-	HwTemperature                       metricInfo
-	NvidiaGpuClockEventActive           metricInfo
-	NvidiaGpuClockFrequency             metricInfo
-	NvidiaGpuClockThrottleTime          metricInfo
-	NvidiaGpuFanSpeed                   metricInfo
-	NvidiaGpuGraphicsActivity           metricInfo
-	NvidiaGpuMemoryBandwidthUtilization metricInfo
-	NvidiaGpuMemoryReserved             metricInfo
-	NvidiaGpuMemoryRowsRemapFailed      metricInfo
-	NvidiaGpuMemoryRowsRemapPending     metricInfo
-	NvidiaGpuMemoryRowsRemapped         metricInfo
-	NvidiaGpuNvlinkIo                   metricInfo
-	NvidiaGpuPcieLinkGeneration         metricInfo
-	NvidiaGpuPcieLinkWidth              metricInfo
-	NvidiaGpuPcieReplays                metricInfo
-	NvidiaGpuPerformanceState           metricInfo
-	NvidiaGpuPipeActivity               metricInfo
-	NvidiaGpuPowerLimit                 metricInfo
-	NvidiaGpuProcessCount               metricInfo
-	NvidiaGpuProcessMemoryUsage         metricInfo
-	NvidiaGpuProcessUtilization         metricInfo
-	NvidiaGpuProcessesDropped           metricInfo
-	NvidiaGpuSmActivity                 metricInfo
-	NvidiaGpuSmOccupancy                metricInfo
-	NvidiaGpuTensorActivity             metricInfo
-	NvidiaGpuTensorPipeActivity         metricInfo
-	NvidiaGpuXidErrors                  metricInfo
+	HwEnergy                                    metricInfo
+	HwErrors                                    metricInfo
+	HwGpuIo                                     metricInfo
+	HwGpuMemoryLimit                            metricInfo
+	HwGpuMemoryUsage                            metricInfo
+	HwGpuMemoryUtilization                      metricInfo
+	HwGpuUtilization                            metricInfo
+	HwPower                                     metricInfo
+	HwStatus                                    metricInfo
+	HwTemperature                               metricInfo
+	NvidiaGpuClockEventActive                   metricInfo
+	NvidiaGpuClockEventTime                     metricInfo
+	NvidiaGpuClockFrequency                     metricInfo
+	NvidiaGpuFanSpeed                           metricInfo
+	NvidiaGpuGraphicsActivity                   metricInfo
+	NvidiaGpuMemoryBandwidthUtilization         metricInfo
+	NvidiaGpuMemoryControllerUtilization        metricInfo
+	NvidiaGpuMemoryReserved                     metricInfo
+	NvidiaGpuMemoryRowRemapRows                 metricInfo
+	NvidiaGpuMemoryRowRemapStatus               metricInfo
+	NvidiaGpuNvlinkIo                           metricInfo
+	NvidiaGpuPcieLinkGeneration                 metricInfo
+	NvidiaGpuPcieLinkWidth                      metricInfo
+	NvidiaGpuPcieReplays                        metricInfo
+	NvidiaGpuPerformanceState                   metricInfo
+	NvidiaGpuPipeActivity                       metricInfo
+	NvidiaGpuPowerLimit                         metricInfo
+	NvidiaGpuProcessCount                       metricInfo
+	NvidiaGpuProcessDropped                     metricInfo
+	NvidiaGpuProcessMemoryControllerUtilization metricInfo
+	NvidiaGpuProcessMemoryUsage                 metricInfo
+	NvidiaGpuProcessUtilization                 metricInfo
+	NvidiaGpuSmActivity                         metricInfo
+	NvidiaGpuSmOccupancy                        metricInfo
+	NvidiaGpuTensorActivity                     metricInfo
+	NvidiaGpuTensorPipeActivity                 metricInfo
+	NvidiaGpuXidErrors                          metricInfo
 }
 
 type metricInfo struct {
@@ -678,7 +689,7 @@ type metricHwGpuIo struct {
 	data          pmetric.Metric      // data buffer for generated metric.
 	config        HwGpuIoMetricConfig // metric config provided by user.
 	capacity      int                 // max observed number of data points added to the metric.
-	aggDataPoints []float64           // slice containing number of aggregated datapoints at each index
+	aggDataPoints []int64             // slice containing number of aggregated datapoints at each index
 }
 
 // init fills hw.gpu.io metric with initial data.
@@ -693,7 +704,7 @@ func (m *metricHwGpuIo) init() {
 	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricHwGpuIo) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, networkIoDirectionAttributeValue string) {
+func (m *metricHwGpuIo) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, networkIoDirectionAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
@@ -712,24 +723,24 @@ func (m *metricHwGpuIo) recordDataPoint(start pcommon.Timestamp, ts pcommon.Time
 		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
 			switch s = m.config.AggregationStrategy; s {
 			case AggregationStrategySum, AggregationStrategyAvg:
-				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				dpi.SetIntValue(dpi.IntValue() + val)
 				m.aggDataPoints[i] += 1
 				return
 			case AggregationStrategyMin:
-				if dpi.DoubleValue() > val {
-					dpi.SetDoubleValue(val)
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
 				}
 				return
 			case AggregationStrategyMax:
-				if dpi.DoubleValue() < val {
-					dpi.SetDoubleValue(val)
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
 				}
 				return
 			}
 		}
 	}
 
-	dp.SetDoubleValue(val)
+	dp.SetIntValue(val)
 	m.aggDataPoints = append(m.aggDataPoints, 1)
 	dp.MoveTo(dps.AppendEmpty())
 }
@@ -746,7 +757,7 @@ func (m *metricHwGpuIo) emit(metrics pmetric.MetricSlice) {
 	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
 		if m.config.AggregationStrategy == AggregationStrategyAvg {
 			for i, aggCount := range m.aggDataPoints {
-				m.data.Sum().DataPoints().At(i).SetDoubleValue(m.data.Sum().DataPoints().At(i).DoubleValue() / aggCount)
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
 			}
 		}
 		m.updateCapacity()
@@ -878,7 +889,7 @@ type metricHwGpuMemoryUtilization struct {
 // init fills hw.gpu.memory.utilization metric with initial data.
 func (m *metricHwGpuMemoryUtilization) init() {
 	m.data.SetName("hw.gpu.memory.utilization")
-	m.data.SetDescription("Fraction of time over the collection interval during which device memory was being read or written.")
+	m.data.SetDescription("Fraction of GPU memory used (hw.gpu.memory.usage / hw.gpu.memory.limit).")
 	m.data.SetUnit("1")
 	m.data.SetEmptyGauge()
 }
@@ -1150,27 +1161,61 @@ func newMetricHwStatus(cfg HwStatusMetricConfig) metricHwStatus {
 }
 
 type metricHwTemperature struct {
-	data     pmetric.Metric            // data buffer for generated metric.
-	config   HwTemperatureMetricConfig // metric config provided by user.
-	capacity int                       // max observed number of data points added to the metric.
+	data          pmetric.Metric            // data buffer for generated metric.
+	config        HwTemperatureMetricConfig // metric config provided by user.
+	capacity      int                       // max observed number of data points added to the metric.
+	aggDataPoints []float64                 // slice containing number of aggregated datapoints at each index
 }
 
 // init fills hw.temperature metric with initial data.
 func (m *metricHwTemperature) init() {
 	m.data.SetName("hw.temperature")
-	m.data.SetDescription("Temperature of the GPU die.")
+	m.data.SetDescription("Temperature of the GPU die (hw.sensor_location gpu) and of its memory (memory).")
 	m.data.SetUnit("Cel")
 	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricHwTemperature) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+func (m *metricHwTemperature) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, hwSensorLocationAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
-	dp := m.data.Gauge().DataPoints().AppendEmpty()
+
+	dp := pmetric.NewNumberDataPoint()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
-	dp.SetIntValue(val)
+	if slices.Contains(m.config.EnabledAttributes, HwTemperatureMetricAttributeKeyHwSensorLocation) {
+		dp.Attributes().PutStr("hw.sensor_location", hwSensorLocationAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
@@ -1183,6 +1228,11 @@ func (m *metricHwTemperature) updateCapacity() {
 // emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
 func (m *metricHwTemperature) emit(metrics pmetric.MetricSlice) {
 	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
 		m.updateCapacity()
 		m.data.MoveTo(metrics.AppendEmpty())
 		m.init()
@@ -1209,10 +1259,12 @@ type metricNvidiaGpuClockEventActive struct {
 // init fills nvidia.gpu.clock.event.active metric with initial data.
 func (m *metricNvidiaGpuClockEventActive) init() {
 	m.data.SetName("nvidia.gpu.clock.event.active")
-	m.data.SetDescription("1 while a clock-event reason (idle, power cap, thermal slowdown, ...) is active, 0 otherwise.")
+	m.data.SetDescription("One series per clock-event reason (idle, power cap, thermal slowdown, ...), 1 while it is active, 0 otherwise.")
 	m.data.SetUnit("1")
-	m.data.SetEmptyGauge()
-	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
 	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
@@ -1229,7 +1281,7 @@ func (m *metricNvidiaGpuClockEventActive) recordDataPoint(start pcommon.Timestam
 	}
 
 	var s string
-	dps := m.data.Gauge().DataPoints()
+	dps := m.data.Sum().DataPoints()
 	for i := 0; i < dps.Len(); i++ {
 		dpi := dps.At(i)
 		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
@@ -1259,17 +1311,17 @@ func (m *metricNvidiaGpuClockEventActive) recordDataPoint(start pcommon.Timestam
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
 func (m *metricNvidiaGpuClockEventActive) updateCapacity() {
-	if m.data.Gauge().DataPoints().Len() > m.capacity {
-		m.capacity = m.data.Gauge().DataPoints().Len()
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
 	}
 }
 
 // emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
 func (m *metricNvidiaGpuClockEventActive) emit(metrics pmetric.MetricSlice) {
-	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
 		if m.config.AggregationStrategy == AggregationStrategyAvg {
 			for i, aggCount := range m.aggDataPoints {
-				m.data.Gauge().DataPoints().At(i).SetIntValue(m.data.Gauge().DataPoints().At(i).IntValue() / aggCount)
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
 			}
 		}
 		m.updateCapacity()
@@ -1280,6 +1332,97 @@ func (m *metricNvidiaGpuClockEventActive) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuClockEventActive(cfg NvidiaGpuClockEventActiveMetricConfig) metricNvidiaGpuClockEventActive {
 	m := metricNvidiaGpuClockEventActive{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuClockEventTime struct {
+	data          pmetric.Metric                      // data buffer for generated metric.
+	config        NvidiaGpuClockEventTimeMetricConfig // metric config provided by user.
+	capacity      int                                 // max observed number of data points added to the metric.
+	aggDataPoints []float64                           // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.clock.event.time metric with initial data.
+func (m *metricNvidiaGpuClockEventTime) init() {
+	m.data.SetName("nvidia.gpu.clock.event.time")
+	m.data.SetDescription("Time the clocks were held below what was asked for, by policy, since the driver loaded.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuClockEventTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, nvidiaGpuClockEventReasonAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuClockEventTimeMetricAttributeKeyNvidiaGpuClockEventReason) {
+		dp.Attributes().PutStr("nvidia.gpu.clock.event.reason", nvidiaGpuClockEventReasonAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuClockEventTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuClockEventTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetDoubleValue(m.data.Sum().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuClockEventTime(cfg NvidiaGpuClockEventTimeMetricConfig) metricNvidiaGpuClockEventTime {
+	m := metricNvidiaGpuClockEventTime{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -1369,97 +1512,6 @@ func (m *metricNvidiaGpuClockFrequency) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuClockFrequency(cfg NvidiaGpuClockFrequencyMetricConfig) metricNvidiaGpuClockFrequency {
 	m := metricNvidiaGpuClockFrequency{config: cfg}
-
-	if cfg.Enabled {
-		m.data = pmetric.NewMetric()
-		m.init()
-	}
-	return m
-}
-
-type metricNvidiaGpuClockThrottleTime struct {
-	data          pmetric.Metric                         // data buffer for generated metric.
-	config        NvidiaGpuClockThrottleTimeMetricConfig // metric config provided by user.
-	capacity      int                                    // max observed number of data points added to the metric.
-	aggDataPoints []float64                              // slice containing number of aggregated datapoints at each index
-}
-
-// init fills nvidia.gpu.clock.throttle.time metric with initial data.
-func (m *metricNvidiaGpuClockThrottleTime) init() {
-	m.data.SetName("nvidia.gpu.clock.throttle.time")
-	m.data.SetDescription("Time the clocks were held below what was asked for, per policy, since the driver loaded.")
-	m.data.SetUnit("s")
-	m.data.SetEmptySum()
-	m.data.Sum().SetIsMonotonic(true)
-	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
-	m.aggDataPoints = m.aggDataPoints[:0]
-}
-
-func (m *metricNvidiaGpuClockThrottleTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, nvidiaGpuThrottleReasonAttributeValue string) {
-	if !m.config.Enabled {
-		return
-	}
-
-	dp := pmetric.NewNumberDataPoint()
-	dp.SetStartTimestamp(start)
-	dp.SetTimestamp(ts)
-	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuClockThrottleTimeMetricAttributeKeyNvidiaGpuThrottleReason) {
-		dp.Attributes().PutStr("nvidia.gpu.throttle.reason", nvidiaGpuThrottleReasonAttributeValue)
-	}
-
-	var s string
-	dps := m.data.Sum().DataPoints()
-	for i := 0; i < dps.Len(); i++ {
-		dpi := dps.At(i)
-		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
-			switch s = m.config.AggregationStrategy; s {
-			case AggregationStrategySum, AggregationStrategyAvg:
-				dpi.SetDoubleValue(dpi.DoubleValue() + val)
-				m.aggDataPoints[i] += 1
-				return
-			case AggregationStrategyMin:
-				if dpi.DoubleValue() > val {
-					dpi.SetDoubleValue(val)
-				}
-				return
-			case AggregationStrategyMax:
-				if dpi.DoubleValue() < val {
-					dpi.SetDoubleValue(val)
-				}
-				return
-			}
-		}
-	}
-
-	dp.SetDoubleValue(val)
-	m.aggDataPoints = append(m.aggDataPoints, 1)
-	dp.MoveTo(dps.AppendEmpty())
-}
-
-// updateCapacity saves max length of data point slices that will be used for the slice capacity.
-func (m *metricNvidiaGpuClockThrottleTime) updateCapacity() {
-	if m.data.Sum().DataPoints().Len() > m.capacity {
-		m.capacity = m.data.Sum().DataPoints().Len()
-	}
-}
-
-// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
-func (m *metricNvidiaGpuClockThrottleTime) emit(metrics pmetric.MetricSlice) {
-	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
-		if m.config.AggregationStrategy == AggregationStrategyAvg {
-			for i, aggCount := range m.aggDataPoints {
-				m.data.Sum().DataPoints().At(i).SetDoubleValue(m.data.Sum().DataPoints().At(i).DoubleValue() / aggCount)
-			}
-		}
-		m.updateCapacity()
-		m.data.MoveTo(metrics.AppendEmpty())
-		m.init()
-	}
-}
-
-func newMetricNvidiaGpuClockThrottleTime(cfg NvidiaGpuClockThrottleTimeMetricConfig) metricNvidiaGpuClockThrottleTime {
-	m := metricNvidiaGpuClockThrottleTime{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -1618,6 +1670,56 @@ func newMetricNvidiaGpuMemoryBandwidthUtilization(cfg NvidiaGpuMemoryBandwidthUt
 	return m
 }
 
+type metricNvidiaGpuMemoryControllerUtilization struct {
+	data     pmetric.Metric                                   // data buffer for generated metric.
+	config   NvidiaGpuMemoryControllerUtilizationMetricConfig // metric config provided by user.
+	capacity int                                              // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.memory.controller.utilization metric with initial data.
+func (m *metricNvidiaGpuMemoryControllerUtilization) init() {
+	m.data.SetName("nvidia.gpu.memory.controller.utilization")
+	m.data.SetDescription("Fraction of time over the collection interval during which device memory was being read or written.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuMemoryControllerUtilization) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuMemoryControllerUtilization) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuMemoryControllerUtilization) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuMemoryControllerUtilization(cfg NvidiaGpuMemoryControllerUtilizationMetricConfig) metricNvidiaGpuMemoryControllerUtilization {
+	m := metricNvidiaGpuMemoryControllerUtilization{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuMemoryReserved struct {
 	data     pmetric.Metric                      // data buffer for generated metric.
 	config   NvidiaGpuMemoryReservedMetricConfig // metric config provided by user.
@@ -1670,116 +1772,16 @@ func newMetricNvidiaGpuMemoryReserved(cfg NvidiaGpuMemoryReservedMetricConfig) m
 	return m
 }
 
-type metricNvidiaGpuMemoryRowsRemapFailed struct {
-	data     pmetric.Metric                             // data buffer for generated metric.
-	config   NvidiaGpuMemoryRowsRemapFailedMetricConfig // metric config provided by user.
-	capacity int                                        // max observed number of data points added to the metric.
-}
-
-// init fills nvidia.gpu.memory.rows.remap.failed metric with initial data.
-func (m *metricNvidiaGpuMemoryRowsRemapFailed) init() {
-	m.data.SetName("nvidia.gpu.memory.rows.remap.failed")
-	m.data.SetDescription("1 when a row remap has failed (the GPU should be replaced), 0 otherwise.")
-	m.data.SetUnit("1")
-	m.data.SetEmptyGauge()
-}
-
-func (m *metricNvidiaGpuMemoryRowsRemapFailed) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
-	if !m.config.Enabled {
-		return
-	}
-	dp := m.data.Gauge().DataPoints().AppendEmpty()
-	dp.SetStartTimestamp(start)
-	dp.SetTimestamp(ts)
-	dp.SetIntValue(val)
-}
-
-// updateCapacity saves max length of data point slices that will be used for the slice capacity.
-func (m *metricNvidiaGpuMemoryRowsRemapFailed) updateCapacity() {
-	if m.data.Gauge().DataPoints().Len() > m.capacity {
-		m.capacity = m.data.Gauge().DataPoints().Len()
-	}
-}
-
-// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
-func (m *metricNvidiaGpuMemoryRowsRemapFailed) emit(metrics pmetric.MetricSlice) {
-	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
-		m.updateCapacity()
-		m.data.MoveTo(metrics.AppendEmpty())
-		m.init()
-	}
-}
-
-func newMetricNvidiaGpuMemoryRowsRemapFailed(cfg NvidiaGpuMemoryRowsRemapFailedMetricConfig) metricNvidiaGpuMemoryRowsRemapFailed {
-	m := metricNvidiaGpuMemoryRowsRemapFailed{config: cfg}
-
-	if cfg.Enabled {
-		m.data = pmetric.NewMetric()
-		m.init()
-	}
-	return m
-}
-
-type metricNvidiaGpuMemoryRowsRemapPending struct {
-	data     pmetric.Metric                              // data buffer for generated metric.
-	config   NvidiaGpuMemoryRowsRemapPendingMetricConfig // metric config provided by user.
-	capacity int                                         // max observed number of data points added to the metric.
-}
-
-// init fills nvidia.gpu.memory.rows.remap.pending metric with initial data.
-func (m *metricNvidiaGpuMemoryRowsRemapPending) init() {
-	m.data.SetName("nvidia.gpu.memory.rows.remap.pending")
-	m.data.SetDescription("1 when a row remap waits for a GPU reset, 0 otherwise.")
-	m.data.SetUnit("1")
-	m.data.SetEmptyGauge()
-}
-
-func (m *metricNvidiaGpuMemoryRowsRemapPending) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
-	if !m.config.Enabled {
-		return
-	}
-	dp := m.data.Gauge().DataPoints().AppendEmpty()
-	dp.SetStartTimestamp(start)
-	dp.SetTimestamp(ts)
-	dp.SetIntValue(val)
-}
-
-// updateCapacity saves max length of data point slices that will be used for the slice capacity.
-func (m *metricNvidiaGpuMemoryRowsRemapPending) updateCapacity() {
-	if m.data.Gauge().DataPoints().Len() > m.capacity {
-		m.capacity = m.data.Gauge().DataPoints().Len()
-	}
-}
-
-// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
-func (m *metricNvidiaGpuMemoryRowsRemapPending) emit(metrics pmetric.MetricSlice) {
-	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
-		m.updateCapacity()
-		m.data.MoveTo(metrics.AppendEmpty())
-		m.init()
-	}
-}
-
-func newMetricNvidiaGpuMemoryRowsRemapPending(cfg NvidiaGpuMemoryRowsRemapPendingMetricConfig) metricNvidiaGpuMemoryRowsRemapPending {
-	m := metricNvidiaGpuMemoryRowsRemapPending{config: cfg}
-
-	if cfg.Enabled {
-		m.data = pmetric.NewMetric()
-		m.init()
-	}
-	return m
-}
-
-type metricNvidiaGpuMemoryRowsRemapped struct {
+type metricNvidiaGpuMemoryRowRemapRows struct {
 	data          pmetric.Metric                          // data buffer for generated metric.
-	config        NvidiaGpuMemoryRowsRemappedMetricConfig // metric config provided by user.
+	config        NvidiaGpuMemoryRowRemapRowsMetricConfig // metric config provided by user.
 	capacity      int                                     // max observed number of data points added to the metric.
 	aggDataPoints []int64                                 // slice containing number of aggregated datapoints at each index
 }
 
-// init fills nvidia.gpu.memory.rows.remapped metric with initial data.
-func (m *metricNvidiaGpuMemoryRowsRemapped) init() {
-	m.data.SetName("nvidia.gpu.memory.rows.remapped")
+// init fills nvidia.gpu.memory.row_remap.rows metric with initial data.
+func (m *metricNvidiaGpuMemoryRowRemapRows) init() {
+	m.data.SetName("nvidia.gpu.memory.row_remap.rows")
 	m.data.SetDescription("Memory rows remapped, by the kind of error that caused it (Ampere and newer).")
 	m.data.SetUnit("{row}")
 	m.data.SetEmptyGauge()
@@ -1787,7 +1789,7 @@ func (m *metricNvidiaGpuMemoryRowsRemapped) init() {
 	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricNvidiaGpuMemoryRowsRemapped) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, errorTypeAttributeValue string) {
+func (m *metricNvidiaGpuMemoryRowRemapRows) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, errorTypeAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
@@ -1795,7 +1797,7 @@ func (m *metricNvidiaGpuMemoryRowsRemapped) recordDataPoint(start pcommon.Timest
 	dp := pmetric.NewNumberDataPoint()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
-	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuMemoryRowsRemappedMetricAttributeKeyErrorType) {
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuMemoryRowRemapRowsMetricAttributeKeyErrorType) {
 		dp.Attributes().PutStr("error.type", errorTypeAttributeValue)
 	}
 
@@ -1829,14 +1831,14 @@ func (m *metricNvidiaGpuMemoryRowsRemapped) recordDataPoint(start pcommon.Timest
 }
 
 // updateCapacity saves max length of data point slices that will be used for the slice capacity.
-func (m *metricNvidiaGpuMemoryRowsRemapped) updateCapacity() {
+func (m *metricNvidiaGpuMemoryRowRemapRows) updateCapacity() {
 	if m.data.Gauge().DataPoints().Len() > m.capacity {
 		m.capacity = m.data.Gauge().DataPoints().Len()
 	}
 }
 
 // emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
-func (m *metricNvidiaGpuMemoryRowsRemapped) emit(metrics pmetric.MetricSlice) {
+func (m *metricNvidiaGpuMemoryRowRemapRows) emit(metrics pmetric.MetricSlice) {
 	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
 		if m.config.AggregationStrategy == AggregationStrategyAvg {
 			for i, aggCount := range m.aggDataPoints {
@@ -1849,8 +1851,99 @@ func (m *metricNvidiaGpuMemoryRowsRemapped) emit(metrics pmetric.MetricSlice) {
 	}
 }
 
-func newMetricNvidiaGpuMemoryRowsRemapped(cfg NvidiaGpuMemoryRowsRemappedMetricConfig) metricNvidiaGpuMemoryRowsRemapped {
-	m := metricNvidiaGpuMemoryRowsRemapped{config: cfg}
+func newMetricNvidiaGpuMemoryRowRemapRows(cfg NvidiaGpuMemoryRowRemapRowsMetricConfig) metricNvidiaGpuMemoryRowRemapRows {
+	m := metricNvidiaGpuMemoryRowRemapRows{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuMemoryRowRemapStatus struct {
+	data          pmetric.Metric                            // data buffer for generated metric.
+	config        NvidiaGpuMemoryRowRemapStatusMetricConfig // metric config provided by user.
+	capacity      int                                       // max observed number of data points added to the metric.
+	aggDataPoints []int64                                   // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.memory.row_remap.status metric with initial data.
+func (m *metricNvidiaGpuMemoryRowRemapStatus) init() {
+	m.data.SetName("nvidia.gpu.memory.row_remap.status")
+	m.data.SetDescription("1 for the GPU's current row-remapping state (none, pending, failed), 0 for the others.")
+	m.data.SetUnit("1")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuMemoryRowRemapStatus) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaGpuMemoryRowRemapStateAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuMemoryRowRemapStatusMetricAttributeKeyNvidiaGpuMemoryRowRemapState) {
+		dp.Attributes().PutStr("nvidia.gpu.memory.row_remap.state", nvidiaGpuMemoryRowRemapStateAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuMemoryRowRemapStatus) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuMemoryRowRemapStatus) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuMemoryRowRemapStatus(cfg NvidiaGpuMemoryRowRemapStatusMetricConfig) metricNvidiaGpuMemoryRowRemapStatus {
+	m := metricNvidiaGpuMemoryRowRemapStatus{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -1863,7 +1956,7 @@ type metricNvidiaGpuNvlinkIo struct {
 	data          pmetric.Metric                // data buffer for generated metric.
 	config        NvidiaGpuNvlinkIoMetricConfig // metric config provided by user.
 	capacity      int                           // max observed number of data points added to the metric.
-	aggDataPoints []float64                     // slice containing number of aggregated datapoints at each index
+	aggDataPoints []int64                       // slice containing number of aggregated datapoints at each index
 }
 
 // init fills nvidia.gpu.nvlink.io metric with initial data.
@@ -1878,7 +1971,7 @@ func (m *metricNvidiaGpuNvlinkIo) init() {
 	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricNvidiaGpuNvlinkIo) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, networkIoDirectionAttributeValue string) {
+func (m *metricNvidiaGpuNvlinkIo) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, networkIoDirectionAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
@@ -1897,24 +1990,24 @@ func (m *metricNvidiaGpuNvlinkIo) recordDataPoint(start pcommon.Timestamp, ts pc
 		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
 			switch s = m.config.AggregationStrategy; s {
 			case AggregationStrategySum, AggregationStrategyAvg:
-				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				dpi.SetIntValue(dpi.IntValue() + val)
 				m.aggDataPoints[i] += 1
 				return
 			case AggregationStrategyMin:
-				if dpi.DoubleValue() > val {
-					dpi.SetDoubleValue(val)
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
 				}
 				return
 			case AggregationStrategyMax:
-				if dpi.DoubleValue() < val {
-					dpi.SetDoubleValue(val)
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
 				}
 				return
 			}
 		}
 	}
 
-	dp.SetDoubleValue(val)
+	dp.SetIntValue(val)
 	m.aggDataPoints = append(m.aggDataPoints, 1)
 	dp.MoveTo(dps.AppendEmpty())
 }
@@ -1931,7 +2024,7 @@ func (m *metricNvidiaGpuNvlinkIo) emit(metrics pmetric.MetricSlice) {
 	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
 		if m.config.AggregationStrategy == AggregationStrategyAvg {
 			for i, aggCount := range m.aggDataPoints {
-				m.data.Sum().DataPoints().At(i).SetDoubleValue(m.data.Sum().DataPoints().At(i).DoubleValue() / aggCount)
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
 			}
 		}
 		m.updateCapacity()
@@ -1960,7 +2053,7 @@ type metricNvidiaGpuPcieLinkGeneration struct {
 func (m *metricNvidiaGpuPcieLinkGeneration) init() {
 	m.data.SetName("nvidia.gpu.pcie.link.generation")
 	m.data.SetDescription("The current PCIe link generation.")
-	m.data.SetUnit("1")
+	m.data.SetUnit("{generation}")
 	m.data.SetEmptyGauge()
 }
 
@@ -2112,7 +2205,7 @@ type metricNvidiaGpuPerformanceState struct {
 func (m *metricNvidiaGpuPerformanceState) init() {
 	m.data.SetName("nvidia.gpu.performance_state")
 	m.data.SetDescription("The performance state (P-state) number, from 0 (maximum performance) to 15 (minimum).")
-	m.data.SetUnit("1")
+	m.data.SetUnit("{pstate}")
 	m.data.SetEmptyGauge()
 }
 
@@ -2341,6 +2434,108 @@ func newMetricNvidiaGpuProcessCount(cfg NvidiaGpuProcessCountMetricConfig) metri
 	return m
 }
 
+type metricNvidiaGpuProcessDropped struct {
+	data     pmetric.Metric                      // data buffer for generated metric.
+	config   NvidiaGpuProcessDroppedMetricConfig // metric config provided by user.
+	capacity int                                 // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.process.dropped metric with initial data.
+func (m *metricNvidiaGpuProcessDropped) init() {
+	m.data.SetName("nvidia.gpu.process.dropped")
+	m.data.SetDescription("Process reports left out because the GPU had more processes than processes.max_per_gpu (the smallest by memory go first).")
+	m.data.SetUnit("{process}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuProcessDropped) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProcessDropped) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProcessDropped) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProcessDropped(cfg NvidiaGpuProcessDroppedMetricConfig) metricNvidiaGpuProcessDropped {
+	m := metricNvidiaGpuProcessDropped{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuProcessMemoryControllerUtilization struct {
+	data     pmetric.Metric                                          // data buffer for generated metric.
+	config   NvidiaGpuProcessMemoryControllerUtilizationMetricConfig // metric config provided by user.
+	capacity int                                                     // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.process.memory.controller.utilization metric with initial data.
+func (m *metricNvidiaGpuProcessMemoryControllerUtilization) init() {
+	m.data.SetName("nvidia.gpu.process.memory.controller.utilization")
+	m.data.SetDescription("Fraction of time over the collection interval the memory controller was busy with one process, on the process's own resource.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuProcessMemoryControllerUtilization) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProcessMemoryControllerUtilization) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProcessMemoryControllerUtilization) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProcessMemoryControllerUtilization(cfg NvidiaGpuProcessMemoryControllerUtilizationMetricConfig) metricNvidiaGpuProcessMemoryControllerUtilization {
+	m := metricNvidiaGpuProcessMemoryControllerUtilization{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuProcessMemoryUsage struct {
 	data     pmetric.Metric                          // data buffer for generated metric.
 	config   NvidiaGpuProcessMemoryUsageMetricConfig // metric config provided by user.
@@ -2403,14 +2598,14 @@ type metricNvidiaGpuProcessUtilization struct {
 // init fills nvidia.gpu.process.utilization metric with initial data.
 func (m *metricNvidiaGpuProcessUtilization) init() {
 	m.data.SetName("nvidia.gpu.process.utilization")
-	m.data.SetDescription("Fraction of time over the collection interval an engine was busy with one process, on the process's own resource.")
+	m.data.SetDescription("Fraction of time over the collection interval an engine (hw.gpu.task) was busy with one process, on the process's own resource.")
 	m.data.SetUnit("1")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
 	m.aggDataPoints = m.aggDataPoints[:0]
 }
 
-func (m *metricNvidiaGpuProcessUtilization) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, nvidiaGpuEngineAttributeValue string) {
+func (m *metricNvidiaGpuProcessUtilization) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, hwGpuTaskAttributeValue string) {
 	if !m.config.Enabled {
 		return
 	}
@@ -2418,8 +2613,8 @@ func (m *metricNvidiaGpuProcessUtilization) recordDataPoint(start pcommon.Timest
 	dp := pmetric.NewNumberDataPoint()
 	dp.SetStartTimestamp(start)
 	dp.SetTimestamp(ts)
-	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuProcessUtilizationMetricAttributeKeyNvidiaGpuEngine) {
-		dp.Attributes().PutStr("nvidia.gpu.engine", nvidiaGpuEngineAttributeValue)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuProcessUtilizationMetricAttributeKeyHwGpuTask) {
+		dp.Attributes().PutStr("hw.gpu.task", hwGpuTaskAttributeValue)
 	}
 
 	var s string
@@ -2474,58 +2669,6 @@ func (m *metricNvidiaGpuProcessUtilization) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuProcessUtilization(cfg NvidiaGpuProcessUtilizationMetricConfig) metricNvidiaGpuProcessUtilization {
 	m := metricNvidiaGpuProcessUtilization{config: cfg}
-
-	if cfg.Enabled {
-		m.data = pmetric.NewMetric()
-		m.init()
-	}
-	return m
-}
-
-type metricNvidiaGpuProcessesDropped struct {
-	data     pmetric.Metric                        // data buffer for generated metric.
-	config   NvidiaGpuProcessesDroppedMetricConfig // metric config provided by user.
-	capacity int                                   // max observed number of data points added to the metric.
-}
-
-// init fills nvidia.gpu.processes.dropped metric with initial data.
-func (m *metricNvidiaGpuProcessesDropped) init() {
-	m.data.SetName("nvidia.gpu.processes.dropped")
-	m.data.SetDescription("Process reports left out because the GPU had more processes than processes.max_per_gpu (the smallest by memory go first).")
-	m.data.SetUnit("{process}")
-	m.data.SetEmptySum()
-	m.data.Sum().SetIsMonotonic(true)
-	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
-}
-
-func (m *metricNvidiaGpuProcessesDropped) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
-	if !m.config.Enabled {
-		return
-	}
-	dp := m.data.Sum().DataPoints().AppendEmpty()
-	dp.SetStartTimestamp(start)
-	dp.SetTimestamp(ts)
-	dp.SetIntValue(val)
-}
-
-// updateCapacity saves max length of data point slices that will be used for the slice capacity.
-func (m *metricNvidiaGpuProcessesDropped) updateCapacity() {
-	if m.data.Sum().DataPoints().Len() > m.capacity {
-		m.capacity = m.data.Sum().DataPoints().Len()
-	}
-}
-
-// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
-func (m *metricNvidiaGpuProcessesDropped) emit(metrics pmetric.MetricSlice) {
-	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
-		m.updateCapacity()
-		m.data.MoveTo(metrics.AppendEmpty())
-		m.init()
-	}
-}
-
-func newMetricNvidiaGpuProcessesDropped(cfg NvidiaGpuProcessesDroppedMetricConfig) metricNvidiaGpuProcessesDropped {
-	m := metricNvidiaGpuProcessesDropped{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -2867,49 +3010,50 @@ func newMetricNvidiaGpuXidErrors(cfg NvidiaGpuXidErrorsMetricConfig) metricNvidi
 // MetricsBuilder provides an interface for scrapers to report metrics while taking care of all the transformations
 // required to produce metric representation defined in metadata and user config.
 type MetricsBuilder struct {
-	config                                    MetricsBuilderConfig // config of the metrics builder.
-	startTime                                 pcommon.Timestamp    // start time that will be applied to all recorded data points.
-	metricsCapacity                           int                  // maximum observed number of metrics per resource.
-	metricsBuffer                             pmetric.Metrics      // accumulates metrics data before emitting.
-	buildInfo                                 component.BuildInfo  // contains version information.
-	resourceAttributeIncludeFilter            map[string]filter.Filter
-	resourceAttributeExcludeFilter            map[string]filter.Filter
-	metricHwEnergy                            metricHwEnergy
-	metricHwErrors                            metricHwErrors
-	metricHwGpuIo                             metricHwGpuIo
-	metricHwGpuMemoryLimit                    metricHwGpuMemoryLimit
-	metricHwGpuMemoryUsage                    metricHwGpuMemoryUsage
-	metricHwGpuMemoryUtilization              metricHwGpuMemoryUtilization
-	metricHwGpuUtilization                    metricHwGpuUtilization
-	metricHwPower                             metricHwPower
-	metricHwStatus                            metricHwStatus
-	metricHwTemperature                       metricHwTemperature
-	metricNvidiaGpuClockEventActive           metricNvidiaGpuClockEventActive
-	metricNvidiaGpuClockFrequency             metricNvidiaGpuClockFrequency
-	metricNvidiaGpuClockThrottleTime          metricNvidiaGpuClockThrottleTime
-	metricNvidiaGpuFanSpeed                   metricNvidiaGpuFanSpeed
-	metricNvidiaGpuGraphicsActivity           metricNvidiaGpuGraphicsActivity
-	metricNvidiaGpuMemoryBandwidthUtilization metricNvidiaGpuMemoryBandwidthUtilization
-	metricNvidiaGpuMemoryReserved             metricNvidiaGpuMemoryReserved
-	metricNvidiaGpuMemoryRowsRemapFailed      metricNvidiaGpuMemoryRowsRemapFailed
-	metricNvidiaGpuMemoryRowsRemapPending     metricNvidiaGpuMemoryRowsRemapPending
-	metricNvidiaGpuMemoryRowsRemapped         metricNvidiaGpuMemoryRowsRemapped
-	metricNvidiaGpuNvlinkIo                   metricNvidiaGpuNvlinkIo
-	metricNvidiaGpuPcieLinkGeneration         metricNvidiaGpuPcieLinkGeneration
-	metricNvidiaGpuPcieLinkWidth              metricNvidiaGpuPcieLinkWidth
-	metricNvidiaGpuPcieReplays                metricNvidiaGpuPcieReplays
-	metricNvidiaGpuPerformanceState           metricNvidiaGpuPerformanceState
-	metricNvidiaGpuPipeActivity               metricNvidiaGpuPipeActivity
-	metricNvidiaGpuPowerLimit                 metricNvidiaGpuPowerLimit
-	metricNvidiaGpuProcessCount               metricNvidiaGpuProcessCount
-	metricNvidiaGpuProcessMemoryUsage         metricNvidiaGpuProcessMemoryUsage
-	metricNvidiaGpuProcessUtilization         metricNvidiaGpuProcessUtilization
-	metricNvidiaGpuProcessesDropped           metricNvidiaGpuProcessesDropped
-	metricNvidiaGpuSmActivity                 metricNvidiaGpuSmActivity
-	metricNvidiaGpuSmOccupancy                metricNvidiaGpuSmOccupancy
-	metricNvidiaGpuTensorActivity             metricNvidiaGpuTensorActivity
-	metricNvidiaGpuTensorPipeActivity         metricNvidiaGpuTensorPipeActivity
-	metricNvidiaGpuXidErrors                  metricNvidiaGpuXidErrors
+	config                                            MetricsBuilderConfig // config of the metrics builder.
+	startTime                                         pcommon.Timestamp    // start time that will be applied to all recorded data points.
+	metricsCapacity                                   int                  // maximum observed number of metrics per resource.
+	metricsBuffer                                     pmetric.Metrics      // accumulates metrics data before emitting.
+	buildInfo                                         component.BuildInfo  // contains version information.
+	resourceAttributeIncludeFilter                    map[string]filter.Filter
+	resourceAttributeExcludeFilter                    map[string]filter.Filter
+	metricHwEnergy                                    metricHwEnergy
+	metricHwErrors                                    metricHwErrors
+	metricHwGpuIo                                     metricHwGpuIo
+	metricHwGpuMemoryLimit                            metricHwGpuMemoryLimit
+	metricHwGpuMemoryUsage                            metricHwGpuMemoryUsage
+	metricHwGpuMemoryUtilization                      metricHwGpuMemoryUtilization
+	metricHwGpuUtilization                            metricHwGpuUtilization
+	metricHwPower                                     metricHwPower
+	metricHwStatus                                    metricHwStatus
+	metricHwTemperature                               metricHwTemperature
+	metricNvidiaGpuClockEventActive                   metricNvidiaGpuClockEventActive
+	metricNvidiaGpuClockEventTime                     metricNvidiaGpuClockEventTime
+	metricNvidiaGpuClockFrequency                     metricNvidiaGpuClockFrequency
+	metricNvidiaGpuFanSpeed                           metricNvidiaGpuFanSpeed
+	metricNvidiaGpuGraphicsActivity                   metricNvidiaGpuGraphicsActivity
+	metricNvidiaGpuMemoryBandwidthUtilization         metricNvidiaGpuMemoryBandwidthUtilization
+	metricNvidiaGpuMemoryControllerUtilization        metricNvidiaGpuMemoryControllerUtilization
+	metricNvidiaGpuMemoryReserved                     metricNvidiaGpuMemoryReserved
+	metricNvidiaGpuMemoryRowRemapRows                 metricNvidiaGpuMemoryRowRemapRows
+	metricNvidiaGpuMemoryRowRemapStatus               metricNvidiaGpuMemoryRowRemapStatus
+	metricNvidiaGpuNvlinkIo                           metricNvidiaGpuNvlinkIo
+	metricNvidiaGpuPcieLinkGeneration                 metricNvidiaGpuPcieLinkGeneration
+	metricNvidiaGpuPcieLinkWidth                      metricNvidiaGpuPcieLinkWidth
+	metricNvidiaGpuPcieReplays                        metricNvidiaGpuPcieReplays
+	metricNvidiaGpuPerformanceState                   metricNvidiaGpuPerformanceState
+	metricNvidiaGpuPipeActivity                       metricNvidiaGpuPipeActivity
+	metricNvidiaGpuPowerLimit                         metricNvidiaGpuPowerLimit
+	metricNvidiaGpuProcessCount                       metricNvidiaGpuProcessCount
+	metricNvidiaGpuProcessDropped                     metricNvidiaGpuProcessDropped
+	metricNvidiaGpuProcessMemoryControllerUtilization metricNvidiaGpuProcessMemoryControllerUtilization
+	metricNvidiaGpuProcessMemoryUsage                 metricNvidiaGpuProcessMemoryUsage
+	metricNvidiaGpuProcessUtilization                 metricNvidiaGpuProcessUtilization
+	metricNvidiaGpuSmActivity                         metricNvidiaGpuSmActivity
+	metricNvidiaGpuSmOccupancy                        metricNvidiaGpuSmOccupancy
+	metricNvidiaGpuTensorActivity                     metricNvidiaGpuTensorActivity
+	metricNvidiaGpuTensorPipeActivity                 metricNvidiaGpuTensorPipeActivity
+	metricNvidiaGpuXidErrors                          metricNvidiaGpuXidErrors
 }
 
 // MetricBuilderOption applies changes to default metrics builder.
@@ -2931,48 +3075,49 @@ func WithStartTime(startTime pcommon.Timestamp) MetricBuilderOption {
 }
 func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, options ...MetricBuilderOption) *MetricsBuilder {
 	mb := &MetricsBuilder{
-		config:                                    mbc,
-		startTime:                                 pcommon.NewTimestampFromTime(time.Now()),
-		metricsBuffer:                             pmetric.NewMetrics(),
-		buildInfo:                                 settings.BuildInfo,
-		metricHwEnergy:                            newMetricHwEnergy(mbc.Metrics.HwEnergy),
-		metricHwErrors:                            newMetricHwErrors(mbc.Metrics.HwErrors),
-		metricHwGpuIo:                             newMetricHwGpuIo(mbc.Metrics.HwGpuIo),
-		metricHwGpuMemoryLimit:                    newMetricHwGpuMemoryLimit(mbc.Metrics.HwGpuMemoryLimit),
-		metricHwGpuMemoryUsage:                    newMetricHwGpuMemoryUsage(mbc.Metrics.HwGpuMemoryUsage),
-		metricHwGpuMemoryUtilization:              newMetricHwGpuMemoryUtilization(mbc.Metrics.HwGpuMemoryUtilization),
-		metricHwGpuUtilization:                    newMetricHwGpuUtilization(mbc.Metrics.HwGpuUtilization),
-		metricHwPower:                             newMetricHwPower(mbc.Metrics.HwPower),
-		metricHwStatus:                            newMetricHwStatus(mbc.Metrics.HwStatus),
-		metricHwTemperature:                       newMetricHwTemperature(mbc.Metrics.HwTemperature),
-		metricNvidiaGpuClockEventActive:           newMetricNvidiaGpuClockEventActive(mbc.Metrics.NvidiaGpuClockEventActive),
-		metricNvidiaGpuClockFrequency:             newMetricNvidiaGpuClockFrequency(mbc.Metrics.NvidiaGpuClockFrequency),
-		metricNvidiaGpuClockThrottleTime:          newMetricNvidiaGpuClockThrottleTime(mbc.Metrics.NvidiaGpuClockThrottleTime),
-		metricNvidiaGpuFanSpeed:                   newMetricNvidiaGpuFanSpeed(mbc.Metrics.NvidiaGpuFanSpeed),
-		metricNvidiaGpuGraphicsActivity:           newMetricNvidiaGpuGraphicsActivity(mbc.Metrics.NvidiaGpuGraphicsActivity),
-		metricNvidiaGpuMemoryBandwidthUtilization: newMetricNvidiaGpuMemoryBandwidthUtilization(mbc.Metrics.NvidiaGpuMemoryBandwidthUtilization),
-		metricNvidiaGpuMemoryReserved:             newMetricNvidiaGpuMemoryReserved(mbc.Metrics.NvidiaGpuMemoryReserved),
-		metricNvidiaGpuMemoryRowsRemapFailed:      newMetricNvidiaGpuMemoryRowsRemapFailed(mbc.Metrics.NvidiaGpuMemoryRowsRemapFailed),
-		metricNvidiaGpuMemoryRowsRemapPending:     newMetricNvidiaGpuMemoryRowsRemapPending(mbc.Metrics.NvidiaGpuMemoryRowsRemapPending),
-		metricNvidiaGpuMemoryRowsRemapped:         newMetricNvidiaGpuMemoryRowsRemapped(mbc.Metrics.NvidiaGpuMemoryRowsRemapped),
-		metricNvidiaGpuNvlinkIo:                   newMetricNvidiaGpuNvlinkIo(mbc.Metrics.NvidiaGpuNvlinkIo),
-		metricNvidiaGpuPcieLinkGeneration:         newMetricNvidiaGpuPcieLinkGeneration(mbc.Metrics.NvidiaGpuPcieLinkGeneration),
-		metricNvidiaGpuPcieLinkWidth:              newMetricNvidiaGpuPcieLinkWidth(mbc.Metrics.NvidiaGpuPcieLinkWidth),
-		metricNvidiaGpuPcieReplays:                newMetricNvidiaGpuPcieReplays(mbc.Metrics.NvidiaGpuPcieReplays),
-		metricNvidiaGpuPerformanceState:           newMetricNvidiaGpuPerformanceState(mbc.Metrics.NvidiaGpuPerformanceState),
-		metricNvidiaGpuPipeActivity:               newMetricNvidiaGpuPipeActivity(mbc.Metrics.NvidiaGpuPipeActivity),
-		metricNvidiaGpuPowerLimit:                 newMetricNvidiaGpuPowerLimit(mbc.Metrics.NvidiaGpuPowerLimit),
-		metricNvidiaGpuProcessCount:               newMetricNvidiaGpuProcessCount(mbc.Metrics.NvidiaGpuProcessCount),
-		metricNvidiaGpuProcessMemoryUsage:         newMetricNvidiaGpuProcessMemoryUsage(mbc.Metrics.NvidiaGpuProcessMemoryUsage),
-		metricNvidiaGpuProcessUtilization:         newMetricNvidiaGpuProcessUtilization(mbc.Metrics.NvidiaGpuProcessUtilization),
-		metricNvidiaGpuProcessesDropped:           newMetricNvidiaGpuProcessesDropped(mbc.Metrics.NvidiaGpuProcessesDropped),
-		metricNvidiaGpuSmActivity:                 newMetricNvidiaGpuSmActivity(mbc.Metrics.NvidiaGpuSmActivity),
-		metricNvidiaGpuSmOccupancy:                newMetricNvidiaGpuSmOccupancy(mbc.Metrics.NvidiaGpuSmOccupancy),
-		metricNvidiaGpuTensorActivity:             newMetricNvidiaGpuTensorActivity(mbc.Metrics.NvidiaGpuTensorActivity),
-		metricNvidiaGpuTensorPipeActivity:         newMetricNvidiaGpuTensorPipeActivity(mbc.Metrics.NvidiaGpuTensorPipeActivity),
-		metricNvidiaGpuXidErrors:                  newMetricNvidiaGpuXidErrors(mbc.Metrics.NvidiaGpuXidErrors),
-		resourceAttributeIncludeFilter:            make(map[string]filter.Filter),
-		resourceAttributeExcludeFilter:            make(map[string]filter.Filter),
+		config:                                            mbc,
+		startTime:                                         pcommon.NewTimestampFromTime(time.Now()),
+		metricsBuffer:                                     pmetric.NewMetrics(),
+		buildInfo:                                         settings.BuildInfo,
+		metricHwEnergy:                                    newMetricHwEnergy(mbc.Metrics.HwEnergy),
+		metricHwErrors:                                    newMetricHwErrors(mbc.Metrics.HwErrors),
+		metricHwGpuIo:                                     newMetricHwGpuIo(mbc.Metrics.HwGpuIo),
+		metricHwGpuMemoryLimit:                            newMetricHwGpuMemoryLimit(mbc.Metrics.HwGpuMemoryLimit),
+		metricHwGpuMemoryUsage:                            newMetricHwGpuMemoryUsage(mbc.Metrics.HwGpuMemoryUsage),
+		metricHwGpuMemoryUtilization:                      newMetricHwGpuMemoryUtilization(mbc.Metrics.HwGpuMemoryUtilization),
+		metricHwGpuUtilization:                            newMetricHwGpuUtilization(mbc.Metrics.HwGpuUtilization),
+		metricHwPower:                                     newMetricHwPower(mbc.Metrics.HwPower),
+		metricHwStatus:                                    newMetricHwStatus(mbc.Metrics.HwStatus),
+		metricHwTemperature:                               newMetricHwTemperature(mbc.Metrics.HwTemperature),
+		metricNvidiaGpuClockEventActive:                   newMetricNvidiaGpuClockEventActive(mbc.Metrics.NvidiaGpuClockEventActive),
+		metricNvidiaGpuClockEventTime:                     newMetricNvidiaGpuClockEventTime(mbc.Metrics.NvidiaGpuClockEventTime),
+		metricNvidiaGpuClockFrequency:                     newMetricNvidiaGpuClockFrequency(mbc.Metrics.NvidiaGpuClockFrequency),
+		metricNvidiaGpuFanSpeed:                           newMetricNvidiaGpuFanSpeed(mbc.Metrics.NvidiaGpuFanSpeed),
+		metricNvidiaGpuGraphicsActivity:                   newMetricNvidiaGpuGraphicsActivity(mbc.Metrics.NvidiaGpuGraphicsActivity),
+		metricNvidiaGpuMemoryBandwidthUtilization:         newMetricNvidiaGpuMemoryBandwidthUtilization(mbc.Metrics.NvidiaGpuMemoryBandwidthUtilization),
+		metricNvidiaGpuMemoryControllerUtilization:        newMetricNvidiaGpuMemoryControllerUtilization(mbc.Metrics.NvidiaGpuMemoryControllerUtilization),
+		metricNvidiaGpuMemoryReserved:                     newMetricNvidiaGpuMemoryReserved(mbc.Metrics.NvidiaGpuMemoryReserved),
+		metricNvidiaGpuMemoryRowRemapRows:                 newMetricNvidiaGpuMemoryRowRemapRows(mbc.Metrics.NvidiaGpuMemoryRowRemapRows),
+		metricNvidiaGpuMemoryRowRemapStatus:               newMetricNvidiaGpuMemoryRowRemapStatus(mbc.Metrics.NvidiaGpuMemoryRowRemapStatus),
+		metricNvidiaGpuNvlinkIo:                           newMetricNvidiaGpuNvlinkIo(mbc.Metrics.NvidiaGpuNvlinkIo),
+		metricNvidiaGpuPcieLinkGeneration:                 newMetricNvidiaGpuPcieLinkGeneration(mbc.Metrics.NvidiaGpuPcieLinkGeneration),
+		metricNvidiaGpuPcieLinkWidth:                      newMetricNvidiaGpuPcieLinkWidth(mbc.Metrics.NvidiaGpuPcieLinkWidth),
+		metricNvidiaGpuPcieReplays:                        newMetricNvidiaGpuPcieReplays(mbc.Metrics.NvidiaGpuPcieReplays),
+		metricNvidiaGpuPerformanceState:                   newMetricNvidiaGpuPerformanceState(mbc.Metrics.NvidiaGpuPerformanceState),
+		metricNvidiaGpuPipeActivity:                       newMetricNvidiaGpuPipeActivity(mbc.Metrics.NvidiaGpuPipeActivity),
+		metricNvidiaGpuPowerLimit:                         newMetricNvidiaGpuPowerLimit(mbc.Metrics.NvidiaGpuPowerLimit),
+		metricNvidiaGpuProcessCount:                       newMetricNvidiaGpuProcessCount(mbc.Metrics.NvidiaGpuProcessCount),
+		metricNvidiaGpuProcessDropped:                     newMetricNvidiaGpuProcessDropped(mbc.Metrics.NvidiaGpuProcessDropped),
+		metricNvidiaGpuProcessMemoryControllerUtilization: newMetricNvidiaGpuProcessMemoryControllerUtilization(mbc.Metrics.NvidiaGpuProcessMemoryControllerUtilization),
+		metricNvidiaGpuProcessMemoryUsage:                 newMetricNvidiaGpuProcessMemoryUsage(mbc.Metrics.NvidiaGpuProcessMemoryUsage),
+		metricNvidiaGpuProcessUtilization:                 newMetricNvidiaGpuProcessUtilization(mbc.Metrics.NvidiaGpuProcessUtilization),
+		metricNvidiaGpuSmActivity:                         newMetricNvidiaGpuSmActivity(mbc.Metrics.NvidiaGpuSmActivity),
+		metricNvidiaGpuSmOccupancy:                        newMetricNvidiaGpuSmOccupancy(mbc.Metrics.NvidiaGpuSmOccupancy),
+		metricNvidiaGpuTensorActivity:                     newMetricNvidiaGpuTensorActivity(mbc.Metrics.NvidiaGpuTensorActivity),
+		metricNvidiaGpuTensorPipeActivity:                 newMetricNvidiaGpuTensorPipeActivity(mbc.Metrics.NvidiaGpuTensorPipeActivity),
+		metricNvidiaGpuXidErrors:                          newMetricNvidiaGpuXidErrors(mbc.Metrics.NvidiaGpuXidErrors),
+		resourceAttributeIncludeFilter:                    make(map[string]filter.Filter),
+		resourceAttributeExcludeFilter:                    make(map[string]filter.Filter),
 	}
 	if mbc.ResourceAttributes.ContainerID.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["container.id"] = filter.CreateFilter(mbc.ResourceAttributes.ContainerID.MetricsInclude)
@@ -3082,6 +3227,12 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	if mbc.ResourceAttributes.ProcessCommandLine.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["process.command_line"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessCommandLine.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.ProcessCreationTime.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["process.creation.time"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessCreationTime.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.ProcessCreationTime.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["process.creation.time"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessCreationTime.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.ProcessExecutableName.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["process.executable.name"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessExecutableName.MetricsInclude)
 	}
@@ -3165,6 +3316,7 @@ func WithStartTimeOverride(start pcommon.Timestamp) ResourceMetricsOption {
 // Resource attributes should be provided as ResourceMetricsOption arguments.
 func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	rm := pmetric.NewResourceMetrics()
+	rm.SetSchemaUrl(conventions.SchemaURL)
 	ils := rm.ScopeMetrics().AppendEmpty()
 	ils.Scope().SetName(ScopeName)
 	ils.Scope().SetVersion(mb.buildInfo.Version)
@@ -3180,15 +3332,15 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricHwStatus.emit(ils.Metrics())
 	mb.metricHwTemperature.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockEventActive.emit(ils.Metrics())
+	mb.metricNvidiaGpuClockEventTime.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockFrequency.emit(ils.Metrics())
-	mb.metricNvidiaGpuClockThrottleTime.emit(ils.Metrics())
 	mb.metricNvidiaGpuFanSpeed.emit(ils.Metrics())
 	mb.metricNvidiaGpuGraphicsActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryBandwidthUtilization.emit(ils.Metrics())
+	mb.metricNvidiaGpuMemoryControllerUtilization.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryReserved.emit(ils.Metrics())
-	mb.metricNvidiaGpuMemoryRowsRemapFailed.emit(ils.Metrics())
-	mb.metricNvidiaGpuMemoryRowsRemapPending.emit(ils.Metrics())
-	mb.metricNvidiaGpuMemoryRowsRemapped.emit(ils.Metrics())
+	mb.metricNvidiaGpuMemoryRowRemapRows.emit(ils.Metrics())
+	mb.metricNvidiaGpuMemoryRowRemapStatus.emit(ils.Metrics())
 	mb.metricNvidiaGpuNvlinkIo.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieLinkGeneration.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieLinkWidth.emit(ils.Metrics())
@@ -3197,9 +3349,10 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuPipeActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuPowerLimit.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessCount.emit(ils.Metrics())
+	mb.metricNvidiaGpuProcessDropped.emit(ils.Metrics())
+	mb.metricNvidiaGpuProcessMemoryControllerUtilization.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessMemoryUsage.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessUtilization.emit(ils.Metrics())
-	mb.metricNvidiaGpuProcessesDropped.emit(ils.Metrics())
 	mb.metricNvidiaGpuSmActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuSmOccupancy.emit(ils.Metrics())
 	mb.metricNvidiaGpuTensorActivity.emit(ils.Metrics())
@@ -3247,7 +3400,7 @@ func (mb *MetricsBuilder) RecordHwErrorsDataPoint(ts pcommon.Timestamp, val int6
 }
 
 // RecordHwGpuIoDataPoint adds a data point to hw.gpu.io metric.
-func (mb *MetricsBuilder) RecordHwGpuIoDataPoint(ts pcommon.Timestamp, val float64, networkIoDirectionAttributeValue AttributeNetworkIoDirection) {
+func (mb *MetricsBuilder) RecordHwGpuIoDataPoint(ts pcommon.Timestamp, val int64, networkIoDirectionAttributeValue AttributeNetworkIoDirection) {
 	mb.metricHwGpuIo.recordDataPoint(mb.startTime, ts, val, networkIoDirectionAttributeValue.String())
 }
 
@@ -3282,8 +3435,8 @@ func (mb *MetricsBuilder) RecordHwStatusDataPoint(ts pcommon.Timestamp, val int6
 }
 
 // RecordHwTemperatureDataPoint adds a data point to hw.temperature metric.
-func (mb *MetricsBuilder) RecordHwTemperatureDataPoint(ts pcommon.Timestamp, val int64) {
-	mb.metricHwTemperature.recordDataPoint(mb.startTime, ts, val)
+func (mb *MetricsBuilder) RecordHwTemperatureDataPoint(ts pcommon.Timestamp, val float64, hwSensorLocationAttributeValue AttributeHwSensorLocation) {
+	mb.metricHwTemperature.recordDataPoint(mb.startTime, ts, val, hwSensorLocationAttributeValue.String())
 }
 
 // RecordNvidiaGpuClockEventActiveDataPoint adds a data point to nvidia.gpu.clock.event.active metric.
@@ -3291,14 +3444,14 @@ func (mb *MetricsBuilder) RecordNvidiaGpuClockEventActiveDataPoint(ts pcommon.Ti
 	mb.metricNvidiaGpuClockEventActive.recordDataPoint(mb.startTime, ts, val, nvidiaGpuClockEventReasonAttributeValue.String())
 }
 
+// RecordNvidiaGpuClockEventTimeDataPoint adds a data point to nvidia.gpu.clock.event.time metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuClockEventTimeDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuClockEventReasonAttributeValue AttributeNvidiaGpuClockEventReason) {
+	mb.metricNvidiaGpuClockEventTime.recordDataPoint(mb.startTime, ts, val, nvidiaGpuClockEventReasonAttributeValue.String())
+}
+
 // RecordNvidiaGpuClockFrequencyDataPoint adds a data point to nvidia.gpu.clock.frequency metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuClockFrequencyDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuClockTypeAttributeValue AttributeNvidiaGpuClockType) {
 	mb.metricNvidiaGpuClockFrequency.recordDataPoint(mb.startTime, ts, val, nvidiaGpuClockTypeAttributeValue.String())
-}
-
-// RecordNvidiaGpuClockThrottleTimeDataPoint adds a data point to nvidia.gpu.clock.throttle.time metric.
-func (mb *MetricsBuilder) RecordNvidiaGpuClockThrottleTimeDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuThrottleReasonAttributeValue AttributeNvidiaGpuThrottleReason) {
-	mb.metricNvidiaGpuClockThrottleTime.recordDataPoint(mb.startTime, ts, val, nvidiaGpuThrottleReasonAttributeValue.String())
 }
 
 // RecordNvidiaGpuFanSpeedDataPoint adds a data point to nvidia.gpu.fan.speed metric.
@@ -3316,28 +3469,28 @@ func (mb *MetricsBuilder) RecordNvidiaGpuMemoryBandwidthUtilizationDataPoint(ts 
 	mb.metricNvidiaGpuMemoryBandwidthUtilization.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordNvidiaGpuMemoryControllerUtilizationDataPoint adds a data point to nvidia.gpu.memory.controller.utilization metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuMemoryControllerUtilizationDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuMemoryControllerUtilization.recordDataPoint(mb.startTime, ts, val)
+}
+
 // RecordNvidiaGpuMemoryReservedDataPoint adds a data point to nvidia.gpu.memory.reserved metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuMemoryReservedDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaGpuMemoryReserved.recordDataPoint(mb.startTime, ts, val)
 }
 
-// RecordNvidiaGpuMemoryRowsRemapFailedDataPoint adds a data point to nvidia.gpu.memory.rows.remap.failed metric.
-func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRowsRemapFailedDataPoint(ts pcommon.Timestamp, val int64) {
-	mb.metricNvidiaGpuMemoryRowsRemapFailed.recordDataPoint(mb.startTime, ts, val)
+// RecordNvidiaGpuMemoryRowRemapRowsDataPoint adds a data point to nvidia.gpu.memory.row_remap.rows metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRowRemapRowsDataPoint(ts pcommon.Timestamp, val int64, errorTypeAttributeValue AttributeErrorType) {
+	mb.metricNvidiaGpuMemoryRowRemapRows.recordDataPoint(mb.startTime, ts, val, errorTypeAttributeValue.String())
 }
 
-// RecordNvidiaGpuMemoryRowsRemapPendingDataPoint adds a data point to nvidia.gpu.memory.rows.remap.pending metric.
-func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRowsRemapPendingDataPoint(ts pcommon.Timestamp, val int64) {
-	mb.metricNvidiaGpuMemoryRowsRemapPending.recordDataPoint(mb.startTime, ts, val)
-}
-
-// RecordNvidiaGpuMemoryRowsRemappedDataPoint adds a data point to nvidia.gpu.memory.rows.remapped metric.
-func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRowsRemappedDataPoint(ts pcommon.Timestamp, val int64, errorTypeAttributeValue AttributeErrorType) {
-	mb.metricNvidiaGpuMemoryRowsRemapped.recordDataPoint(mb.startTime, ts, val, errorTypeAttributeValue.String())
+// RecordNvidiaGpuMemoryRowRemapStatusDataPoint adds a data point to nvidia.gpu.memory.row_remap.status metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRowRemapStatusDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuMemoryRowRemapStateAttributeValue AttributeNvidiaGpuMemoryRowRemapState) {
+	mb.metricNvidiaGpuMemoryRowRemapStatus.recordDataPoint(mb.startTime, ts, val, nvidiaGpuMemoryRowRemapStateAttributeValue.String())
 }
 
 // RecordNvidiaGpuNvlinkIoDataPoint adds a data point to nvidia.gpu.nvlink.io metric.
-func (mb *MetricsBuilder) RecordNvidiaGpuNvlinkIoDataPoint(ts pcommon.Timestamp, val float64, networkIoDirectionAttributeValue AttributeNetworkIoDirection) {
+func (mb *MetricsBuilder) RecordNvidiaGpuNvlinkIoDataPoint(ts pcommon.Timestamp, val int64, networkIoDirectionAttributeValue AttributeNetworkIoDirection) {
 	mb.metricNvidiaGpuNvlinkIo.recordDataPoint(mb.startTime, ts, val, networkIoDirectionAttributeValue.String())
 }
 
@@ -3376,19 +3529,24 @@ func (mb *MetricsBuilder) RecordNvidiaGpuProcessCountDataPoint(ts pcommon.Timest
 	mb.metricNvidiaGpuProcessCount.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordNvidiaGpuProcessDroppedDataPoint adds a data point to nvidia.gpu.process.dropped metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessDroppedDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuProcessDropped.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuProcessMemoryControllerUtilizationDataPoint adds a data point to nvidia.gpu.process.memory.controller.utilization metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessMemoryControllerUtilizationDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuProcessMemoryControllerUtilization.recordDataPoint(mb.startTime, ts, val)
+}
+
 // RecordNvidiaGpuProcessMemoryUsageDataPoint adds a data point to nvidia.gpu.process.memory.usage metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuProcessMemoryUsageDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaGpuProcessMemoryUsage.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuProcessUtilizationDataPoint adds a data point to nvidia.gpu.process.utilization metric.
-func (mb *MetricsBuilder) RecordNvidiaGpuProcessUtilizationDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuEngineAttributeValue AttributeNvidiaGpuEngine) {
-	mb.metricNvidiaGpuProcessUtilization.recordDataPoint(mb.startTime, ts, val, nvidiaGpuEngineAttributeValue.String())
-}
-
-// RecordNvidiaGpuProcessesDroppedDataPoint adds a data point to nvidia.gpu.processes.dropped metric.
-func (mb *MetricsBuilder) RecordNvidiaGpuProcessesDroppedDataPoint(ts pcommon.Timestamp, val int64) {
-	mb.metricNvidiaGpuProcessesDropped.recordDataPoint(mb.startTime, ts, val)
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessUtilizationDataPoint(ts pcommon.Timestamp, val float64, hwGpuTaskAttributeValue AttributeHwGpuTask) {
+	mb.metricNvidiaGpuProcessUtilization.recordDataPoint(mb.startTime, ts, val, hwGpuTaskAttributeValue.String())
 }
 
 // RecordNvidiaGpuSmActivityDataPoint adds a data point to nvidia.gpu.sm.activity metric.

@@ -71,10 +71,12 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["hw.gpu.io"] = mb.metricHwGpuIo.config.AggregationStrategy
 			aggMap["hw.gpu.utilization"] = mb.metricHwGpuUtilization.config.AggregationStrategy
 			aggMap["hw.status"] = mb.metricHwStatus.config.AggregationStrategy
+			aggMap["hw.temperature"] = mb.metricHwTemperature.config.AggregationStrategy
 			aggMap["nvidia.gpu.clock.event.active"] = mb.metricNvidiaGpuClockEventActive.config.AggregationStrategy
+			aggMap["nvidia.gpu.clock.event.time"] = mb.metricNvidiaGpuClockEventTime.config.AggregationStrategy
 			aggMap["nvidia.gpu.clock.frequency"] = mb.metricNvidiaGpuClockFrequency.config.AggregationStrategy
-			aggMap["nvidia.gpu.clock.throttle.time"] = mb.metricNvidiaGpuClockThrottleTime.config.AggregationStrategy
-			aggMap["nvidia.gpu.memory.rows.remapped"] = mb.metricNvidiaGpuMemoryRowsRemapped.config.AggregationStrategy
+			aggMap["nvidia.gpu.memory.row_remap.rows"] = mb.metricNvidiaGpuMemoryRowRemapRows.config.AggregationStrategy
+			aggMap["nvidia.gpu.memory.row_remap.status"] = mb.metricNvidiaGpuMemoryRowRemapStatus.config.AggregationStrategy
 			aggMap["nvidia.gpu.nvlink.io"] = mb.metricNvidiaGpuNvlinkIo.config.AggregationStrategy
 			aggMap["nvidia.gpu.pipe.activity"] = mb.metricNvidiaGpuPipeActivity.config.AggregationStrategy
 			aggMap["nvidia.gpu.process.utilization"] = mb.metricNvidiaGpuProcessUtilization.config.AggregationStrategy
@@ -129,7 +131,10 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordHwTemperatureDataPoint(ts, 1)
+			mb.RecordHwTemperatureDataPoint(ts, 1, AttributeHwSensorLocationGpu)
+			if tt.name == "reaggregate_set" {
+				mb.RecordHwTemperatureDataPoint(ts, 3, AttributeHwSensorLocationMemory)
+			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuClockEventActiveDataPoint(ts, 1, AttributeNvidiaGpuClockEventReasonGpuIdle)
@@ -138,15 +143,15 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, 1, AttributeNvidiaGpuClockTypeSm)
+			mb.RecordNvidiaGpuClockEventTimeDataPoint(ts, 1, AttributeNvidiaGpuClockEventReasonGpuIdle)
 			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, 3, AttributeNvidiaGpuClockTypeMemory)
+				mb.RecordNvidiaGpuClockEventTimeDataPoint(ts, 3, AttributeNvidiaGpuClockEventReasonApplicationsClocks)
 			}
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordNvidiaGpuClockThrottleTimeDataPoint(ts, 1, AttributeNvidiaGpuThrottleReasonPower)
+			mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, 1, AttributeNvidiaGpuClockTypeSm)
 			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaGpuClockThrottleTimeDataPoint(ts, 3, AttributeNvidiaGpuThrottleReasonThermal)
+				mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, 3, AttributeNvidiaGpuClockTypeMemory)
 			}
 			defaultMetricsCount++
 			allMetricsCount++
@@ -159,18 +164,21 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaGpuMemoryBandwidthUtilizationDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuMemoryControllerUtilizationDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuMemoryReservedDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordNvidiaGpuMemoryRowsRemapFailedDataPoint(ts, 1)
-			defaultMetricsCount++
-			allMetricsCount++
-			mb.RecordNvidiaGpuMemoryRowsRemapPendingDataPoint(ts, 1)
-			defaultMetricsCount++
-			allMetricsCount++
-			mb.RecordNvidiaGpuMemoryRowsRemappedDataPoint(ts, 1, AttributeErrorTypeCorrected)
+			mb.RecordNvidiaGpuMemoryRowRemapRowsDataPoint(ts, 1, AttributeErrorTypeCorrected)
 			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaGpuMemoryRowsRemappedDataPoint(ts, 3, AttributeErrorTypeUncorrected)
+				mb.RecordNvidiaGpuMemoryRowRemapRowsDataPoint(ts, 3, AttributeErrorTypeUncorrected)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuMemoryRowRemapStatusDataPoint(ts, 1, AttributeNvidiaGpuMemoryRowRemapStateNone)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuMemoryRowRemapStatusDataPoint(ts, 3, AttributeNvidiaGpuMemoryRowRemapStatePending)
 			}
 			defaultMetricsCount++
 			allMetricsCount++
@@ -204,16 +212,19 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaGpuProcessCountDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuProcessDroppedDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuProcessMemoryControllerUtilizationDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuProcessMemoryUsageDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
-			mb.RecordNvidiaGpuProcessUtilizationDataPoint(ts, 1, AttributeNvidiaGpuEngineSm)
+			mb.RecordNvidiaGpuProcessUtilizationDataPoint(ts, 1, AttributeHwGpuTaskGeneral)
 			if tt.name == "reaggregate_set" {
-				mb.RecordNvidiaGpuProcessUtilizationDataPoint(ts, 3, AttributeNvidiaGpuEngineMemory)
+				mb.RecordNvidiaGpuProcessUtilizationDataPoint(ts, 3, AttributeHwGpuTaskEncoder)
 			}
-			defaultMetricsCount++
-			allMetricsCount++
-			mb.RecordNvidiaGpuProcessesDroppedDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuSmActivityDataPoint(ts, 1)
@@ -255,6 +266,7 @@ func TestMetricsBuilder(t *testing.T) {
 			rb.SetNvidiaGpuMigProfile("nvidia.gpu.mig.profile-val")
 			rb.SetNvidiaGpuPciBusID("nvidia.gpu.pci_bus_id-val")
 			rb.SetProcessCommandLine("process.command_line-val")
+			rb.SetProcessCreationTime("process.creation.time-val")
 			rb.SetProcessExecutableName("process.executable.name-val")
 			rb.SetProcessOwner("process.owner-val")
 			rb.SetProcessPid(11)
@@ -265,10 +277,12 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricHwGpuIo.aggDataPoints)
 				assert.Empty(t, mb.metricHwGpuUtilization.aggDataPoints)
 				assert.Empty(t, mb.metricHwStatus.aggDataPoints)
+				assert.Empty(t, mb.metricHwTemperature.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuClockEventActive.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuClockEventTime.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuClockFrequency.aggDataPoints)
-				assert.Empty(t, mb.metricNvidiaGpuClockThrottleTime.aggDataPoints)
-				assert.Empty(t, mb.metricNvidiaGpuMemoryRowsRemapped.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuMemoryRowRemapRows.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuMemoryRowRemapStatus.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuNvlinkIo.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuPipeActivity.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuProcessUtilization.aggDataPoints)
@@ -372,8 +386,8 @@ func TestMetricsBuilder(t *testing.T) {
 						dp := mi.Sum().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
 						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
 						networkIoDirectionAttrVal, ok := dp.Attributes().Get("network.io.direction")
 						assert.True(t, ok)
 						assert.Equal(t, "transmit", networkIoDirectionAttrVal.Str())
@@ -389,16 +403,16 @@ func TestMetricsBuilder(t *testing.T) {
 						dp := mi.Sum().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
 						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 						switch aggMap["hw.gpu.io"] {
 						case "sum":
-							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+							assert.Equal(t, int64(4), dp.IntValue())
 						case "avg":
-							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+							assert.Equal(t, int64(2), dp.IntValue())
 						case "min":
-							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+							assert.Equal(t, int64(1), dp.IntValue())
 						case "max":
-							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+							assert.Equal(t, int64(3), dp.IntValue())
 						}
 						_, ok := dp.Attributes().Get("network.io.direction")
 						assert.False(t, ok)
@@ -436,7 +450,7 @@ func TestMetricsBuilder(t *testing.T) {
 					validatedMetrics["hw.gpu.memory.utilization"] = true
 					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-					assert.Equal(t, "Fraction of time over the collection interval during which device memory was being read or written.", mi.Description())
+					assert.Equal(t, "Fraction of GPU memory used (hw.gpu.memory.usage / hw.gpu.memory.limit).", mi.Description())
 					assert.Equal(t, "1", mi.Unit())
 					dp := mi.Gauge().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())
@@ -540,26 +554,56 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.False(t, ok)
 					}
 				case "hw.temperature":
-					assert.False(t, validatedMetrics["hw.temperature"], "Found a duplicate in the metrics slice: hw.temperature")
-					validatedMetrics["hw.temperature"] = true
-					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-					assert.Equal(t, "Temperature of the GPU die.", mi.Description())
-					assert.Equal(t, "Cel", mi.Unit())
-					dp := mi.Gauge().DataPoints().At(0)
-					assert.Equal(t, start, dp.StartTimestamp())
-					assert.Equal(t, ts, dp.Timestamp())
-					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-					assert.Equal(t, int64(1), dp.IntValue())
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["hw.temperature"], "Found a duplicate in the metrics slice: hw.temperature")
+						validatedMetrics["hw.temperature"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Temperature of the GPU die (hw.sensor_location gpu) and of its memory (memory).", mi.Description())
+						assert.Equal(t, "Cel", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						hwSensorLocationAttrVal, ok := dp.Attributes().Get("hw.sensor_location")
+						assert.True(t, ok)
+						assert.Equal(t, "gpu", hwSensorLocationAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["hw.temperature"], "Found a duplicate in the metrics slice: hw.temperature")
+						validatedMetrics["hw.temperature"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "Temperature of the GPU die (hw.sensor_location gpu) and of its memory (memory).", mi.Description())
+						assert.Equal(t, "Cel", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["hw.temperature"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("hw.sensor_location")
+						assert.False(t, ok)
+					}
 				case "nvidia.gpu.clock.event.active":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["nvidia.gpu.clock.event.active"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.event.active")
 						validatedMetrics["nvidia.gpu.clock.event.active"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "1 while a clock-event reason (idle, power cap, thermal slowdown, ...) is active, 0 otherwise.", mi.Description())
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "One series per clock-event reason (idle, power cap, thermal slowdown, ...), 1 while it is active, 0 otherwise.", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
 						assert.Equal(t, ts, dp.Timestamp())
 						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
@@ -570,11 +614,13 @@ func TestMetricsBuilder(t *testing.T) {
 					} else {
 						assert.False(t, validatedMetrics["nvidia.gpu.clock.event.active"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.event.active")
 						validatedMetrics["nvidia.gpu.clock.event.active"] = true
-						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "1 while a clock-event reason (idle, power cap, thermal slowdown, ...) is active, 0 otherwise.", mi.Description())
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "One series per clock-event reason (idle, power cap, thermal slowdown, ...), 1 while it is active, 0 otherwise.", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
-						dp := mi.Gauge().DataPoints().At(0)
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
 						assert.Equal(t, ts, dp.Timestamp())
 						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
@@ -587,6 +633,50 @@ func TestMetricsBuilder(t *testing.T) {
 							assert.Equal(t, int64(1), dp.IntValue())
 						case "max":
 							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.clock.event.reason")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.clock.event.time":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.clock.event.time"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.event.time")
+						validatedMetrics["nvidia.gpu.clock.event.time"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Time the clocks were held below what was asked for, by policy, since the driver loaded.", mi.Description())
+						assert.Equal(t, "s", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						nvidiaGpuClockEventReasonAttrVal, ok := dp.Attributes().Get("nvidia.gpu.clock.event.reason")
+						assert.True(t, ok)
+						assert.Equal(t, "gpu_idle", nvidiaGpuClockEventReasonAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.clock.event.time"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.event.time")
+						validatedMetrics["nvidia.gpu.clock.event.time"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Time the clocks were held below what was asked for, by policy, since the driver loaded.", mi.Description())
+						assert.Equal(t, "s", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["nvidia.gpu.clock.event.time"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
 						}
 						_, ok := dp.Attributes().Get("nvidia.gpu.clock.event.reason")
 						assert.False(t, ok)
@@ -631,50 +721,6 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
 						assert.False(t, ok)
 					}
-				case "nvidia.gpu.clock.throttle.time":
-					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["nvidia.gpu.clock.throttle.time"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.throttle.time")
-						validatedMetrics["nvidia.gpu.clock.throttle.time"] = true
-						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Time the clocks were held below what was asked for, per policy, since the driver loaded.", mi.Description())
-						assert.Equal(t, "s", mi.Unit())
-						assert.True(t, mi.Sum().IsMonotonic())
-						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-						dp := mi.Sum().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
-						nvidiaGpuThrottleReasonAttrVal, ok := dp.Attributes().Get("nvidia.gpu.throttle.reason")
-						assert.True(t, ok)
-						assert.Equal(t, "power", nvidiaGpuThrottleReasonAttrVal.Str())
-					} else {
-						assert.False(t, validatedMetrics["nvidia.gpu.clock.throttle.time"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.throttle.time")
-						validatedMetrics["nvidia.gpu.clock.throttle.time"] = true
-						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-						assert.Equal(t, "Time the clocks were held below what was asked for, per policy, since the driver loaded.", mi.Description())
-						assert.Equal(t, "s", mi.Unit())
-						assert.True(t, mi.Sum().IsMonotonic())
-						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-						dp := mi.Sum().DataPoints().At(0)
-						assert.Equal(t, start, dp.StartTimestamp())
-						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-						switch aggMap["nvidia.gpu.clock.throttle.time"] {
-						case "sum":
-							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
-						case "avg":
-							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
-						case "min":
-							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
-						case "max":
-							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
-						}
-						_, ok := dp.Attributes().Get("nvidia.gpu.throttle.reason")
-						assert.False(t, ok)
-					}
 				case "nvidia.gpu.fan.speed":
 					assert.False(t, validatedMetrics["nvidia.gpu.fan.speed"], "Found a duplicate in the metrics slice: nvidia.gpu.fan.speed")
 					validatedMetrics["nvidia.gpu.fan.speed"] = true
@@ -711,6 +757,18 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.memory.controller.utilization":
+					assert.False(t, validatedMetrics["nvidia.gpu.memory.controller.utilization"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.controller.utilization")
+					validatedMetrics["nvidia.gpu.memory.controller.utilization"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Fraction of time over the collection interval during which device memory was being read or written.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
 				case "nvidia.gpu.memory.reserved":
 					assert.False(t, validatedMetrics["nvidia.gpu.memory.reserved"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.reserved")
 					validatedMetrics["nvidia.gpu.memory.reserved"] = true
@@ -725,34 +783,10 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
-				case "nvidia.gpu.memory.rows.remap.failed":
-					assert.False(t, validatedMetrics["nvidia.gpu.memory.rows.remap.failed"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.rows.remap.failed")
-					validatedMetrics["nvidia.gpu.memory.rows.remap.failed"] = true
-					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-					assert.Equal(t, "1 when a row remap has failed (the GPU should be replaced), 0 otherwise.", mi.Description())
-					assert.Equal(t, "1", mi.Unit())
-					dp := mi.Gauge().DataPoints().At(0)
-					assert.Equal(t, start, dp.StartTimestamp())
-					assert.Equal(t, ts, dp.Timestamp())
-					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-					assert.Equal(t, int64(1), dp.IntValue())
-				case "nvidia.gpu.memory.rows.remap.pending":
-					assert.False(t, validatedMetrics["nvidia.gpu.memory.rows.remap.pending"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.rows.remap.pending")
-					validatedMetrics["nvidia.gpu.memory.rows.remap.pending"] = true
-					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
-					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-					assert.Equal(t, "1 when a row remap waits for a GPU reset, 0 otherwise.", mi.Description())
-					assert.Equal(t, "1", mi.Unit())
-					dp := mi.Gauge().DataPoints().At(0)
-					assert.Equal(t, start, dp.StartTimestamp())
-					assert.Equal(t, ts, dp.Timestamp())
-					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-					assert.Equal(t, int64(1), dp.IntValue())
-				case "nvidia.gpu.memory.rows.remapped":
+				case "nvidia.gpu.memory.row_remap.rows":
 					if tt.name != "reaggregate_set" {
-						assert.False(t, validatedMetrics["nvidia.gpu.memory.rows.remapped"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.rows.remapped")
-						validatedMetrics["nvidia.gpu.memory.rows.remapped"] = true
+						assert.False(t, validatedMetrics["nvidia.gpu.memory.row_remap.rows"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.row_remap.rows")
+						validatedMetrics["nvidia.gpu.memory.row_remap.rows"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
 						assert.Equal(t, "Memory rows remapped, by the kind of error that caused it (Ampere and newer).", mi.Description())
@@ -766,8 +800,8 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.True(t, ok)
 						assert.Equal(t, "corrected", errorTypeAttrVal.Str())
 					} else {
-						assert.False(t, validatedMetrics["nvidia.gpu.memory.rows.remapped"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.rows.remapped")
-						validatedMetrics["nvidia.gpu.memory.rows.remapped"] = true
+						assert.False(t, validatedMetrics["nvidia.gpu.memory.row_remap.rows"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.row_remap.rows")
+						validatedMetrics["nvidia.gpu.memory.row_remap.rows"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
 						assert.Equal(t, "Memory rows remapped, by the kind of error that caused it (Ampere and newer).", mi.Description())
@@ -776,7 +810,7 @@ func TestMetricsBuilder(t *testing.T) {
 						assert.Equal(t, start, dp.StartTimestamp())
 						assert.Equal(t, ts, dp.Timestamp())
 						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-						switch aggMap["nvidia.gpu.memory.rows.remapped"] {
+						switch aggMap["nvidia.gpu.memory.row_remap.rows"] {
 						case "sum":
 							assert.Equal(t, int64(4), dp.IntValue())
 						case "avg":
@@ -787,6 +821,50 @@ func TestMetricsBuilder(t *testing.T) {
 							assert.Equal(t, int64(3), dp.IntValue())
 						}
 						_, ok := dp.Attributes().Get("error.type")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.memory.row_remap.status":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.memory.row_remap.status"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.row_remap.status")
+						validatedMetrics["nvidia.gpu.memory.row_remap.status"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "1 for the GPU's current row-remapping state (none, pending, failed), 0 for the others.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						nvidiaGpuMemoryRowRemapStateAttrVal, ok := dp.Attributes().Get("nvidia.gpu.memory.row_remap.state")
+						assert.True(t, ok)
+						assert.Equal(t, "none", nvidiaGpuMemoryRowRemapStateAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.memory.row_remap.status"], "Found a duplicate in the metrics slice: nvidia.gpu.memory.row_remap.status")
+						validatedMetrics["nvidia.gpu.memory.row_remap.status"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "1 for the GPU's current row-remapping state (none, pending, failed), 0 for the others.", mi.Description())
+						assert.Equal(t, "1", mi.Unit())
+						assert.False(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.memory.row_remap.status"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.memory.row_remap.state")
 						assert.False(t, ok)
 					}
 				case "nvidia.gpu.nvlink.io":
@@ -802,8 +880,8 @@ func TestMetricsBuilder(t *testing.T) {
 						dp := mi.Sum().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
 						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
-						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
 						networkIoDirectionAttrVal, ok := dp.Attributes().Get("network.io.direction")
 						assert.True(t, ok)
 						assert.Equal(t, "transmit", networkIoDirectionAttrVal.Str())
@@ -819,16 +897,16 @@ func TestMetricsBuilder(t *testing.T) {
 						dp := mi.Sum().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
 						assert.Equal(t, ts, dp.Timestamp())
-						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 						switch aggMap["nvidia.gpu.nvlink.io"] {
 						case "sum":
-							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+							assert.Equal(t, int64(4), dp.IntValue())
 						case "avg":
-							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+							assert.Equal(t, int64(2), dp.IntValue())
 						case "min":
-							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+							assert.Equal(t, int64(1), dp.IntValue())
 						case "max":
-							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+							assert.Equal(t, int64(3), dp.IntValue())
 						}
 						_, ok := dp.Attributes().Get("network.io.direction")
 						assert.False(t, ok)
@@ -839,7 +917,7 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
 					assert.Equal(t, "The current PCIe link generation.", mi.Description())
-					assert.Equal(t, "1", mi.Unit())
+					assert.Equal(t, "{generation}", mi.Unit())
 					dp := mi.Gauge().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())
 					assert.Equal(t, ts, dp.Timestamp())
@@ -877,7 +955,7 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
 					assert.Equal(t, "The performance state (P-state) number, from 0 (maximum performance) to 15 (minimum).", mi.Description())
-					assert.Equal(t, "1", mi.Unit())
+					assert.Equal(t, "{pstate}", mi.Unit())
 					dp := mi.Gauge().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())
 					assert.Equal(t, ts, dp.Timestamp())
@@ -947,6 +1025,32 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.process.dropped":
+					assert.False(t, validatedMetrics["nvidia.gpu.process.dropped"], "Found a duplicate in the metrics slice: nvidia.gpu.process.dropped")
+					validatedMetrics["nvidia.gpu.process.dropped"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Process reports left out because the GPU had more processes than processes.max_per_gpu (the smallest by memory go first).", mi.Description())
+					assert.Equal(t, "{process}", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.process.memory.controller.utilization":
+					assert.False(t, validatedMetrics["nvidia.gpu.process.memory.controller.utilization"], "Found a duplicate in the metrics slice: nvidia.gpu.process.memory.controller.utilization")
+					validatedMetrics["nvidia.gpu.process.memory.controller.utilization"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "Fraction of time over the collection interval the memory controller was busy with one process, on the process's own resource.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
 				case "nvidia.gpu.process.memory.usage":
 					assert.False(t, validatedMetrics["nvidia.gpu.process.memory.usage"], "Found a duplicate in the metrics slice: nvidia.gpu.process.memory.usage")
 					validatedMetrics["nvidia.gpu.process.memory.usage"] = true
@@ -967,22 +1071,22 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.process.utilization"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Fraction of time over the collection interval an engine was busy with one process, on the process's own resource.", mi.Description())
+						assert.Equal(t, "Fraction of time over the collection interval an engine (hw.gpu.task) was busy with one process, on the process's own resource.", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
 						assert.Equal(t, ts, dp.Timestamp())
 						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
-						nvidiaGpuEngineAttrVal, ok := dp.Attributes().Get("nvidia.gpu.engine")
+						hwGpuTaskAttrVal, ok := dp.Attributes().Get("hw.gpu.task")
 						assert.True(t, ok)
-						assert.Equal(t, "sm", nvidiaGpuEngineAttrVal.Str())
+						assert.Equal(t, "general", hwGpuTaskAttrVal.Str())
 					} else {
 						assert.False(t, validatedMetrics["nvidia.gpu.process.utilization"], "Found a duplicate in the metrics slice: nvidia.gpu.process.utilization")
 						validatedMetrics["nvidia.gpu.process.utilization"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Fraction of time over the collection interval an engine was busy with one process, on the process's own resource.", mi.Description())
+						assert.Equal(t, "Fraction of time over the collection interval an engine (hw.gpu.task) was busy with one process, on the process's own resource.", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
@@ -998,23 +1102,9 @@ func TestMetricsBuilder(t *testing.T) {
 						case "max":
 							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
 						}
-						_, ok := dp.Attributes().Get("nvidia.gpu.engine")
+						_, ok := dp.Attributes().Get("hw.gpu.task")
 						assert.False(t, ok)
 					}
-				case "nvidia.gpu.processes.dropped":
-					assert.False(t, validatedMetrics["nvidia.gpu.processes.dropped"], "Found a duplicate in the metrics slice: nvidia.gpu.processes.dropped")
-					validatedMetrics["nvidia.gpu.processes.dropped"] = true
-					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
-					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-					assert.Equal(t, "Process reports left out because the GPU had more processes than processes.max_per_gpu (the smallest by memory go first).", mi.Description())
-					assert.Equal(t, "{process}", mi.Unit())
-					assert.True(t, mi.Sum().IsMonotonic())
-					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
-					dp := mi.Sum().DataPoints().At(0)
-					assert.Equal(t, start, dp.StartTimestamp())
-					assert.Equal(t, ts, dp.Timestamp())
-					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
-					assert.Equal(t, int64(1), dp.IntValue())
 				case "nvidia.gpu.sm.activity":
 					assert.False(t, validatedMetrics["nvidia.gpu.sm.activity"], "Found a duplicate in the metrics slice: nvidia.gpu.sm.activity")
 					validatedMetrics["nvidia.gpu.sm.activity"] = true

@@ -147,6 +147,13 @@ func (rb *ResourceBuilder) SetProcessCommandLine(val string) {
 	}
 }
 
+// SetProcessCreationTime sets provided value as "process.creation.time" attribute.
+func (rb *ResourceBuilder) SetProcessCreationTime(val string) {
+	if rb.config.ProcessCreationTime.Enabled {
+		rb.res.Attributes().PutStr("process.creation.time", val)
+	}
+}
+
 // SetProcessExecutableName sets provided value as "process.executable.name" attribute.
 func (rb *ResourceBuilder) SetProcessExecutableName(val string) {
 	if rb.config.ProcessExecutableName.Enabled {

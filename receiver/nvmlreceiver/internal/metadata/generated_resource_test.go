@@ -31,6 +31,7 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetNvidiaGpuMigProfile("nvidia.gpu.mig.profile-val")
 			rb.SetNvidiaGpuPciBusID("nvidia.gpu.pci_bus_id-val")
 			rb.SetProcessCommandLine("process.command_line-val")
+			rb.SetProcessCreationTime("process.creation.time-val")
 			rb.SetProcessExecutableName("process.executable.name-val")
 			rb.SetProcessOwner("process.owner-val")
 			rb.SetProcessPid(11)
@@ -40,9 +41,9 @@ func TestResourceBuilder(t *testing.T) {
 
 			switch tt {
 			case "default":
-				assert.Equal(t, 20, res.Attributes().Len())
-			case "all_set":
 				assert.Equal(t, 21, res.Attributes().Len())
+			case "all_set":
+				assert.Equal(t, 22, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
@@ -138,6 +139,11 @@ func TestResourceBuilder(t *testing.T) {
 			assert.Equal(t, tt == "all_set", ok)
 			if ok {
 				assert.Equal(t, "process.command_line-val", processCommandLineAttrVal.Str())
+			}
+			processCreationTimeAttrVal, ok := res.Attributes().Get("process.creation.time")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "process.creation.time-val", processCreationTimeAttrVal.Str())
 			}
 			processExecutableNameAttrVal, ok := res.Attributes().Get("process.executable.name")
 			assert.True(t, ok)
