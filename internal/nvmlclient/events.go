@@ -112,11 +112,7 @@ func (c *Client) WatchEvents(ctx context.Context, onEvent func(Event), registerT
 		default:
 			continue
 		}
-		if data.Device != nil {
-			if uuid, ret := data.Device.GetUUID(); ret == nvml.SUCCESS {
-				ev.Device = byUUID[uuid]
-			}
-		}
+		ev.Device = eventDevice(data.Device, devices, byUUID)
 		if ev.Device.UUID == "" {
 			continue // not one of ours
 		}
@@ -189,4 +185,29 @@ wait:
 			zap.Strings("gpus", failed))
 	}
 	return byUUID, stuck
+}
+
+// eventDevice finds the watched device an event names: by its handle
+// first, as a GPU that just fell off the bus (Xid 79) no longer answers
+// nvmlDeviceGetUUID, then by UUID.
+func eventDevice(h nvml.Device, devices []*Device, byUUID map[string]DeviceInfo) (info DeviceInfo) {
+	if h == nil {
+		return DeviceInfo{}
+	}
+	func() {
+		defer func() { _ = recover() }() // a handle type that is not comparable
+		for _, d := range devices {
+			if d.handle == h {
+				info = byUUID[d.Info.UUID]
+				return
+			}
+		}
+	}()
+	if info.UUID != "" {
+		return info
+	}
+	if uuid, ret := h.GetUUID(); ret == nvml.SUCCESS {
+		return byUUID[uuid]
+	}
+	return DeviceInfo{}
 }
