@@ -134,8 +134,8 @@ var pipelineGPUs = []gpuSpec{
 		// failed from t = 8 (lost; Xid 79 just before).
 		remapped: map[string]Signal{"correctable": 0, "uncorrectable": steps(0, 0, 4, 1), "pending": steps(0, 0, 4, 1),
 			"failure": steps(0, 0, 6, 1)},
-		events:   []Event{{At: 4, XID: 63}},
-		lostAt:   8,
+		events: []Event{{At: 4, XID: 63}},
+		lostAt: 8,
 	},
 }
 

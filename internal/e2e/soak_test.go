@@ -759,4 +759,3 @@ func topMissing(m map[string]int) string {
 }
 
 func first(s []string, n int) []string { return s[:min(n, len(s))] }
-
