@@ -666,11 +666,16 @@ func (a *soakAnalysis) report(t *testing.T, samples []soakSample, exit time.Dura
 	// the metrics whose calls did not fail.
 	for gi, uuid := range a.plan.uuids {
 		counted, complete := 0, 0
+		all, reported := 0, 0 // every interval the GPU is neither lost nor hung, error windows included
 		var missing map[string]int = map[string]int{}
 		for _, ms := range starts {
 			st := float64(ms) / 1000
 			if st < 6 || st > D-1 || (gi == a.plan.lostGPU && st >= a.plan.lostAt-0.5) || a.plan.hungAt(gi, st) {
 				continue
+			}
+			all++
+			if per[uuid][ms]&(1<<a.idx("hw.status")) != 0 {
+				reported++
 			}
 			failing := a.plan.failingAt(gi, st)
 			if !*soakPartialReads && len(failing) > 0 {
@@ -695,6 +700,8 @@ func (a *soakAnalysis) report(t *testing.T, samples []soakSample, exit time.Dura
 		frac := float64(complete) / math.Max(1, float64(counted))
 		row(counted > 0 && frac >= 0.95, fmt.Sprintf("GPU %d reported with its metrics", gi),
 			fmt.Sprintf("%d of %d intervals (%.1f %%)%s", complete, counted, 100*frac, topMissing(missing)), ">= 95 %")
+		fmt.Fprintf(&out, "| GPU %d reported at all, error windows included (figure only) | %d of %d intervals (%.1f %%) | | |\n",
+			gi, reported, all, 100*float64(reported)/math.Max(1, float64(all)))
 	}
 	mode := "intervals without an error window on the GPU (no partial reads yet: a failed call drops the GPU's sample)"
 	if *soakPartialReads {
