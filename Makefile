@@ -49,7 +49,7 @@ tools: $(OCB) $(MDATAGEN)
 generate: $(MDATAGEN)
 	$(MDATAGEN) $(RECEIVER)/metadata.yaml
 
-GENERATED = find $(RECEIVER) \( -name 'generated_*.go' -o -name documentation.md -o -path '*/internal/metadata/testdata/*' \) -type f | sort | xargs sha256sum
+GENERATED = find $(RECEIVER) \( -name 'generated_*.go' -o -name documentation.md -o -name README.md -o -path '*/internal/metadata/testdata/*' \) -type f | sort | xargs sha256sum
 
 ## check-generated: fail when the generated files differ from what metadata.yaml gives
 check-generated: $(MDATAGEN)
@@ -112,7 +112,7 @@ CJSON_A        = $(shell $(CC) -print-file-name=libcjson.a)
 CJSON_LIBS     = $(if $(filter /%,$(CJSON_A)),$(CJSON_A),-lcjson)
 FAKENVML_CFLAGS := -std=gnu11 -O2 -g -fPIC -Wall -Wextra -Werror -Wno-deprecated-declarations
 PROMETHEUS    ?= $(or $(shell command -v prometheus 2>/dev/null),/usr/bin/prometheus)
-DEMO_SCENARIO ?= internal/fakenvml/scenarios/demo.json
+DEMO_SCENARIO ?= testdata/scenarios/demo.json
 
 ## fakenvml: build the simulated libnvidia-ml.so.1 into _build/fakenvml/
 fakenvml: $(FAKENVML)
@@ -143,4 +143,4 @@ soak: build $(FAKENVML)
 ## demo: otelcol-nvml on the SIMULATED NVML (no GPU needed): debug exporter, Prometheus on 127.0.0.1:8889
 demo: build $(FAKENVML)
 	FAKE_NVML_SCENARIO=$(abspath $(DEMO_SCENARIO)) FAKENVML_LIBRARY=$(FAKENVML) \
-		$(OTELCOL) --config deploy/demo.yaml
+		$(OTELCOL) --config testdata/collector/demo.yaml

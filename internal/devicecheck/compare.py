@@ -1,6 +1,14 @@
 """Compares what otelcol-nvml exported (file exporter, OTLP JSON lines)
-with nvidia-smi's readings taken over the same seconds. Prints a report and
-exits non-zero when a GPU is missing or memory or power disagree."""
+with nvidia-smi's readings taken over the same seconds, and with what /proc
+said of the workload processes. Prints a report and exits non-zero when a
+GPU is missing, memory, power or a temperature disagree, a workload process
+is named other than its executable, or a Prometheus name ends in _ratio
+without being a ratio.
+
+Usage: compare.py metrics.jsonl smi.csv uuids.txt [processes.txt [prometheus.txt]]
+smi.csv: timestamp, uuid, memory.used, power.draw, utilization.gpu,
+temperature.gpu, temperature.memory (nounits; N/A where unsupported).
+processes.txt: "pid exe-basename comm creation-time" per workload process."""
 import csv
 import json
 import statistics
@@ -8,9 +16,24 @@ import sys
 from datetime import datetime
 
 metrics_path, smi_path, uuids_path = sys.argv[1:4]
+procs_path = sys.argv[4] if len(sys.argv) > 4 else None
+prom_path = sys.argv[5] if len(sys.argv) > 5 else None
+
+
+def number(cell):
+    """A reading, or None where nvidia-smi says N/A ([N/A], [Not Supported])."""
+    try:
+        return float(cell)
+    except ValueError:
+        return None
+
 
 # receiver points: uuid -> metric -> [(t, value)]
 recv = {}
+# process resources: pid -> {"exe": set(), "created": set()}
+proc_attrs = {}
+# OTLP names of ratios (gauges of unit 1), for the _ratio check
+ratios = set()
 for line in open(metrics_path):
     line = line.strip()
     if not line:
@@ -18,8 +41,14 @@ for line in open(metrics_path):
     for rm in json.loads(line).get("resourceMetrics", []):
         attrs = {a["key"]: list(a["value"].values())[0] for a in rm["resource"].get("attributes", [])}
         uuid = attrs.get("hw.id")
+        if "process.pid" in attrs:
+            pa = proc_attrs.setdefault(int(attrs["process.pid"]), {"exe": set(), "created": set()})
+            pa["exe"].add(attrs.get("process.executable.name"))
+            pa["created"].add(attrs.get("process.creation.time"))
         for sm in rm.get("scopeMetrics", []):
             for m in sm.get("metrics", []):
+                if "gauge" in m and m.get("unit") == "1":
+                    ratios.add(m["name"])
                 body = m.get("gauge") or m.get("sum") or {}
                 for dp in body.get("dataPoints", []):
                     v = dp.get("asDouble", dp.get("asInt"))
@@ -31,11 +60,11 @@ for line in open(metrics_path):
 
 smi = {}
 for row in csv.reader(open(smi_path)):
-    if len(row) < 5:
+    if len(row) < 7:
         continue
-    ts, uuid, mem, power, util = [c.strip() for c in row[:5]]
+    ts, uuid, mem, power, util, temp, mem_temp = [c.strip() for c in row[:7]]
     t = datetime.strptime(ts, "%Y/%m/%d %H:%M:%S.%f").timestamp()
-    smi.setdefault(uuid, []).append((t, float(mem), float(power), float(util)))
+    smi.setdefault(uuid, []).append((t, float(mem), float(power), float(util), number(temp), number(mem_temp)))
 
 want = [l.strip() for l in open(uuids_path) if l.strip()]
 ok = True
@@ -78,11 +107,68 @@ for uuid in want:
     print("  power: nvidia-smi median %.1f W, median |diff| %.1f W -> %s"
           % (pow_ref, pow_med, "MATCH" if pow_ok else "MISMATCH"))
     print("  utilization (receiver windowed %, nvidia-smi instant %):", util_pairs[:12])
+    # Temperatures: the die (temperature.gpu) and the HBM (temperature.memory,
+    # FI_DEV_MEMORY_TEMP); whole degrees on both sides, read up to a second
+    # apart.
+    for loc, col, smi_name in (("gpu", 4, "temperature.gpu"), ("memory", 5, "temperature.memory")):
+        pts = series.get("hw.temperature{hw.sensor_location=%s}" % loc, [])
+        refs = [r[col] for r in s if r[col] is not None]
+        if not refs:
+            t_ok = not pts
+            print("  hw.temperature{%s}: nvidia-smi %s N/A; receiver points: %d -> %s"
+                  % (loc, smi_name, len(pts), "MATCH" if t_ok else "MISMATCH (the receiver reports what nvidia-smi cannot)"))
+        elif not pts:
+            t_ok = False
+            print("  hw.temperature{%s}: no points, nvidia-smi %s reads %.0f C -> MISMATCH" % (loc, smi_name, statistics.median(refs)))
+        else:
+            diffs = [abs(v - nearest(t)[col]) for t, v in pts if nearest(t)[col] is not None]
+            t_ok = bool(diffs) and statistics.median(diffs) <= 2.0
+            print("  hw.temperature{%s}: receiver median %.1f C, nvidia-smi %s median %.1f C, median |diff| %.1f C -> %s"
+                  % (loc, statistics.median(v for _, v in pts), smi_name, statistics.median(refs),
+                     statistics.median(diffs) if diffs else float("nan"), "MATCH" if t_ok else "MISMATCH"))
+        ok = ok and t_ok
     energy = [v for _, v in series.get("hw.energy", [])]
     if energy:
         mono = all(b >= a for a, b in zip(energy, energy[1:]))
         print("  energy: %.1f J over the run, monotonic: %s" % (energy[-1] - energy[0], mono))
         ok = ok and mono
+
+if procs_path:
+    # Each workload process: process.executable.name is the base name of
+    # /proc/<pid>/exe (python3.12, not comm), and process.creation.time its
+    # start (the shell's reading has whole seconds).
+    print("\n== processes")
+    for line in open(procs_path):
+        f = line.split()
+        if len(f) < 4:
+            continue
+        pid, exe, comm, created = int(f[0]), f[1], f[2], f[3]
+        pa = proc_attrs.get(pid)
+        if pa is None:
+            print("  pid %d (%s): MISSING from the receiver's process resources" % (pid, exe))
+            ok = False
+            continue
+        names, times = pa["exe"] - {None}, pa["created"] - {None}
+        name_ok = names == {exe}
+        t_ok = len(times) == 1
+        if t_ok:
+            got = datetime.fromisoformat(next(iter(times)).replace("Z", "+00:00")).timestamp()
+            want = datetime.fromisoformat(created.replace("Z", "+00:00")).timestamp()
+            t_ok = abs(got - want) <= 1.5
+        print("  pid %d: process.executable.name %s, /proc exe %s (comm %s) -> %s; process.creation.time %s, /proc %s -> %s"
+              % (pid, sorted(names), exe, comm, "MATCH" if name_ok else "MISMATCH", sorted(times), created,
+                 "MATCH" if t_ok else "MISMATCH"))
+        ok = ok and name_ok and t_ok
+
+if prom_path:
+    # On the Prometheus endpoint, _ratio only on ratios.
+    print("\n== Prometheus names")
+    families = [l.split()[2] for l in open(prom_path) if l.startswith("# TYPE ")]
+    ours = [f for f in families if f.startswith(("hw_", "nvidia_"))]
+    bad = [f for f in ours if f.endswith("_ratio") and f[:-len("_ratio")] not in {r.replace(".", "_") for r in ratios}]
+    print("  %d families; ending in _ratio without being a ratio: %s -> %s"
+          % (len(ours), bad or "none", "MATCH" if not bad else "MISMATCH"))
+    ok = ok and not bad and bool(ours)
 
 print("\nRESULT:", "PASS" if ok else "FAIL")
 sys.exit(0 if ok else 1)

@@ -25,17 +25,24 @@ for ((i = 0; i < ngpu; i++)); do
 	wpids+=($!)
 done
 sleep 12 # let CUDA contexts and memory settle
+# What the kernel says of each workload process, for process.executable.name
+# (the base name of /proc/<pid>/exe, not comm) and process.creation.time.
+for pid in "${wpids[@]}"; do
+	printf '%s %s %s %s\n' "$pid" "$(basename "$(readlink "/proc/$pid/exe")")" "$(cat "/proc/$pid/comm")" \
+		"$(date -u -d "@$(($(awk '/^btime/ {print $2}' /proc/stat) + $(awk '{print $22}' "/proc/$pid/stat") / $(getconf CLK_TCK)))" +%FT%TZ)"
+done >"$RUN_DIR/processes.txt"
 
-"$CARRY/otelcol-nvml" --config internal/devicecheck/h200-config.yaml >"$RUN_DIR/collector.log" 2>&1 &
+"$CARRY/otelcol-nvml" --config testdata/collector/h200-check.yaml >"$RUN_DIR/collector.log" 2>&1 &
 cpid=$!
 for _ in $(seq 1 32); do
-	nvidia-smi --query-gpu=timestamp,uuid,memory.used,power.draw,utilization.gpu --format=csv,noheader,nounits >>"$RUN_DIR/smi.csv"
+	nvidia-smi --query-gpu=timestamp,uuid,memory.used,power.draw,utilization.gpu,temperature.gpu,temperature.memory \
+		--format=csv,noheader,nounits >>"$RUN_DIR/smi.csv"
 	sleep 1
 done
 python3 - >"$RUN_DIR/prometheus.txt" 2>&1 <<'PY'
 import urllib.request
 body = urllib.request.urlopen("http://127.0.0.1:18889/metrics", timeout=5).read().decode()
-print("\n".join(l for l in body.splitlines() if l.startswith(("hw_gpu_memory_usage", "hw_power", "hw_gpu_utilization"))))
+print("\n".join(l for l in body.splitlines() if l.startswith(("# TYPE", "hw_gpu_memory_usage", "hw_power", "hw_gpu_utilization", "hw_temperature"))))
 PY
 kill -TERM "$cpid"
 wait "$cpid"
@@ -51,6 +58,7 @@ if command -v setpriv >/dev/null; then
 	setpriv --reuid=65534 --regid=65534 --clear-groups "$CARRY/scrapecost" -rounds 20 >"$RUN_DIR/scrapecost-nobody.json" 2>&1
 fi
 
-python3 internal/devicecheck/compare.py "$RUN_DIR/metrics.jsonl" "$RUN_DIR/smi.csv" "$RUN_DIR/uuids.txt" | tee "$RUN_DIR/report.txt"
+python3 internal/devicecheck/compare.py "$RUN_DIR/metrics.jsonl" "$RUN_DIR/smi.csv" "$RUN_DIR/uuids.txt" \
+	"$RUN_DIR/processes.txt" "$RUN_DIR/prometheus.txt" | tee "$RUN_DIR/report.txt"
 cp "$RUN_DIR/report.txt" "$OUT/report.txt"
 tar czf "$OUT/h200run.tgz" -C /tmp h200run

@@ -34,11 +34,14 @@ kill -CONT "$wpid"
 echo "workload_pid=$wpid spin_pid=$spid" >>"$RUN_DIR/machine.txt"
 cat "/proc/$wpid/cgroup" >>"$RUN_DIR/machine.txt"
 sleep 10
+exe=$(basename "$(readlink "/proc/$wpid/exe")")
+echo "workload exe=$exe comm=$(cat "/proc/$wpid/comm")" >>"$RUN_DIR/machine.txt"
 
-"$CARRY/otelcol-nvml" --config internal/devicecheck/h200-config.yaml >"$RUN_DIR/collector.log" 2>&1 &
+"$CARRY/otelcol-nvml" --config testdata/collector/h200-check.yaml >"$RUN_DIR/collector.log" 2>&1 &
 cpid=$!
 for _ in $(seq 1 40); do
-	nvidia-smi --query-gpu=timestamp,uuid,memory.used,power.draw,utilization.gpu --format=csv,noheader,nounits >>"$RUN_DIR/smi.csv"
+	nvidia-smi --query-gpu=timestamp,uuid,memory.used,power.draw,utilization.gpu,temperature.gpu,temperature.memory \
+		--format=csv,noheader,nounits >>"$RUN_DIR/smi.csv"
 	sleep 1
 done
 kill -TERM "$cpid"
@@ -48,6 +51,6 @@ kill "$spid" "$wpid" 2>/dev/null
 wait "$spid" "$wpid" 2>/dev/null
 rmdir "$CG" "$(dirname "$CG")" 2>/dev/null
 
-python3 internal/devicecheck/truth-compare.py "$RUN_DIR/metrics.jsonl" "$wpid" "$CONTAINER_ID" "$POD_UID" | tee "$RUN_DIR/report.txt"
+python3 internal/devicecheck/truth-compare.py "$RUN_DIR/metrics.jsonl" "$wpid" "$CONTAINER_ID" "$POD_UID" "$exe" | tee "$RUN_DIR/report.txt"
 cp "$RUN_DIR/report.txt" "$OUT/truth-report.txt"
 tar czf "$OUT/h200truth.tgz" -C /tmp h200truth

@@ -2,12 +2,14 @@
 utilization but under 2 % GPM SM activity; GPU 1 (50 %-duty matmul) must
 read 40-55 % for both; the workload's process resource must carry the
 container id and pod uid of its cgroup, and its windowed SM utilization must
-agree with its GPU's within 5 points."""
+agree with its GPU's within 5 points, and its process.executable.name must
+be the base name of its /proc/<pid>/exe (argument 5), not its comm."""
 import json
 import statistics
 import sys
 
 metrics_path, wpid, container_id, pod_uid = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+exe_name = sys.argv[5] if len(sys.argv) > 5 else None
 
 gpu = {}    # index -> name -> [(t, v)]
 procs = {}  # (index, pid) -> {"attrs":..., name -> [(t, v)]}
@@ -69,7 +71,11 @@ if p:
     print("   process resource:", {k: v for k, v in a.items() if k.startswith(("process.", "container.", "k8s."))})
     check("process container.id from its cgroup", a.get("container.id") == container_id, a.get("container.id"))
     check("process k8s.pod.uid from its cgroup", a.get("k8s.pod.uid") == pod_uid, a.get("k8s.pod.uid"))
-    psm = dict(p.get("nvidia.gpu.process.utilization{sm}", []))
+    if exe_name:
+        check("process.executable.name is the exe's base name", a.get("process.executable.name") == exe_name,
+              "%s, /proc exe %s" % (a.get("process.executable.name"), exe_name))
+    check("process.creation.time present", bool(a.get("process.creation.time")), a.get("process.creation.time"))
+    psm = dict(p.get("nvidia.gpu.process.utilization{general}", []))
     gu = dict(g1.get("hw.gpu.utilization{general}", []))
     pairs = [(psm[t], gu[t]) for t in psm if t in gu]
     diffs = [abs(a_ - b_) for a_, b_ in pairs]

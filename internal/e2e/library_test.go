@@ -811,7 +811,7 @@ func testLibraryMalformed(t *testing.T) {
 }
 
 func testLibraryDemoScenario(t *testing.T) {
-	p, err := filepath.Abs(filepath.Join("..", "fakenvml", "scenarios", "demo.json"))
+	p, err := filepath.Abs(filepath.Join("..", "..", "testdata", "scenarios", "demo.json"))
 	require.NoError(t, err)
 	useScenario(t, p)
 	lib := newLib(t)
@@ -917,9 +917,11 @@ func FuzzScenario(f *testing.F) {
 		}
 		f.Add(data)
 	}
-	if demo, err := os.ReadFile(filepath.Join("..", "fakenvml", "scenarios", "demo.json")); err == nil {
-		f.Add(demo)
+	demo, err := os.ReadFile(filepath.Join("..", "..", "testdata", "scenarios", "demo.json"))
+	if err != nil {
+		f.Fatal(err)
 	}
+	f.Add(demo)
 	path := filepath.Join(f.TempDir(), "scenario.json")
 	envMu.Lock()
 	old, had := os.LookupEnv(scenarioEnv)

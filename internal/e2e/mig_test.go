@@ -73,6 +73,18 @@ var (
 	migEvents = []Event{{At: 2, XID: 43, GPUInstanceID: ptr(9), ComputeInstanceID: ptr(0)}, {At: 3, XID: 31, GPUInstanceID: ptr(2)}}
 )
 
+// firstInInstance reports whether m is its GPU instance's MIG device of the
+// lowest compute instance id: the one that reports the instance's memory and
+// GPM.
+func (m migSpec) firstInInstance() bool {
+	for _, o := range migDevices {
+		if o.gi == m.gi && o.ci < m.ci {
+			return false
+		}
+	}
+	return true
+}
+
 func migScenario() Scenario {
 	mig := &MIG{MaxDevices: 7, Profiles: h200Profiles}
 	var procs []Process
@@ -209,24 +221,55 @@ func TestMIG(t *testing.T) {
 		}
 	})
 
-	t.Run("MIG memory equals its GPU instance's", func(t *testing.T) {
+	t.Run("MIG memory is its GPU instance's, counted once", func(t *testing.T) {
+		// GPU instance 2 hosts two compute instances: NVML answers the
+		// instance's memory on both MIG devices; the receiver reports it on
+		// the first only, so that the sum over the instance's MIG devices is
+		// the instance's memory.
 		for _, m := range migDevices {
 			for metric, want := range map[string]uint64{
 				"hw.gpu.memory.usage": m.used, "hw.gpu.memory.limit": m.total, "nvidia.gpu.memory.reserved": m.reserved,
 			} {
 				got := filter(devPts, m.uuid, metric, nil)
+				if !m.firstInInstance() {
+					assert.Empty(t, got, "%s: %s is reported on its GPU instance's first MIG device only", m.uuid, metric)
+					continue
+				}
 				if assert.Greater(t, len(got), 3, "%s: %s", m.uuid, metric) {
 					for _, p := range got {
 						assert.Equal(t, float64(want), p.Value, "%s: %s at t=%.2f", m.uuid, metric, rel(p, t0))
 					}
 				}
 			}
+			if m.firstInInstance() {
+				for _, p := range filter(devPts, m.uuid, "hw.gpu.memory.utilization", nil) {
+					assert.InDelta(t, float64(m.used)/float64(m.total), p.Value, 1e-12, "%s: usage / limit", m.uuid)
+				}
+			}
+		}
+		// The sum over GPU instance 2's MIG devices, scrape by scrape.
+		perScrape := map[time.Time]float64{}
+		devices := 0
+		for _, m := range migDevices {
+			if m.gi != 2 {
+				continue
+			}
+			devices++
+			for _, p := range filter(devPts, m.uuid, "hw.gpu.memory.usage", nil) {
+				perScrape[p.Time] += p.Value
+			}
+		}
+		require.Equal(t, 2, devices, "the scenario has two compute instances in GPU instance 2")
+		require.NotEmpty(t, perScrape)
+		for ts, sum := range perScrape {
+			assert.Equal(t, float64(migDevices[0].used), sum, "sum(hw.gpu.memory.usage) over GPU instance 2 at t=%.2f", ts.Sub(t0).Seconds())
 		}
 	})
 
 	t.Run("a MIG device has its own metrics only", func(t *testing.T) {
-		allowed := map[string]bool{"hw.gpu.memory.usage": true, "hw.gpu.memory.limit": true, "nvidia.gpu.memory.reserved": true,
-			"nvidia.gpu.process.count": true, "nvidia.gpu.sm.activity": true, "nvidia.gpu.sm.occupancy": true,
+		allowed := map[string]bool{"hw.gpu.memory.usage": true, "hw.gpu.memory.limit": true, "hw.gpu.memory.utilization": true,
+			"nvidia.gpu.memory.reserved": true,
+			"nvidia.gpu.process.count":   true, "nvidia.gpu.sm.activity": true, "nvidia.gpu.sm.occupancy": true,
 			"nvidia.gpu.tensor.activity": true, "nvidia.gpu.memory.bandwidth.utilization": true, "hw.gpu.io": true,
 			"nvidia.gpu.pipe.activity": true, "nvidia.gpu.graphics.activity": true, "nvidia.gpu.nvlink.io": true}
 		for _, m := range migDevices {
@@ -296,6 +339,10 @@ func TestMIG(t *testing.T) {
 				"nvidia.gpu.tensor.activity": "ANY_TENSOR_UTIL", "nvidia.gpu.memory.bandwidth.utilization": "DRAM_BW_UTIL"} {
 				got := filter(mine, "", metric, nil)
 				sig, ok := m.gpm[name]
+				if !m.firstInInstance() {
+					assert.Empty(t, got, "%s: %s is its GPU instance's, reported on the instance's first MIG device", m.uuid, metric)
+					continue
+				}
 				if !ok {
 					assert.Empty(t, got, "%s: %s without %s in its GPU instance", m.uuid, metric, name)
 					continue
@@ -306,7 +353,11 @@ func TestMIG(t *testing.T) {
 					}
 				}
 			}
-			checkTraffic(t, m.uuid, mine, m.gpm, t0)
+			if m.firstInInstance() {
+				checkTraffic(t, m.uuid, mine, m.gpm, t0)
+			} else {
+				assert.Empty(t, filter(mine, "", "hw.gpu.io", nil), "%s: PCIe traffic once per GPU instance", m.uuid)
+			}
 		}
 	})
 

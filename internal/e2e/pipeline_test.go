@@ -315,7 +315,10 @@ func TestPipeline(t *testing.T) {
 	bin := absFlag(t, "otelcol", *otelcolPath)
 
 	be := startBackend(t, bin)
-	col := startCollector(t, "collector under test", pipelineScenario().write(t), be, receiverSettings)
+	// Every metric on, the one off by default too, so that the README's
+	// whole table can be checked against Prometheus.
+	settings := receiverSettings + "metrics:\n  nvidia.gpu.tensor.pipe.activity:\n    enabled: true\n"
+	col := startCollector(t, "collector under test", pipelineScenario().write(t), be, settings)
 	prom := startPrometheus(t, col.promAddr)
 	t0 := col.scenarioStart(t, 30*time.Second)
 	t.Logf("scenario clock t = 0 at %s", t0.Format(time.RFC3339Nano))
@@ -899,6 +902,8 @@ func TestPipeline(t *testing.T) {
 			assert.False(t, strings.HasPrefix(name, "hw_") || strings.HasPrefix(name, "nvidia_"), "%s without hw_id: %v", name, s.Metric)
 		}
 	})
+
+	t.Run("README metric names in Prometheus", func(t *testing.T) { checkREADMEMetrics(t, md, prom, col) })
 
 	assert.NotContains(t, logs, "panic")
 	col.proc.requireAlive(t)

@@ -8,10 +8,17 @@ import (
 	"go.uber.org/zap"
 )
 
-// A GPU in MIG mode is cut into MIG devices: each a GPU instance (its
-// memory and SM slices) with a compute instance on it. Each is reported as
-// its own resource, with the parent GPU's UUID beside its own; processes
-// land on the MIG device whose instance ids they carry.
+// A GPU in MIG mode is cut into GPU instances (memory and SM slices), each
+// hosting one or more compute instances; every compute instance is a MIG
+// device. Each MIG device is reported as its own resource, with the parent
+// GPU's UUID beside its own; processes land on the MIG device whose
+// instance ids they carry.
+//
+// Memory and GPM belong to the GPU instance: every MIG device of one GPU
+// instance answers the same figures. They are read once per GPU instance,
+// on the MIG device of its lowest compute instance id (the instance's
+// "first" device), and left absent on the others, so that a sum over MIG
+// devices counts each GPU instance's memory once.
 
 // MIGInfo is the static identity of one MIG device.
 type MIGInfo struct {
@@ -33,6 +40,9 @@ type MIGSample struct {
 	Processes []Process
 	// GPM measured per GPU instance; nil without GPM or on a starting window.
 	GPM *GPMReading
+	// FirstInInstance says this MIG device carries its GPU instance's memory
+	// and GPM; false on the other compute instances of that GPU instance.
+	FirstInInstance bool
 }
 
 // migDevice is one MIG device of a Device, touched only under its busy flag.
@@ -40,7 +50,10 @@ type migDevice struct {
 	info   MIGInfo
 	handle nvml.Device
 	raw    rawDevice // the C handle, for the bounded list calls
-	gpm    gpmState  // per GPU instance
+	gpm    gpmState  // per GPU instance, on the first MIG device of it only
+	// first marks the GPU instance's lowest compute instance: the MIG
+	// device that reads the instance's memory and GPM.
+	first bool
 	// ownListFailed is set once the MIG device's own process list fails:
 	// the parent's list is used from then on.
 	ownListFailed bool
@@ -86,11 +99,29 @@ func (d *Device) takeMIGInventory(lib nvml.Interface, sym symbols) {
 		d.migs = append(d.migs, m)
 	}
 	d.logger.Info("GPU is in MIG mode", zap.Int("mig_devices", len(d.migs)))
+	markFirstInInstance(d.migs)
 	if sym.gpm && d.gpm.supported {
 		for _, m := range d.migs {
+			if !m.first {
+				continue
+			}
 			gi := int(m.info.GPUInstanceID)
 			m.gpm.start(lib, func(smp nvml.GpmSample) nvml.Return { return d.handle.GpmMigSampleGet(gi, smp) }, d.now)
 		}
+	}
+}
+
+// markFirstInInstance marks, in each GPU instance, the MIG device with the
+// lowest compute instance id.
+func markFirstInInstance(migs []*migDevice) {
+	first := map[uint32]*migDevice{}
+	for _, m := range migs {
+		if f, ok := first[m.info.GPUInstanceID]; !ok || m.info.ComputeInstanceID < f.info.ComputeInstanceID {
+			first[m.info.GPUInstanceID] = m
+		}
+	}
+	for _, m := range migs {
+		m.first = first[m.info.GPUInstanceID] == m
 	}
 }
 
@@ -141,8 +172,8 @@ func (r *reading) readMIG(s *Sample) {
 		return
 	}
 	for _, m := range r.d.migs {
-		ms := MIGSample{Info: m.info}
-		if !r.skip(callMIGMemoryInfo) {
+		ms := MIGSample{Info: m.info, FirstInInstance: m.first}
+		if m.first && !r.skip(callMIGMemoryInfo) {
 			used, total, reserved, ret := memoryOf(m.handle, r.d.symbols.memoryInfoV2)
 			if r.ok(callMIGMemoryInfo, ret) {
 				ms.MemoryUsedBytes, ms.MemoryTotalBytes, ms.MemoryReservedBytes = used, total, reserved

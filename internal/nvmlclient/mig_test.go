@@ -122,3 +122,45 @@ func TestMIGProfileWithoutPrivilege(t *testing.T) {
 	defer c.Close(context.Background())
 	assert.Equal(t, "2g.35gb", c.Inventory().MIGDevices[0].Profile, "from the MIG device's own attributes")
 }
+
+func TestMIGInstanceMemoryAndGPMReadOnce(t *testing.T) {
+	// One 3g GPU instance with two compute instances, and a 1g one: NVML
+	// answers the 3g instance's memory on both of its MIG devices.
+	m := nvmltest.NewH100()
+	migs := m.GPUs[0].EnableMIGInstances(
+		nvmltest.MIGInstance{Profile: nvml.GPU_INSTANCE_PROFILE_3_SLICE, ComputeInstances: 2},
+		nvmltest.MIGInstance{Profile: nvml.GPU_INSTANCE_PROFILE_1_SLICE, ComputeInstances: 1},
+	)
+	require.Len(t, migs, 3)
+	require.Equal(t, migs[0].GPUInstanceID, migs[1].GPUInstanceID, "two compute instances in one GPU instance")
+	require.NotEqual(t, migs[0].ComputeInstanceID, migs[1].ComputeInstanceID)
+	memoryReads := 0
+	for _, md := range migs[:2] {
+		get := md.GetMemoryInfo_v2Func
+		md.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) { memoryReads++; return get() }
+	}
+	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
+	c := New(m, zap.NewNop(), WithClock(clock.Now))
+	require.NoError(t, c.Open(nil))
+	c.PrimeAll()
+	defer c.Close(context.Background())
+	clock.Advance(10 * time.Second)
+	s, err := c.Devices()[0].Read()
+	require.NoError(t, err)
+	require.Len(t, s.MIG, 3)
+
+	first, second, other := s.MIG[0], s.MIG[1], s.MIG[2]
+	assert.True(t, first.FirstInInstance)
+	assert.Equal(t, some(migs[0].Memory.Used), first.MemoryUsedBytes)
+	assert.Equal(t, some(migs[0].Memory.Total), first.MemoryTotalBytes)
+	assert.NotNil(t, first.GPM, "the GPU instance's GPM on its first MIG device")
+
+	assert.False(t, second.FirstInInstance)
+	assert.False(t, second.MemoryUsedBytes.OK, "the instance's memory is not counted a second time")
+	assert.False(t, second.MemoryTotalBytes.OK)
+	assert.Nil(t, second.GPM, "nor its GPM")
+	assert.Equal(t, 1, memoryReads, "one memory read per GPU instance")
+
+	assert.True(t, other.FirstInInstance, "a GPU instance with one compute instance")
+	assert.Equal(t, some(migs[2].Memory.Used), other.MemoryUsedBytes)
+}

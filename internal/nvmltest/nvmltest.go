@@ -382,6 +382,16 @@ func (m *Machine) XID(i int, code uint64) {
 		GpuInstanceId: 0xFFFFFFFF, ComputeInstanceId: 0xFFFFFFFF}
 }
 
+// ECC queues an ECC error event for GPU i: double-bit (uncorrectable) or
+// single-bit.
+func (m *Machine) ECC(i int, doubleBit bool) {
+	typ := uint64(nvml.EventTypeSingleBitEccError)
+	if doubleBit {
+		typ = nvml.EventTypeDoubleBitEccError
+	}
+	m.Events <- nvml.EventData{Device: m.GPUs[i].Device, EventType: typ, GpuInstanceId: 0xFFFFFFFF, ComputeInstanceId: 0xFFFFFFFF}
+}
+
 // MIGDevice is a mock MIG device of a GPU.
 type MIGDevice struct {
 	*mock.Device
@@ -391,16 +401,34 @@ type MIGDevice struct {
 	Memory            nvml.Memory_v2
 }
 
+// MIGInstance is one GPU instance to create: its profile index and how many
+// compute instances (MIG devices) it hosts.
+type MIGInstance struct {
+	Profile          int
+	ComputeInstances int
+}
+
 // EnableMIG puts GPU g in MIG mode and creates, through the mock's own MIG
 // API, one GPU instance of each profile with one compute instance on it,
 // then exposes them as MIG devices the way NVML does.
 func (g *GPU) EnableMIG(giProfiles ...int) []*MIGDevice {
+	instances := make([]MIGInstance, len(giProfiles))
+	for i, p := range giProfiles {
+		instances[i] = MIGInstance{Profile: p, ComputeInstances: 1}
+	}
+	return g.EnableMIGInstances(instances...)
+}
+
+// EnableMIGInstances is EnableMIG with several compute instances per GPU
+// instance. The MIG devices of one GPU instance answer its memory, as NVML
+// does: the first device's Memory, whatever the others' say.
+func (g *GPU) EnableMIGInstances(instances ...MIGInstance) []*MIGDevice {
 	g.SetMigModeFunc(nvml.DEVICE_MIG_ENABLE)
 	var migs []*MIGDevice
-	for _, p := range giProfiles {
-		info, ret := g.GetGpuInstanceProfileInfoFunc(p)
+	for _, inst := range instances {
+		info, ret := g.GetGpuInstanceProfileInfoFunc(inst.Profile)
 		if ret != nvml.SUCCESS {
-			panic(fmt.Sprintf("GPU instance profile %d: %v", p, ret))
+			panic(fmt.Sprintf("GPU instance profile %d: %v", inst.Profile, ret))
 		}
 		gi, _ := g.CreateGpuInstanceFunc(&info)
 		giInfo, _ := gi.GetInfo()
@@ -408,40 +436,59 @@ func (g *GPU) EnableMIG(giProfiles ...int) []*MIGDevice {
 		if ret != nvml.SUCCESS {
 			panic(fmt.Sprintf("compute instance profile: %v", ret))
 		}
-		ci, _ := gi.CreateComputeInstance(&ciProfile)
-		ciInfo, _ := ci.GetInfo()
-		m := &MIGDevice{
-			UUID:              fmt.Sprintf("MIG-%s-%d-%d", g.UUID[4:], giInfo.Id, ciInfo.Id),
-			GPUInstanceID:     int(giInfo.Id),
-			ComputeInstanceID: int(ciInfo.Id),
-			Memory:            nvml.Memory_v2{Total: info.MemorySizeMB << 20, Used: uint64(giInfo.Id+1) << 28, Reserved: 1 << 26},
+		var instanceMemory *MIGDevice // the GPU instance's memory lives on its first device
+		for range max(inst.ComputeInstances, 1) {
+			ci, ret := gi.CreateComputeInstance(&ciProfile)
+			if ret != nvml.SUCCESS {
+				panic(fmt.Sprintf("compute instance: %v", ret))
+			}
+			ciInfo, _ := ci.GetInfo()
+			m := &MIGDevice{
+				UUID:              fmt.Sprintf("MIG-%s-%d-%d", g.UUID[4:], giInfo.Id, ciInfo.Id),
+				GPUInstanceID:     int(giInfo.Id),
+				ComputeInstanceID: int(ciInfo.Id),
+				Memory:            nvml.Memory_v2{Total: info.MemorySizeMB << 20, Used: uint64(giInfo.Id+1) << 28, Reserved: 1 << 26},
+			}
+			if instanceMemory == nil {
+				instanceMemory = m
+			}
+			migs = append(migs, g.newMIGDevice(m, instanceMemory, info))
 		}
-		m.Device = &mock.Device{
-			GetUUIDFunc:              func() (string, nvml.Return) { return m.UUID, nvml.SUCCESS },
-			GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return m.GPUInstanceID, nvml.SUCCESS },
-			GetComputeInstanceIdFunc: func() (int, nvml.Return) { return m.ComputeInstanceID, nvml.SUCCESS },
-			GetMemoryInfo_v2Func:     func() (nvml.Memory_v2, nvml.Return) { return m.Memory, nvml.SUCCESS },
-			GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
-				return nvml.Memory{Total: m.Memory.Total, Used: m.Memory.Used}, nvml.SUCCESS
-			},
-			GetAttributesFunc: func() (nvml.DeviceAttributes, nvml.Return) {
-				return nvml.DeviceAttributes{GpuInstanceSliceCount: info.SliceCount, MemorySizeMB: info.MemorySizeMB}, nvml.SUCCESS
-			},
-			// A MIG device lists its own processes, without privilege.
-			GetComputeRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) {
-				g.mu.Lock()
-				defer g.mu.Unlock()
-				var out []nvml.ProcessInfo
-				for _, p := range g.ComputeProcs {
-					if int(p.GpuInstanceId) == m.GPUInstanceID && int(p.ComputeInstanceId) == m.ComputeInstanceID {
-						out = append(out, p)
-					}
-				}
-				return out, nvml.SUCCESS
-			},
-		}
-		migs = append(migs, m)
 	}
+	return g.exposeMIG(migs)
+}
+
+// newMIGDevice gives m the getters of a MIG device; memory answers mem's.
+func (g *GPU) newMIGDevice(m, mem *MIGDevice, info nvml.GpuInstanceProfileInfo) *MIGDevice {
+	m.Device = &mock.Device{
+		GetUUIDFunc:              func() (string, nvml.Return) { return m.UUID, nvml.SUCCESS },
+		GetGpuInstanceIdFunc:     func() (int, nvml.Return) { return m.GPUInstanceID, nvml.SUCCESS },
+		GetComputeInstanceIdFunc: func() (int, nvml.Return) { return m.ComputeInstanceID, nvml.SUCCESS },
+		GetMemoryInfo_v2Func:     func() (nvml.Memory_v2, nvml.Return) { return mem.Memory, nvml.SUCCESS },
+		GetMemoryInfoFunc: func() (nvml.Memory, nvml.Return) {
+			return nvml.Memory{Total: mem.Memory.Total, Used: mem.Memory.Used}, nvml.SUCCESS
+		},
+		GetAttributesFunc: func() (nvml.DeviceAttributes, nvml.Return) {
+			return nvml.DeviceAttributes{GpuInstanceSliceCount: info.SliceCount, MemorySizeMB: info.MemorySizeMB}, nvml.SUCCESS
+		},
+		// A MIG device lists its own processes, without privilege.
+		GetComputeRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			var out []nvml.ProcessInfo
+			for _, p := range g.ComputeProcs {
+				if int(p.GpuInstanceId) == m.GPUInstanceID && int(p.ComputeInstanceId) == m.ComputeInstanceID {
+					out = append(out, p)
+				}
+			}
+			return out, nvml.SUCCESS
+		},
+	}
+	return m
+}
+
+// exposeMIG answers the MIG devices through the parent's MIG calls.
+func (g *GPU) exposeMIG(migs []*MIGDevice) []*MIGDevice {
 	g.GetMaxMigDeviceCountFunc = func() (int, nvml.Return) { return 7, nvml.SUCCESS }
 	g.GetMigDeviceHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
 		if i < 0 || i >= len(migs) {

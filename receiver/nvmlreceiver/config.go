@@ -21,6 +21,9 @@ type Config struct {
 	scraperhelper.ControllerConfig `mapstructure:",squash"`
 	metadata.MetricsBuilderConfig  `mapstructure:",squash"`
 
+	// Events switches the log events (XID, ECC) on and off, one by one.
+	Events metadata.EventsConfig `mapstructure:"events"`
+
 	// LibraryPath is the path to libnvidia-ml.so.1. Empty means the dynamic
 	// loader's own search.
 	LibraryPath string `mapstructure:"library_path"`
@@ -41,7 +44,7 @@ type ProcessesConfig struct {
 	// Enabled turns the per-process metrics and their attribution on.
 	Enabled bool `mapstructure:"enabled"`
 	// MaxPerGPU caps the processes reported per GPU, largest memory first;
-	// the rest are counted in nvidia.gpu.processes.dropped. 0 means no cap
+	// the rest are counted in nvidia.gpu.process.dropped. 0 means no cap
 	// other than the client's listing limit (nvmlclient.MaxProcessesPerGPU,
 	// 4096), which is also the highest value accepted.
 	MaxPerGPU int `mapstructure:"max_per_gpu"`

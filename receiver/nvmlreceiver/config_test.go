@@ -32,6 +32,9 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Empty(t, cfg.LibraryPath)
 	assert.Empty(t, cfg.Devices)
 	assert.True(t, cfg.Metrics.HwGpuUtilization.Enabled)
+	assert.True(t, cfg.Events.NvidiaGpuXid.Enabled)
+	assert.True(t, cfg.Events.NvidiaGpuEccDoubleBit.Enabled)
+	assert.True(t, cfg.Events.NvidiaGpuEccSingleBit.Enabled)
 }
 
 func TestCustomConfig(t *testing.T) {
@@ -44,6 +47,8 @@ func TestCustomConfig(t *testing.T) {
 	assert.Equal(t, []string{"0", "GPU-5b1a1a9e-0c1f-4d3e-9a43-6c1b2b7f9d10"}, cfg.Devices)
 	assert.False(t, cfg.Metrics.NvidiaGpuClockFrequency.Enabled)
 	assert.False(t, cfg.ResourceAttributes.HwSerialNumber.Enabled)
+	assert.False(t, cfg.Events.NvidiaGpuEccSingleBit.Enabled)
+	assert.True(t, cfg.Events.NvidiaGpuXid.Enabled, "the other events keep their default")
 }
 
 func TestInvalidConfigNamesTheField(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
@@ -31,6 +32,7 @@ type eventWatcher struct {
 // GPU and code, and passes each event on as a log record.
 type eventCounter struct {
 	cfg          *Config
+	set          receiver.Settings
 	logger       *zap.Logger
 	client       *nvmlclient.Client
 	logsConsumer consumer.Logs // nil outside a logs pipeline
@@ -39,10 +41,11 @@ type eventCounter struct {
 	watcher *eventWatcher
 	xids    map[string]map[int64]int64 // per GPU UUID, per Xid code
 	logged  map[string]struct{}        // GPU/kind/code already in the collector's log
+	lb      *metadata.LogsBuilder      // the watcher goroutine's
 }
 
-func newEventCounter(cfg *Config, logger *zap.Logger, client *nvmlclient.Client) *eventCounter {
-	return &eventCounter{cfg: cfg, logger: logger, client: client,
+func newEventCounter(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *eventCounter {
+	return &eventCounter{cfg: cfg, set: set, logger: set.Logger, client: client,
 		xids: map[string]map[int64]int64{}, logged: map[string]struct{}{}}
 }
 
@@ -111,8 +114,10 @@ func (e *eventCounter) onEvent(ev nvmlclient.Event) {
 			zap.String("hw.id", ev.Device.UUID), zap.String("event", ev.Kind.String()), zap.Uint64("xid", ev.XID))
 	}
 	if e.logsConsumer != nil {
-		if err := e.logsConsumer.ConsumeLogs(context.Background(), e.eventLogs(ev)); err != nil {
-			e.logger.Debug("Cannot pass a GPU event on", zap.Error(err))
+		if logs := e.eventLogs(ev); logs.LogRecordCount() > 0 {
+			if err := e.logsConsumer.ConsumeLogs(context.Background(), logs); err != nil {
+				e.logger.Debug("Cannot pass a GPU event on", zap.Error(err))
+			}
 		}
 	}
 }
@@ -134,42 +139,54 @@ func recordXIDs(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, counts map[in
 	}
 }
 
-// eventLogs builds one log record for ev, on its GPU's resource.
+// eventLogs builds one log record for ev, on its GPU's resource, through
+// the LogsBuilder that metadata.yaml's events generate (event name, time,
+// attributes, and the events:: switches of the configuration); severity
+// and body are the receiver's. It returns no record for a disabled event.
+// It runs on the watcher goroutine only, which owns e.lb.
 func (e *eventCounter) eventLogs(ev nvmlclient.Event) plog.Logs {
-	logs := plog.NewLogs()
-	rl := logs.ResourceLogs().AppendEmpty()
-	rb := metadata.NewResourceBuilder(e.cfg.ResourceAttributes)
-	setGPUAttributes(rb, ev.Device, owner{})
-	rb.Emit().CopyTo(rl.Resource())
-	sl := rl.ScopeLogs().AppendEmpty()
-	sl.Scope().SetName(metadata.ScopeName)
-	lr := sl.LogRecords().AppendEmpty()
-	ts := pcommon.NewTimestampFromTime(ev.Time)
-	lr.SetTimestamp(ts)
-	lr.SetObservedTimestamp(ts)
-	lr.SetEventName("nvidia.gpu." + ev.Kind.String())
-	attrs := lr.Attributes()
-	attrs.PutStr("nvidia.gpu.event.type", ev.Kind.String())
-	switch ev.Kind {
-	case nvmlclient.EventXID:
-		lr.SetSeverityNumber(plog.SeverityNumberError)
-		lr.SetSeverityText("ERROR")
-		lr.Body().SetStr(fmt.Sprintf("Xid %d on GPU %s", ev.XID, ev.Device.UUID))
-		attrs.PutInt("nvidia.gpu.xid", int64(ev.XID))
-	case nvmlclient.EventDoubleBitECC:
-		lr.SetSeverityNumber(plog.SeverityNumberError)
-		lr.SetSeverityText("ERROR")
-		lr.Body().SetStr("Double-bit (uncorrectable) ECC error on GPU " + ev.Device.UUID)
-	default:
-		lr.SetSeverityNumber(plog.SeverityNumberWarn)
-		lr.SetSeverityText("WARN")
-		lr.Body().SetStr("Single-bit (corrected) ECC error on GPU " + ev.Device.UUID)
+	if e.lb == nil {
+		e.lb = metadata.NewLogsBuilder(metadata.LogsBuilderConfig{
+			Events: e.cfg.Events, ResourceAttributes: e.cfg.ResourceAttributes,
+		}, e.set)
 	}
+	ts := pcommon.NewTimestampFromTime(ev.Time)
+	var opts []metadata.EventAttributeOption
 	if ev.GPUInstanceID != nvmlclient.NoInstance {
-		attrs.PutInt("nvidia.gpu.mig.gpu_instance_id", int64(ev.GPUInstanceID))
+		opts = append(opts, metadata.WithNvidiaGpuMigGpuInstanceIDEventAttribute(int64(ev.GPUInstanceID)))
 	}
 	if ev.ComputeInstanceID != nvmlclient.NoInstance {
-		attrs.PutInt("nvidia.gpu.mig.compute_instance_id", int64(ev.ComputeInstanceID))
+		opts = append(opts, metadata.WithNvidiaGpuMigComputeInstanceIDEventAttribute(int64(ev.ComputeInstanceID)))
+	}
+	ctx := context.Background()
+	severity, text, body := plog.SeverityNumberError, "ERROR", ""
+	switch ev.Kind {
+	case nvmlclient.EventXID:
+		e.lb.RecordNvidiaGpuXidEvent(ctx, ts, metadata.AttributeNvidiaGpuEventTypeXid, int64(ev.XID), opts...)
+		body = fmt.Sprintf("Xid %d on GPU %s", ev.XID, ev.Device.UUID)
+	case nvmlclient.EventDoubleBitECC:
+		e.lb.RecordNvidiaGpuEccDoubleBitEvent(ctx, ts, metadata.AttributeNvidiaGpuEventTypeEccDoubleBit, opts...)
+		body = "Double-bit (uncorrectable) ECC error on GPU " + ev.Device.UUID
+	default:
+		e.lb.RecordNvidiaGpuEccSingleBitEvent(ctx, ts, metadata.AttributeNvidiaGpuEventTypeEccSingleBit, opts...)
+		severity, text = plog.SeverityNumberWarn, "WARN"
+		body = "Single-bit (corrected) ECC error on GPU " + ev.Device.UUID
+	}
+	rb := e.lb.NewResourceBuilder()
+	setGPUAttributes(rb, ev.Device, owner{})
+	logs := e.lb.Emit(metadata.WithLogsResource(rb.Emit()))
+	for i := 0; i < logs.ResourceLogs().Len(); i++ {
+		sls := logs.ResourceLogs().At(i).ScopeLogs()
+		for j := 0; j < sls.Len(); j++ {
+			lrs := sls.At(j).LogRecords()
+			for k := 0; k < lrs.Len(); k++ {
+				lr := lrs.At(k)
+				lr.SetObservedTimestamp(ts)
+				lr.SetSeverityNumber(severity)
+				lr.SetSeverityText(text)
+				lr.Body().SetStr(body)
+			}
+		}
 	}
 	return logs
 }

@@ -44,7 +44,11 @@ func TestXIDsAreCountedAndLogged(t *testing.T) {
 	id, _ := rl.Resource().Attributes().Get("hw.id")
 	assert.Equal(t, nvmltest.UUID(4), id.Str(), "the record carries its GPU's resource")
 	lr := rl.ScopeLogs().At(0).LogRecords().At(0)
+	assert.Equal(t, "nvidia.gpu.xid", lr.EventName(), "the event declared in metadata.yaml")
+	assert.Equal(t, "https://opentelemetry.io/schemas/1.43.0", rl.SchemaUrl())
 	assert.Equal(t, plog.SeverityNumberError, lr.SeverityNumber())
+	typ, _ := lr.Attributes().Get("nvidia.gpu.event.type")
+	assert.Equal(t, "xid", typ.Str())
 	code, _ := lr.Attributes().Get("nvidia.gpu.xid")
 	assert.Equal(t, int64(79), code.Int())
 	assert.Contains(t, lr.Body().Str(), "Xid 79")
@@ -84,4 +88,22 @@ func TestMetricsAndLogsShareOneNVML(t *testing.T) {
 	shared.Lock()
 	assert.Empty(t, shared.m, "forgotten after the last shutdown")
 	shared.Unlock()
+}
+
+func TestDisabledEventIsCountedButNotLogged(t *testing.T) {
+	m := nvmltest.NewH200()
+	ts := newTestScraper(t, m, func(cfg *Config) { cfg.Events.NvidiaGpuXid.Enabled = false })
+	logs := new(consumertest.LogsSink)
+	ts.events.logsConsumer = logs
+	ts.start(t)
+
+	m.XID(2, 79)
+	m.ECC(2, true)
+	require.Eventually(t, func() bool { return logs.LogRecordCount() == 1 }, 5*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool { return xidValue(t, ts, nvmltest.UUID(2), 79) == 1 }, 5*time.Second, 10*time.Millisecond,
+		"the metric still counts the Xid")
+	lr := logs.AllLogs()[0].ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
+	assert.Equal(t, "nvidia.gpu.ecc.double_bit", lr.EventName(), "only the enabled event is logged")
+	assert.Equal(t, plog.SeverityNumberError, lr.SeverityNumber())
+	assert.Equal(t, 1, logs.LogRecordCount())
 }

@@ -30,6 +30,7 @@ func createDefaultConfig() component.Config {
 	return &Config{
 		ControllerConfig:     cc,
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
+		Events:               metadata.DefaultEventsConfig(),
 		Processes: ProcessesConfig{
 			Enabled:   true,
 			MaxPerGPU: 32,

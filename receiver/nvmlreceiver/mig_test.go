@@ -63,6 +63,47 @@ func TestMIGDevicesAreTheirOwnResources(t *testing.T) {
 	assert.NotContains(t, names, "nvidia.gpu.memory.controller.utilization", "not supported in MIG mode")
 }
 
+func TestMIGInstanceMemoryCountedOnce(t *testing.T) {
+	// A 3g GPU instance hosts two compute instances: two MIG devices that
+	// NVML both answers with the instance's memory.
+	m := nvmltest.NewH100()
+	migs := m.GPUs[0].EnableMIGInstances(
+		nvmltest.MIGInstance{Profile: nvml.GPU_INSTANCE_PROFILE_3_SLICE, ComputeInstances: 2},
+		nvmltest.MIGInstance{Profile: nvml.GPU_INSTANCE_PROFILE_1_SLICE, ComputeInstances: 1},
+	)
+	ts := newTestScraper(t, m, func(cfg *Config) { cfg.Devices = []string{"0"} })
+	ts.start(t)
+	ts.clock.Advance(10 * time.Second)
+	md := ts.scrapeOK(t)
+	require.Len(t, migResources(md), 3, "every MIG device is a resource")
+
+	gi := migs[0].GPUInstanceID
+	var usage, limit float64
+	var withMemory int
+	for _, d := range migs {
+		if d.GPUInstanceID != gi {
+			continue
+		}
+		if v, ok := metricValue(md, d.UUID, 0, "hw.gpu.memory.usage"); ok {
+			usage += v
+			withMemory++
+		}
+		if v, ok := metricValue(md, d.UUID, 0, "hw.gpu.memory.limit"); ok {
+			limit += v
+		}
+	}
+	assert.Equal(t, 1, withMemory, "the GPU instance's memory on one of its MIG devices")
+	assert.Equal(t, float64(migs[0].Memory.Used), usage, "sum over the instance's MIG devices = the instance's memory")
+	assert.Equal(t, float64(migs[0].Memory.Total), limit)
+	_, ok := metricValue(md, migs[0].UUID, 0, "hw.gpu.memory.usage")
+	assert.True(t, ok, "on the first compute instance's device")
+	_, ok = metricValue(md, migs[1].UUID, 0, "nvidia.gpu.sm.activity")
+	assert.False(t, ok, "GPM per GPU instance, also once")
+	v, ok := metricValue(md, migs[2].UUID, 0, "hw.gpu.memory.usage")
+	assert.True(t, ok)
+	assert.Equal(t, float64(migs[2].Memory.Used), v, "a GPU instance of one compute instance")
+}
+
 func TestScrapeGoldenMIG(t *testing.T) {
 	m := nvmltest.NewA100()
 	migs := m.GPUs[0].EnableMIG(nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_2_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE)

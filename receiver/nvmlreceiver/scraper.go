@@ -49,7 +49,7 @@ func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *
 		set:      set,
 		logger:   set.Logger,
 		session:  newSession(cfg, set.Logger, client),
-		events:   newEventCounter(cfg, set.Logger, client),
+		events:   newEventCounter(cfg, set, client),
 		reporter: newReporter(cfg, set),
 		logged:   map[string]struct{}{},
 	}

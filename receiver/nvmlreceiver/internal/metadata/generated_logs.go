@@ -3,19 +3,168 @@
 package metadata
 
 import (
+	"context"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/filter"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver"
 	conventions "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
 )
+
+type EventAttributeOption interface {
+	apply(plog.LogRecord)
+}
+
+type eventAttributeOptionFunc func(plog.LogRecord)
+
+func (eaof eventAttributeOptionFunc) apply(lr plog.LogRecord) {
+	eaof(lr)
+}
+
+func WithNvidiaGpuMigComputeInstanceIDEventAttribute(nvidiaGpuMigComputeInstanceIDAttributeValue int64) EventAttributeOption {
+	return eventAttributeOptionFunc(func(dp plog.LogRecord) {
+		dp.Attributes().PutInt("nvidia.gpu.mig.compute_instance_id", nvidiaGpuMigComputeInstanceIDAttributeValue)
+	})
+}
+
+func WithNvidiaGpuMigGpuInstanceIDEventAttribute(nvidiaGpuMigGpuInstanceIDAttributeValue int64) EventAttributeOption {
+	return eventAttributeOptionFunc(func(dp plog.LogRecord) {
+		dp.Attributes().PutInt("nvidia.gpu.mig.gpu_instance_id", nvidiaGpuMigGpuInstanceIDAttributeValue)
+	})
+}
+
+type eventNvidiaGpuEccDoubleBit struct {
+	data   plog.LogRecordSlice // data buffer for generated log records.
+	config EventConfig         // event config provided by user.
+}
+
+func (e *eventNvidiaGpuEccDoubleBit) recordEvent(ctx context.Context, timestamp pcommon.Timestamp, nvidiaGpuEventTypeAttributeValue string, options ...EventAttributeOption) {
+	if !e.config.Enabled {
+		return
+	}
+	dp := e.data.AppendEmpty()
+	dp.SetEventName("nvidia.gpu.ecc.double_bit")
+	dp.SetTimestamp(timestamp)
+
+	if span := trace.SpanContextFromContext(ctx); span.IsValid() {
+		dp.SetTraceID(pcommon.TraceID(span.TraceID()))
+		dp.SetSpanID(pcommon.SpanID(span.SpanID()))
+	}
+	dp.Attributes().PutStr("nvidia.gpu.event.type", nvidiaGpuEventTypeAttributeValue)
+
+	for _, op := range options {
+		op.apply(dp)
+	}
+}
+
+// emit appends recorded event data to a events slice and prepares it for recording another set of log records.
+func (e *eventNvidiaGpuEccDoubleBit) emit(lrs plog.LogRecordSlice) {
+	if e.config.Enabled && e.data.Len() > 0 {
+		e.data.MoveAndAppendTo(lrs)
+	}
+}
+
+func newEventNvidiaGpuEccDoubleBit(cfg EventConfig) eventNvidiaGpuEccDoubleBit {
+	e := eventNvidiaGpuEccDoubleBit{config: cfg}
+	if cfg.Enabled {
+		e.data = plog.NewLogRecordSlice()
+	}
+	return e
+}
+
+type eventNvidiaGpuEccSingleBit struct {
+	data   plog.LogRecordSlice // data buffer for generated log records.
+	config EventConfig         // event config provided by user.
+}
+
+func (e *eventNvidiaGpuEccSingleBit) recordEvent(ctx context.Context, timestamp pcommon.Timestamp, nvidiaGpuEventTypeAttributeValue string, options ...EventAttributeOption) {
+	if !e.config.Enabled {
+		return
+	}
+	dp := e.data.AppendEmpty()
+	dp.SetEventName("nvidia.gpu.ecc.single_bit")
+	dp.SetTimestamp(timestamp)
+
+	if span := trace.SpanContextFromContext(ctx); span.IsValid() {
+		dp.SetTraceID(pcommon.TraceID(span.TraceID()))
+		dp.SetSpanID(pcommon.SpanID(span.SpanID()))
+	}
+	dp.Attributes().PutStr("nvidia.gpu.event.type", nvidiaGpuEventTypeAttributeValue)
+
+	for _, op := range options {
+		op.apply(dp)
+	}
+}
+
+// emit appends recorded event data to a events slice and prepares it for recording another set of log records.
+func (e *eventNvidiaGpuEccSingleBit) emit(lrs plog.LogRecordSlice) {
+	if e.config.Enabled && e.data.Len() > 0 {
+		e.data.MoveAndAppendTo(lrs)
+	}
+}
+
+func newEventNvidiaGpuEccSingleBit(cfg EventConfig) eventNvidiaGpuEccSingleBit {
+	e := eventNvidiaGpuEccSingleBit{config: cfg}
+	if cfg.Enabled {
+		e.data = plog.NewLogRecordSlice()
+	}
+	return e
+}
+
+type eventNvidiaGpuXid struct {
+	data   plog.LogRecordSlice // data buffer for generated log records.
+	config EventConfig         // event config provided by user.
+}
+
+func (e *eventNvidiaGpuXid) recordEvent(ctx context.Context, timestamp pcommon.Timestamp, nvidiaGpuEventTypeAttributeValue string, nvidiaGpuXidAttributeValue int64, options ...EventAttributeOption) {
+	if !e.config.Enabled {
+		return
+	}
+	dp := e.data.AppendEmpty()
+	dp.SetEventName("nvidia.gpu.xid")
+	dp.SetTimestamp(timestamp)
+
+	if span := trace.SpanContextFromContext(ctx); span.IsValid() {
+		dp.SetTraceID(pcommon.TraceID(span.TraceID()))
+		dp.SetSpanID(pcommon.SpanID(span.SpanID()))
+	}
+	dp.Attributes().PutStr("nvidia.gpu.event.type", nvidiaGpuEventTypeAttributeValue)
+	dp.Attributes().PutInt("nvidia.gpu.xid", nvidiaGpuXidAttributeValue)
+
+	for _, op := range options {
+		op.apply(dp)
+	}
+}
+
+// emit appends recorded event data to a events slice and prepares it for recording another set of log records.
+func (e *eventNvidiaGpuXid) emit(lrs plog.LogRecordSlice) {
+	if e.config.Enabled && e.data.Len() > 0 {
+		e.data.MoveAndAppendTo(lrs)
+	}
+}
+
+func newEventNvidiaGpuXid(cfg EventConfig) eventNvidiaGpuXid {
+	e := eventNvidiaGpuXid{config: cfg}
+	if cfg.Enabled {
+		e.data = plog.NewLogRecordSlice()
+	}
+	return e
+}
 
 // LogsBuilder provides an interface for scrapers to report logs while taking care of all the transformations
 // required to produce log representation defined in metadata and user config.
 type LogsBuilder struct {
-	logsBuffer       plog.Logs
-	logRecordsBuffer plog.LogRecordSlice
-	buildInfo        component.BuildInfo // contains version information.
+	config                         LogsBuilderConfig // config of the logs builder.
+	logsBuffer                     plog.Logs
+	logRecordsBuffer               plog.LogRecordSlice
+	buildInfo                      component.BuildInfo // contains version information.
+	resourceAttributeIncludeFilter map[string]filter.Filter
+	resourceAttributeExcludeFilter map[string]filter.Filter
+	eventNvidiaGpuEccDoubleBit     eventNvidiaGpuEccDoubleBit
+	eventNvidiaGpuEccSingleBit     eventNvidiaGpuEccSingleBit
+	eventNvidiaGpuXid              eventNvidiaGpuXid
 }
 
 // LogBuilderOption applies changes to default logs builder.
@@ -23,11 +172,149 @@ type LogBuilderOption interface {
 	apply(*LogsBuilder)
 }
 
-func NewLogsBuilder(settings receiver.Settings) *LogsBuilder {
+func NewLogsBuilder(lbc LogsBuilderConfig, settings receiver.Settings) *LogsBuilder {
 	lb := &LogsBuilder{
-		logsBuffer:       plog.NewLogs(),
-		logRecordsBuffer: plog.NewLogRecordSlice(),
-		buildInfo:        settings.BuildInfo,
+		config:                         lbc,
+		logsBuffer:                     plog.NewLogs(),
+		logRecordsBuffer:               plog.NewLogRecordSlice(),
+		buildInfo:                      settings.BuildInfo,
+		eventNvidiaGpuEccDoubleBit:     newEventNvidiaGpuEccDoubleBit(lbc.Events.NvidiaGpuEccDoubleBit),
+		eventNvidiaGpuEccSingleBit:     newEventNvidiaGpuEccSingleBit(lbc.Events.NvidiaGpuEccSingleBit),
+		eventNvidiaGpuXid:              newEventNvidiaGpuXid(lbc.Events.NvidiaGpuXid),
+		resourceAttributeIncludeFilter: make(map[string]filter.Filter),
+		resourceAttributeExcludeFilter: make(map[string]filter.Filter),
+	}
+	if lbc.ResourceAttributes.ContainerID.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["container.id"] = filter.CreateFilter(lbc.ResourceAttributes.ContainerID.EventsInclude)
+	}
+	if lbc.ResourceAttributes.ContainerID.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["container.id"] = filter.CreateFilter(lbc.ResourceAttributes.ContainerID.EventsExclude)
+	}
+	if lbc.ResourceAttributes.HwDriverVersion.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["hw.driver_version"] = filter.CreateFilter(lbc.ResourceAttributes.HwDriverVersion.EventsInclude)
+	}
+	if lbc.ResourceAttributes.HwDriverVersion.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["hw.driver_version"] = filter.CreateFilter(lbc.ResourceAttributes.HwDriverVersion.EventsExclude)
+	}
+	if lbc.ResourceAttributes.HwID.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["hw.id"] = filter.CreateFilter(lbc.ResourceAttributes.HwID.EventsInclude)
+	}
+	if lbc.ResourceAttributes.HwID.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["hw.id"] = filter.CreateFilter(lbc.ResourceAttributes.HwID.EventsExclude)
+	}
+	if lbc.ResourceAttributes.HwModel.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["hw.model"] = filter.CreateFilter(lbc.ResourceAttributes.HwModel.EventsInclude)
+	}
+	if lbc.ResourceAttributes.HwModel.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["hw.model"] = filter.CreateFilter(lbc.ResourceAttributes.HwModel.EventsExclude)
+	}
+	if lbc.ResourceAttributes.HwParent.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["hw.parent"] = filter.CreateFilter(lbc.ResourceAttributes.HwParent.EventsInclude)
+	}
+	if lbc.ResourceAttributes.HwParent.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["hw.parent"] = filter.CreateFilter(lbc.ResourceAttributes.HwParent.EventsExclude)
+	}
+	if lbc.ResourceAttributes.HwSerialNumber.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["hw.serial_number"] = filter.CreateFilter(lbc.ResourceAttributes.HwSerialNumber.EventsInclude)
+	}
+	if lbc.ResourceAttributes.HwSerialNumber.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["hw.serial_number"] = filter.CreateFilter(lbc.ResourceAttributes.HwSerialNumber.EventsExclude)
+	}
+	if lbc.ResourceAttributes.HwType.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["hw.type"] = filter.CreateFilter(lbc.ResourceAttributes.HwType.EventsInclude)
+	}
+	if lbc.ResourceAttributes.HwType.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["hw.type"] = filter.CreateFilter(lbc.ResourceAttributes.HwType.EventsExclude)
+	}
+	if lbc.ResourceAttributes.HwVendor.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["hw.vendor"] = filter.CreateFilter(lbc.ResourceAttributes.HwVendor.EventsInclude)
+	}
+	if lbc.ResourceAttributes.HwVendor.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["hw.vendor"] = filter.CreateFilter(lbc.ResourceAttributes.HwVendor.EventsExclude)
+	}
+	if lbc.ResourceAttributes.K8sContainerName.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["k8s.container.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sContainerName.EventsInclude)
+	}
+	if lbc.ResourceAttributes.K8sContainerName.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["k8s.container.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sContainerName.EventsExclude)
+	}
+	if lbc.ResourceAttributes.K8sNamespaceName.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["k8s.namespace.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sNamespaceName.EventsInclude)
+	}
+	if lbc.ResourceAttributes.K8sNamespaceName.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["k8s.namespace.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sNamespaceName.EventsExclude)
+	}
+	if lbc.ResourceAttributes.K8sPodName.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["k8s.pod.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sPodName.EventsInclude)
+	}
+	if lbc.ResourceAttributes.K8sPodName.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["k8s.pod.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sPodName.EventsExclude)
+	}
+	if lbc.ResourceAttributes.K8sPodUID.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["k8s.pod.uid"] = filter.CreateFilter(lbc.ResourceAttributes.K8sPodUID.EventsInclude)
+	}
+	if lbc.ResourceAttributes.K8sPodUID.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["k8s.pod.uid"] = filter.CreateFilter(lbc.ResourceAttributes.K8sPodUID.EventsExclude)
+	}
+	if lbc.ResourceAttributes.NvidiaGpuIndex.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["nvidia.gpu.index"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuIndex.EventsInclude)
+	}
+	if lbc.ResourceAttributes.NvidiaGpuIndex.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["nvidia.gpu.index"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuIndex.EventsExclude)
+	}
+	if lbc.ResourceAttributes.NvidiaGpuMigComputeInstanceID.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["nvidia.gpu.mig.compute_instance_id"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuMigComputeInstanceID.EventsInclude)
+	}
+	if lbc.ResourceAttributes.NvidiaGpuMigComputeInstanceID.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["nvidia.gpu.mig.compute_instance_id"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuMigComputeInstanceID.EventsExclude)
+	}
+	if lbc.ResourceAttributes.NvidiaGpuMigGpuInstanceID.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["nvidia.gpu.mig.gpu_instance_id"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuMigGpuInstanceID.EventsInclude)
+	}
+	if lbc.ResourceAttributes.NvidiaGpuMigGpuInstanceID.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["nvidia.gpu.mig.gpu_instance_id"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuMigGpuInstanceID.EventsExclude)
+	}
+	if lbc.ResourceAttributes.NvidiaGpuMigProfile.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["nvidia.gpu.mig.profile"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuMigProfile.EventsInclude)
+	}
+	if lbc.ResourceAttributes.NvidiaGpuMigProfile.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["nvidia.gpu.mig.profile"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuMigProfile.EventsExclude)
+	}
+	if lbc.ResourceAttributes.NvidiaGpuPciBusID.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["nvidia.gpu.pci_bus_id"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuPciBusID.EventsInclude)
+	}
+	if lbc.ResourceAttributes.NvidiaGpuPciBusID.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["nvidia.gpu.pci_bus_id"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuPciBusID.EventsExclude)
+	}
+	if lbc.ResourceAttributes.ProcessCommandLine.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["process.command_line"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessCommandLine.EventsInclude)
+	}
+	if lbc.ResourceAttributes.ProcessCommandLine.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["process.command_line"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessCommandLine.EventsExclude)
+	}
+	if lbc.ResourceAttributes.ProcessCreationTime.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["process.creation.time"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessCreationTime.EventsInclude)
+	}
+	if lbc.ResourceAttributes.ProcessCreationTime.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["process.creation.time"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessCreationTime.EventsExclude)
+	}
+	if lbc.ResourceAttributes.ProcessExecutableName.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["process.executable.name"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessExecutableName.EventsInclude)
+	}
+	if lbc.ResourceAttributes.ProcessExecutableName.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["process.executable.name"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessExecutableName.EventsExclude)
+	}
+	if lbc.ResourceAttributes.ProcessOwner.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["process.owner"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessOwner.EventsInclude)
+	}
+	if lbc.ResourceAttributes.ProcessOwner.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["process.owner"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessOwner.EventsExclude)
+	}
+	if lbc.ResourceAttributes.ProcessPid.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["process.pid"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessPid.EventsInclude)
+	}
+	if lbc.ResourceAttributes.ProcessPid.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["process.pid"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessPid.EventsExclude)
 	}
 
 	return lb
@@ -35,7 +322,7 @@ func NewLogsBuilder(settings receiver.Settings) *LogsBuilder {
 
 // NewResourceBuilder returns a new resource builder that should be used to build a resource associated with for the emitted logs.
 func (lb *LogsBuilder) NewResourceBuilder() *ResourceBuilder {
-	return NewResourceBuilder(ResourceAttributesConfig{})
+	return NewResourceBuilder(lb.config.ResourceAttributes)
 }
 
 // ResourceLogsOption applies changes to provided resource logs.
@@ -73,6 +360,9 @@ func (lb *LogsBuilder) EmitForResource(options ...ResourceLogsOption) {
 	ils := rl.ScopeLogs().AppendEmpty()
 	ils.Scope().SetName(ScopeName)
 	ils.Scope().SetVersion(lb.buildInfo.Version)
+	lb.eventNvidiaGpuEccDoubleBit.emit(ils.LogRecords())
+	lb.eventNvidiaGpuEccSingleBit.emit(ils.LogRecords())
+	lb.eventNvidiaGpuXid.emit(ils.LogRecords())
 
 	for _, op := range options {
 		op.apply(rl)
@@ -81,6 +371,17 @@ func (lb *LogsBuilder) EmitForResource(options ...ResourceLogsOption) {
 	if lb.logRecordsBuffer.Len() > 0 {
 		lb.logRecordsBuffer.MoveAndAppendTo(ils.LogRecords())
 		lb.logRecordsBuffer = plog.NewLogRecordSlice()
+	}
+
+	for attr, filter := range lb.resourceAttributeIncludeFilter {
+		if val, ok := rl.Resource().Attributes().Get(attr); ok && !filter.Matches(val.AsString()) {
+			return
+		}
+	}
+	for attr, filter := range lb.resourceAttributeExcludeFilter {
+		if val, ok := rl.Resource().Attributes().Get(attr); ok && filter.Matches(val.AsString()) {
+			return
+		}
 	}
 
 	if ils.LogRecords().Len() > 0 {
@@ -96,4 +397,19 @@ func (lb *LogsBuilder) Emit(options ...ResourceLogsOption) plog.Logs {
 	logs := lb.logsBuffer
 	lb.logsBuffer = plog.NewLogs()
 	return logs
+}
+
+// RecordNvidiaGpuEccDoubleBitEvent adds a log record of nvidia.gpu.ecc.double_bit event.
+func (lb *LogsBuilder) RecordNvidiaGpuEccDoubleBitEvent(ctx context.Context, timestamp pcommon.Timestamp, nvidiaGpuEventTypeAttributeValue AttributeNvidiaGpuEventType, options ...EventAttributeOption) {
+	lb.eventNvidiaGpuEccDoubleBit.recordEvent(ctx, timestamp, nvidiaGpuEventTypeAttributeValue.String(), options...)
+}
+
+// RecordNvidiaGpuEccSingleBitEvent adds a log record of nvidia.gpu.ecc.single_bit event.
+func (lb *LogsBuilder) RecordNvidiaGpuEccSingleBitEvent(ctx context.Context, timestamp pcommon.Timestamp, nvidiaGpuEventTypeAttributeValue AttributeNvidiaGpuEventType, options ...EventAttributeOption) {
+	lb.eventNvidiaGpuEccSingleBit.recordEvent(ctx, timestamp, nvidiaGpuEventTypeAttributeValue.String(), options...)
+}
+
+// RecordNvidiaGpuXidEvent adds a log record of nvidia.gpu.xid event.
+func (lb *LogsBuilder) RecordNvidiaGpuXidEvent(ctx context.Context, timestamp pcommon.Timestamp, nvidiaGpuEventTypeAttributeValue AttributeNvidiaGpuEventType, nvidiaGpuXidAttributeValue int64, options ...EventAttributeOption) {
+	lb.eventNvidiaGpuXid.recordEvent(ctx, timestamp, nvidiaGpuEventTypeAttributeValue.String(), nvidiaGpuXidAttributeValue, options...)
 }

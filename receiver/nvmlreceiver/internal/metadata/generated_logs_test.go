@@ -3,21 +3,31 @@
 package metadata
 
 import (
+	"context"
 	"github.com/stretchr/testify/assert"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.opentelemetry.io/otel/trace"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 	"testing"
 	"time"
 )
 
+type eventsTestDataSet int
+
+const (
+	eventTestDataSetDefault eventsTestDataSet = iota
+	eventTestDataSetAll
+	eventTestDataSetNone
+)
+
 func TestLogsBuilderAppendLogRecord(t *testing.T) {
 	observedZapCore, _ := observer.New(zap.WarnLevel)
 	settings := receivertest.NewNopSettings(receivertest.NopType)
 	settings.Logger = zap.New(observedZapCore)
-	lb := NewLogsBuilder(settings)
+	lb := NewLogsBuilder(loadLogsBuilderConfig(t, "all_set"), settings)
 
 	rb := lb.NewResourceBuilder()
 	rb.SetContainerID("container.id-val")
@@ -84,4 +94,167 @@ func TestLogsBuilderAppendLogRecord(t *testing.T) {
 
 	assert.Equal(t, pcommon.ValueTypeStr, sl.LogRecords().At(1).Body().Type())
 	assert.Equal(t, "the second log record", sl.LogRecords().At(1).Body().Str())
+}
+func TestLogsBuilder(t *testing.T) {
+	tests := []struct {
+		name        string
+		eventsSet   eventsTestDataSet
+		resAttrsSet eventsTestDataSet
+		expectEmpty bool
+	}{
+		{
+			name: "default",
+		},
+		{
+			name:        "all_set",
+			eventsSet:   eventTestDataSetAll,
+			resAttrsSet: eventTestDataSetAll,
+		},
+		{
+			name:        "none_set",
+			eventsSet:   eventTestDataSetNone,
+			resAttrsSet: eventTestDataSetNone,
+			expectEmpty: true,
+		},
+		{
+			name:        "filter_set_include",
+			resAttrsSet: eventTestDataSetAll,
+		},
+		{
+			name:        "filter_set_exclude",
+			resAttrsSet: eventTestDataSetAll,
+			expectEmpty: true,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			timestamp := pcommon.Timestamp(1_000_001_000)
+			traceID := [16]byte{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15}
+			spanID := [8]byte{0, 1, 2, 3, 4, 5, 6, 7}
+			ctx := trace.ContextWithSpanContext(context.Background(), trace.NewSpanContext(trace.SpanContextConfig{
+				TraceID:    trace.TraceID(traceID),
+				SpanID:     trace.SpanID(spanID),
+				TraceFlags: trace.FlagsSampled,
+			}))
+			observedZapCore, observedLogs := observer.New(zap.WarnLevel)
+			settings := receivertest.NewNopSettings(receivertest.NopType)
+			settings.Logger = zap.New(observedZapCore)
+			lb := NewLogsBuilder(loadLogsBuilderConfig(t, tt.name), settings)
+
+			expectedWarnings := 0
+
+			assert.Equal(t, expectedWarnings, observedLogs.Len())
+
+			defaultEventsCount := 0
+			allEventsCount := 0
+			defaultEventsCount++
+			allEventsCount++
+			lb.RecordNvidiaGpuEccDoubleBitEvent(ctx, timestamp, AttributeNvidiaGpuEventTypeXid, WithNvidiaGpuMigGpuInstanceIDEventAttribute(30), WithNvidiaGpuMigComputeInstanceIDEventAttribute(34))
+			defaultEventsCount++
+			allEventsCount++
+			lb.RecordNvidiaGpuEccSingleBitEvent(ctx, timestamp, AttributeNvidiaGpuEventTypeXid, WithNvidiaGpuMigGpuInstanceIDEventAttribute(30), WithNvidiaGpuMigComputeInstanceIDEventAttribute(34))
+			defaultEventsCount++
+			allEventsCount++
+			lb.RecordNvidiaGpuXidEvent(ctx, timestamp, AttributeNvidiaGpuEventTypeXid, 14, WithNvidiaGpuMigGpuInstanceIDEventAttribute(30), WithNvidiaGpuMigComputeInstanceIDEventAttribute(34))
+
+			rb := lb.NewResourceBuilder()
+			rb.SetContainerID("container.id-val")
+			rb.SetHwDriverVersion("hw.driver_version-val")
+			rb.SetHwID("hw.id-val")
+			rb.SetHwModel("hw.model-val")
+			rb.SetHwParent("hw.parent-val")
+			rb.SetHwSerialNumber("hw.serial_number-val")
+			rb.SetHwType("hw.type-val")
+			rb.SetHwVendor("hw.vendor-val")
+			rb.SetK8sContainerName("k8s.container.name-val")
+			rb.SetK8sNamespaceName("k8s.namespace.name-val")
+			rb.SetK8sPodName("k8s.pod.name-val")
+			rb.SetK8sPodUID("k8s.pod.uid-val")
+			rb.SetNvidiaGpuIndex(16)
+			rb.SetNvidiaGpuMigComputeInstanceID(34)
+			rb.SetNvidiaGpuMigGpuInstanceID(30)
+			rb.SetNvidiaGpuMigProfile("nvidia.gpu.mig.profile-val")
+			rb.SetNvidiaGpuPciBusID("nvidia.gpu.pci_bus_id-val")
+			rb.SetProcessCommandLine("process.command_line-val")
+			rb.SetProcessCreationTime("process.creation.time-val")
+			rb.SetProcessExecutableName("process.executable.name-val")
+			rb.SetProcessOwner("process.owner-val")
+			rb.SetProcessPid(11)
+			res := rb.Emit()
+			logs := lb.Emit(WithLogsResource(res))
+
+			if tt.expectEmpty || ((tt.name == "default" || tt.name == "filter_set_include") && defaultEventsCount == 0) {
+				assert.Equal(t, 0, logs.ResourceLogs().Len())
+				return
+			}
+
+			assert.Equal(t, 1, logs.ResourceLogs().Len())
+			rl := logs.ResourceLogs().At(0)
+			assert.Equal(t, res, rl.Resource())
+			assert.Equal(t, 1, rl.ScopeLogs().Len())
+			lrs := rl.ScopeLogs().At(0).LogRecords()
+			if tt.eventsSet == eventTestDataSetDefault {
+				assert.Equal(t, defaultEventsCount, lrs.Len())
+			}
+			if tt.eventsSet == eventTestDataSetAll {
+				assert.Equal(t, allEventsCount, lrs.Len())
+			}
+			validatedEvents := make(map[string]bool)
+			for i := 0; i < lrs.Len(); i++ {
+				switch lrs.At(i).EventName() {
+				case "nvidia.gpu.ecc.double_bit":
+					assert.False(t, validatedEvents["nvidia.gpu.ecc.double_bit"], "Found a duplicate in the events slice: nvidia.gpu.ecc.double_bit")
+					validatedEvents["nvidia.gpu.ecc.double_bit"] = true
+					lr := lrs.At(i)
+					assert.Equal(t, timestamp, lr.Timestamp())
+					assert.Equal(t, pcommon.TraceID(traceID), lr.TraceID())
+					assert.Equal(t, pcommon.SpanID(spanID), lr.SpanID())
+					attrVal, ok := lr.Attributes().Get("nvidia.gpu.event.type")
+					assert.True(t, ok)
+					assert.Equal(t, "xid", attrVal.Str())
+					attrVal, ok = lr.Attributes().Get("nvidia.gpu.mig.gpu_instance_id")
+					assert.True(t, ok)
+					assert.EqualValues(t, 30, attrVal.Int())
+					attrVal, ok = lr.Attributes().Get("nvidia.gpu.mig.compute_instance_id")
+					assert.True(t, ok)
+					assert.EqualValues(t, 34, attrVal.Int())
+				case "nvidia.gpu.ecc.single_bit":
+					assert.False(t, validatedEvents["nvidia.gpu.ecc.single_bit"], "Found a duplicate in the events slice: nvidia.gpu.ecc.single_bit")
+					validatedEvents["nvidia.gpu.ecc.single_bit"] = true
+					lr := lrs.At(i)
+					assert.Equal(t, timestamp, lr.Timestamp())
+					assert.Equal(t, pcommon.TraceID(traceID), lr.TraceID())
+					assert.Equal(t, pcommon.SpanID(spanID), lr.SpanID())
+					attrVal, ok := lr.Attributes().Get("nvidia.gpu.event.type")
+					assert.True(t, ok)
+					assert.Equal(t, "xid", attrVal.Str())
+					attrVal, ok = lr.Attributes().Get("nvidia.gpu.mig.gpu_instance_id")
+					assert.True(t, ok)
+					assert.EqualValues(t, 30, attrVal.Int())
+					attrVal, ok = lr.Attributes().Get("nvidia.gpu.mig.compute_instance_id")
+					assert.True(t, ok)
+					assert.EqualValues(t, 34, attrVal.Int())
+				case "nvidia.gpu.xid":
+					assert.False(t, validatedEvents["nvidia.gpu.xid"], "Found a duplicate in the events slice: nvidia.gpu.xid")
+					validatedEvents["nvidia.gpu.xid"] = true
+					lr := lrs.At(i)
+					assert.Equal(t, timestamp, lr.Timestamp())
+					assert.Equal(t, pcommon.TraceID(traceID), lr.TraceID())
+					assert.Equal(t, pcommon.SpanID(spanID), lr.SpanID())
+					attrVal, ok := lr.Attributes().Get("nvidia.gpu.event.type")
+					assert.True(t, ok)
+					assert.Equal(t, "xid", attrVal.Str())
+					attrVal, ok = lr.Attributes().Get("nvidia.gpu.xid")
+					assert.True(t, ok)
+					assert.EqualValues(t, 14, attrVal.Int())
+					attrVal, ok = lr.Attributes().Get("nvidia.gpu.mig.gpu_instance_id")
+					assert.True(t, ok)
+					assert.EqualValues(t, 30, attrVal.Int())
+					attrVal, ok = lr.Attributes().Get("nvidia.gpu.mig.compute_instance_id")
+					assert.True(t, ok)
+					assert.EqualValues(t, 34, attrVal.Int())
+				}
+			}
+		})
+	}
 }

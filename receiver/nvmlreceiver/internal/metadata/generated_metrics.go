@@ -270,6 +270,36 @@ var MapAttributeNvidiaGpuClockType = map[string]AttributeNvidiaGpuClockType{
 	"video":    AttributeNvidiaGpuClockTypeVideo,
 }
 
+// AttributeNvidiaGpuEventType specifies the value nvidia.gpu.event.type attribute.
+type AttributeNvidiaGpuEventType int
+
+const (
+	_ AttributeNvidiaGpuEventType = iota
+	AttributeNvidiaGpuEventTypeXid
+	AttributeNvidiaGpuEventTypeEccSingleBit
+	AttributeNvidiaGpuEventTypeEccDoubleBit
+)
+
+// String returns the string representation of the AttributeNvidiaGpuEventType.
+func (av AttributeNvidiaGpuEventType) String() string {
+	switch av {
+	case AttributeNvidiaGpuEventTypeXid:
+		return "xid"
+	case AttributeNvidiaGpuEventTypeEccSingleBit:
+		return "ecc.single_bit"
+	case AttributeNvidiaGpuEventTypeEccDoubleBit:
+		return "ecc.double_bit"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuEventType is a helper map of string to AttributeNvidiaGpuEventType attribute value.
+var MapAttributeNvidiaGpuEventType = map[string]AttributeNvidiaGpuEventType{
+	"xid":            AttributeNvidiaGpuEventTypeXid,
+	"ecc.single_bit": AttributeNvidiaGpuEventTypeEccSingleBit,
+	"ecc.double_bit": AttributeNvidiaGpuEventTypeEccDoubleBit,
+}
+
 // AttributeNvidiaGpuMemoryRowRemapState specifies the value nvidia.gpu.memory.row_remap.state attribute.
 type AttributeNvidiaGpuMemoryRowRemapState int
 
