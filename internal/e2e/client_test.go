@@ -88,7 +88,7 @@ func testTooManyProcesses(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, s.ProcessesListed)
 		assert.Empty(t, s.Processes)
-		assert.Equal(t, int64(40), s.TemperatureCelsius.Value)
+		assert.Equal(t, 40.0, s.TemperatureCelsius.Value)
 	}
 	assert.Equal(t, 1, logs.FilterMessageSnippet("More processes on this GPU than the receiver lists").Len())
 }
