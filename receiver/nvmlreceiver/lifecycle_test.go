@@ -43,15 +43,27 @@ func within(t *testing.T, d time.Duration, what string, f func()) {
 	}
 }
 
-// hang makes a call block until the returned release runs (at cleanup at
-// the latest).
-func hang(t *testing.T) (wait func(), release func()) {
-	ch := make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(ch) }) }
-	t.Cleanup(release)
-	return func() { <-ch }, release
+// stuckCall makes a mock call block until release (at cleanup at the
+// latest), and says whether one is blocked now.
+type stuckCall struct {
+	ch      chan struct{}
+	once    sync.Once
+	running atomic.Bool
 }
+
+func newStuckCall(t *testing.T) *stuckCall {
+	s := &stuckCall{ch: make(chan struct{})}
+	t.Cleanup(s.release)
+	return s
+}
+
+func (s *stuckCall) block() {
+	s.running.Store(true)
+	defer s.running.Store(false)
+	<-s.ch
+}
+
+func (s *stuckCall) release() { s.once.Do(func() { close(s.ch) }) }
 
 // countShutdowns counts nvmlShutdown calls, and those made while a hung
 // call was still running.
@@ -71,22 +83,16 @@ func countShutdowns(m *nvmltest.Machine, hung *atomic.Bool) (total, underCall *a
 func TestShutdownIsBoundedWhileACallHangs(t *testing.T) {
 	shorten(t)
 	m := nvmltest.NewH200()
-	wait, release := hang(t)
-	var hung atomic.Bool
-	m.GPUs[2].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) {
-		hung.Store(true)
-		defer hung.Store(false)
-		wait()
-		return 1, nvml.SUCCESS
-	}
-	total, underCall := countShutdowns(m, &hung)
+	stuck := newStuckCall(t)
+	m.GPUs[2].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { stuck.block(); return 1, nvml.SUCCESS }
+	total, underCall := countShutdowns(m, &stuck.running)
 	ts := newTestScraper(t, m)
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err := ts.scrape(ctx)
 	require.NoError(t, err)
-	require.True(t, hung.Load())
+	require.True(t, stuck.running.Load())
 
 	within(t, shutdownTimeout+time.Second, "Shutdown", func() {
 		require.NoError(t, ts.shutdown(context.Background()))
@@ -106,7 +112,7 @@ func TestShutdownIsBoundedWhileACallHangs(t *testing.T) {
 	assert.Len(t, resourceIDs(md), 8)
 	assert.Contains(t, gpuMetricNames(md, nvmltest.UUID(0)), "hw.temperature")
 
-	release()
+	stuck.release()
 	require.Eventually(t, func() bool { return total.Load() == 1 }, 5*time.Second, 10*time.Millisecond,
 		"the old session is shut down once its stuck call returns")
 	assert.Equal(t, int32(0), underCall.Load())
@@ -120,23 +126,17 @@ func TestShutdownIsBoundedWhileACallHangs(t *testing.T) {
 func TestShutdownIsBoundedWhileRegistrationHangs(t *testing.T) {
 	shorten(t)
 	m := nvmltest.NewH200()
-	wait, release := hang(t)
-	var hung atomic.Bool
-	m.GPUs[5].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return {
-		hung.Store(true)
-		defer hung.Store(false)
-		wait()
-		return nvml.SUCCESS
-	}
-	total, underCall := countShutdowns(m, &hung)
+	stuck := newStuckCall(t)
+	m.GPUs[5].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { stuck.block(); return nvml.SUCCESS }
+	total, underCall := countShutdowns(m, &stuck.running)
 	ts := newTestScraper(t, m)
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
-	require.Eventually(t, hung.Load, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, stuck.running.Load, 5*time.Second, 5*time.Millisecond)
 	within(t, shutdownTimeout+time.Second, "Shutdown", func() {
 		require.NoError(t, ts.shutdown(context.Background()))
 	})
 	assert.Equal(t, int32(0), total.Load())
-	release()
+	stuck.release()
 	require.Eventually(t, func() bool { return total.Load() == 1 }, 5*time.Second, 10*time.Millisecond)
 	assert.Equal(t, int32(0), underCall.Load())
 }
@@ -145,10 +145,10 @@ func TestShutdownIsBoundedWhileRegistrationHangs(t *testing.T) {
 func TestStartDoesNotWaitForAHungGPU(t *testing.T) {
 	shorten(t)
 	m := nvmltest.NewH200()
-	wait, release := hang(t)
+	stuck := newStuckCall(t)
 	getSamples := m.GPUs[1].GetSamplesFunc
 	m.GPUs[1].GetSamplesFunc = func(st nvml.SamplingType, last uint64) (nvml.ValueType, []nvml.Sample, nvml.Return) {
-		wait()
+		stuck.block()
 		return getSamples(st, last)
 	}
 	ts := newTestScraper(t, m, func(c *Config) { c.CollectionInterval, c.Timeout = time.Second, 300*time.Millisecond })
@@ -161,7 +161,7 @@ func TestStartDoesNotWaitForAHungGPU(t *testing.T) {
 	assert.Contains(t, gpuMetricNames(md, nvmltest.UUID(0)), "hw.temperature", "the healthy GPUs are reported")
 	assert.Equal(t, []string{"hw.status"}, gpuMetricNames(md, nvmltest.UUID(1)), "the GPU still priming is degraded")
 
-	release()
+	stuck.release()
 	require.Eventually(t, func() bool {
 		md, err := ts.scrape(context.Background())
 		return err == nil && len(gpuMetricNames(md, nvmltest.UUID(1))) > 1
@@ -173,8 +173,8 @@ func TestStartDoesNotWaitForAHungGPU(t *testing.T) {
 func TestHungRegistrationKeepsTheOtherGPUsEvents(t *testing.T) {
 	shorten(t)
 	m := nvmltest.NewH200()
-	wait, _ := hang(t)
-	m.GPUs[3].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { wait(); return nvml.SUCCESS }
+	stuck := newStuckCall(t)
+	m.GPUs[3].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { stuck.block(); return nvml.SUCCESS }
 	m.GPUs[6].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { return nvml.ERROR_UNKNOWN }
 	ts := newTestScraper(t, m)
 	logs := new(consumertest.LogsSink)
@@ -199,17 +199,11 @@ func TestHungRegistrationKeepsTheOtherGPUsEvents(t *testing.T) {
 func TestEveryGPULostWhileRegistrationHangs(t *testing.T) {
 	shorten(t)
 	m := nvmltest.NewH200()
-	wait, release := hang(t)
-	var hung atomic.Bool
-	m.GPUs[5].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return {
-		hung.Store(true)
-		defer hung.Store(false)
-		wait()
-		return nvml.SUCCESS
-	}
+	stuck := newStuckCall(t)
+	m.GPUs[5].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { stuck.block(); return nvml.SUCCESS }
 	var inits atomic.Int32
 	m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
-	total, underCall := countShutdowns(m, &hung)
+	total, underCall := countShutdowns(m, &stuck.running)
 	var lost atomic.Bool
 	for _, g := range m.GPUs {
 		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
@@ -221,7 +215,7 @@ func TestEveryGPULostWhileRegistrationHangs(t *testing.T) {
 	}
 	ts := newTestScraper(t, m)
 	ts.start(t)
-	require.Eventually(t, hung.Load, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, stuck.running.Load, 5*time.Second, 5*time.Millisecond)
 
 	lost.Store(true)
 	md := ts.scrapeOK(t)
@@ -240,7 +234,7 @@ func TestEveryGPULostWhileRegistrationHangs(t *testing.T) {
 	assert.Contains(t, gpuMetricNames(md, nvmltest.UUID(0)), "hw.temperature")
 	assert.Equal(t, int32(0), total.Load())
 
-	release()
+	stuck.release()
 	require.Eventually(t, func() bool { return total.Load() == 1 }, 5*time.Second, 10*time.Millisecond,
 		"the old session is shut down once the registration returns")
 	assert.Equal(t, int32(0), underCall.Load())
@@ -274,14 +268,14 @@ func (h *statusHost) last() *componentstatus.Event {
 func TestStuckReadIsReportedInComponentStatus(t *testing.T) {
 	shorten(t)
 	m := nvmltest.NewH200()
-	wait, release := hang(t)
+	stuck := newStuckCall(t)
 	ts := newTestScraper(t, m)
 	host := &statusHost{Host: componenttest.NewNopHost()}
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), host))
 	t.Cleanup(func() { require.NoError(t, ts.shutdown(context.Background())) })
 	require.Equal(t, componentstatus.StatusOK, host.last().Status())
 
-	m.GPUs[1].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { wait(); return 1, nvml.SUCCESS }
+	m.GPUs[1].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { stuck.block(); return 1, nvml.SUCCESS }
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	_, err := ts.scrape(ctx)
@@ -290,7 +284,7 @@ func TestStuckReadIsReportedInComponentStatus(t *testing.T) {
 	require.Equal(t, componentstatus.StatusRecoverableError, ev.Status())
 	assert.ErrorContains(t, ev.Err(), nvmltest.UUID(1))
 
-	release()
+	stuck.release()
 	require.Eventually(t, func() bool {
 		_, err := ts.scrape(context.Background())
 		return err == nil && host.last().Status() == componentstatus.StatusOK
