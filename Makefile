@@ -11,26 +11,29 @@ GO        ?= go
 # must name the same version (checked below).
 OCB_VERSION      := v0.165.0
 MDATAGEN_VERSION := v0.161.0
+HELM_VERSION     := v3.22.0
 
 BIN       := $(CURDIR)/.bin
 OCB       := $(BIN)/builder-$(OCB_VERSION)
 MDATAGEN  := $(BIN)/mdatagen-$(MDATAGEN_VERSION)
+HELM      := $(BIN)/helm-$(HELM_VERSION)
 DIST_DIR  := $(CURDIR)/_build
 OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo soak
+.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak
 
 all: build
 
-## test: everything CI runs (vet, generated-code drift, unit tests with -race, the ocb build, a smoke run, the e2e suite)
-test: vet check-generated unit build smoke e2e
+## test: everything CI runs (vet, generated-code drift, unit tests with -race, alert-rule tests, the ocb build, a smoke run, the e2e suite)
+test: vet check-generated unit rules build smoke deploy-check image-test e2e
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
-	$(GO) vet -tags "e2e smoke h200probe" ./...
+	$(GO) vet -tags "e2e smoke h200probe image" ./...
+	cd internal/deploy && $(GO) vet ./...
 
 $(OCB):
 	@mkdir -p $(BIN)
@@ -43,7 +46,12 @@ $(MDATAGEN): internal/tools/go.mod internal/tools/go.sum
 	@mkdir -p $(BIN)
 	cd internal/tools && $(GO) build -o $@ go.opentelemetry.io/collector/cmd/mdatagen
 
-tools: $(OCB) $(MDATAGEN)
+$(HELM):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(BIN)/helm $@
+
+tools: $(OCB) $(MDATAGEN) $(HELM)
 
 ## generate: regenerate code and documentation.md from metadata.yaml
 generate: $(MDATAGEN)
@@ -112,6 +120,7 @@ CJSON_A        = $(shell $(CC) -print-file-name=libcjson.a)
 CJSON_LIBS     = $(if $(filter /%,$(CJSON_A)),$(CJSON_A),-lcjson)
 FAKENVML_CFLAGS := -std=gnu11 -O2 -g -fPIC -Wall -Wextra -Werror -Wno-deprecated-declarations
 PROMETHEUS    ?= $(or $(shell command -v prometheus 2>/dev/null),/usr/bin/prometheus)
+PROMTOOL      ?= $(or $(shell command -v promtool 2>/dev/null),/usr/bin/promtool)
 DEMO_SCENARIO ?= testdata/scenarios/demo.json
 
 ## fakenvml: build the simulated libnvidia-ml.so.1 into _build/fakenvml/
@@ -144,3 +153,53 @@ soak: build $(FAKENVML)
 demo: build $(FAKENVML)
 	FAKE_NVML_SCENARIO=$(abspath $(DEMO_SCENARIO)) FAKENVML_LIBRARY=$(FAKENVML) \
 		$(OTELCOL) --config testdata/collector/demo.yaml
+
+# ---- deploy/: alert rules, Helm chart, image, dashboard ----
+
+## rules: check the alert rules and run their unit tests (firing, not firing, the `for:` boundary)
+rules:
+	@test -x $(PROMTOOL) || { echo "promtool not found at $(PROMTOOL): apt-get install prometheus, or set PROMTOOL="; exit 1; }
+	$(PROMTOOL) check rules deploy/prometheus/rules.yaml
+	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml
+
+## deploy-check: helm lint + template (defaults and ci/*-values.yaml), strict decoding of every object into
+## k8s.io/api and Prometheus Operator types, `otelcol-nvml validate` of every collector config, drift of the renderings,
+## the probes against the running collector (pod IP; red on a receiver's permanent error)
+deploy-check: $(HELM) $(OTELCOL) $(FAKENVML)
+	cd internal/deploy && $(GO) test -count=1 . -helm=$(HELM) -otelcol=$(OTELCOL) -fakenvml=$(FAKENVML)
+
+## dashboard: regenerate deploy/grafana/otelcol-nvml.json from internal/deploy/dashboard (deploy-check fails on drift)
+dashboard:
+	cd internal/deploy && $(GO) run ./cmd/gendashboard -o $(CURDIR)/deploy/grafana/otelcol-nvml.json
+
+## deploy-generate: rewrite deploy/kubernetes/otelcol-nvml.yaml from the chart
+deploy-generate: $(HELM) $(OTELCOL)
+	cd internal/deploy && $(GO) test -count=1 . -run 'TestKubernetesManifests' -helm=$(HELM) -otelcol=$(OTELCOL) -update
+
+# ---- the container image ----
+
+VERSION       := $(shell sed -n 's/^  version: *//p' builder-config.yaml)
+PODMAN        ?= podman
+IMAGE         ?= localhost/otelcol-nvml:$(VERSION)
+IMAGE_DIR     := $(DIST_DIR)/image
+IMAGE_ARCHIVE := $(DIST_DIR)/otelcol-nvml-$(VERSION).oci.tar
+IMAGE_SCENARIO ?= testdata/scenarios/demo.json
+
+## image: build the FROM scratch image with podman (nothing pulled) and write it as an OCI archive
+image: $(IMAGE_ARCHIVE)
+
+$(IMAGE_ARCHIVE): $(OTELCOL) deploy/image/Containerfile deploy/image/config.yaml deploy/image/rootfs.sh
+	@command -v $(PODMAN) >/dev/null || { echo "podman not found: apt-get install podman buildah"; exit 1; }
+	deploy/image/rootfs.sh $(OTELCOL) deploy/image/config.yaml $(IMAGE_DIR)/rootfs
+	cp deploy/image/Containerfile $(IMAGE_DIR)/Containerfile
+	$(PODMAN) build --format oci --pull=never -t $(IMAGE) -f $(IMAGE_DIR)/Containerfile \
+		--build-arg VERSION=$(VERSION) --build-arg REVISION=$$(git rev-parse HEAD) \
+		--build-arg CREATED=$$(git log -1 --format=%cI) $(IMAGE_DIR)
+	rm -f $@
+	$(PODMAN) save --format oci-archive -o $@ $(IMAGE)
+	@ls -l $@
+
+## image-test: chroot-run the image on the simulated NVML (as root: podman mount, chroot)
+image-test: image $(FAKENVML)
+	$(GO) test -tags image -count=1 -v ./internal/imagetest -image=$(IMAGE) -archive=$(IMAGE_ARCHIVE) \
+		-fakenvml=$(FAKENVML) -scenario=$(abspath $(IMAGE_SCENARIO)) -podman=$$(command -v $(PODMAN))

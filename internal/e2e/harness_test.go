@@ -482,12 +482,18 @@ type prometheus struct {
 	addr string
 }
 
-func startPrometheus(t *testing.T, target string) *prometheus {
+// startPrometheus starts Prometheus scraping target every second, with the
+// alert rule files given (evaluated every second).
+func startPrometheus(t *testing.T, target string, ruleFiles ...string) *prometheus {
 	t.Helper()
 	bin := absFlag(t, "prometheus", *prometheusPath)
 	dir := t.TempDir()
 	p := &prometheus{addr: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))}
-	cfg := fmt.Sprintf(`global:
+	rules := ""
+	if len(ruleFiles) > 0 {
+		rules = "rule_files: [\"" + strings.Join(ruleFiles, "\", \"") + "\"]\n"
+	}
+	cfg := rules + fmt.Sprintf(`global:
   scrape_interval: 1s
   evaluation_interval: 1s
 scrape_configs:

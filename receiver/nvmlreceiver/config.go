@@ -51,6 +51,10 @@ type ProcessesConfig struct {
 	// ProcRoot is where the host's /proc is mounted. NVML reports host PIDs,
 	// so a containerized collector needs hostPID or the host /proc here.
 	ProcRoot string `mapstructure:"proc_root"`
+	// CgroupRoot is where the cgroup file system is mounted (the host's, in
+	// a container): container.cpu.time and nvidia.gpu.container.cpu.limit of the
+	// containers that hold GPUs are read there.
+	CgroupRoot string `mapstructure:"cgroup_root"`
 }
 
 // KubernetesConfig configures the kubelet PodResources client.
@@ -105,6 +109,9 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.Processes.Enabled && !filepath.IsAbs(cfg.Processes.ProcRoot) {
 		errs = append(errs, fmt.Errorf("processes::proc_root: %q must be an absolute path", cfg.Processes.ProcRoot))
+	}
+	if cfg.Processes.Enabled && !filepath.IsAbs(cfg.Processes.CgroupRoot) {
+		errs = append(errs, fmt.Errorf("processes::cgroup_root: %q must be an absolute path", cfg.Processes.CgroupRoot))
 	}
 	if cfg.Kubernetes.Enabled {
 		if !filepath.IsAbs(cfg.Kubernetes.PodResourcesSocket) {

@@ -63,6 +63,7 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 			`devices[3]: "3" is listed twice`,
 		}},
 		{"bad_library", []string{`library_path: "libnvidia-ml.so.1" is a bare name`}},
+		{"bad_cgroup_root", []string{`processes::cgroup_root: "sys/fs/cgroup" must be an absolute path`}},
 		// Defect 6 of issue 9: each of these passed validation.
 		{"bare_number_interval", []string{"collection_interval: 10ns is below the minimum of 100ms"}},
 		{"timeout_above_interval", []string{"timeout: 10s must not exceed collection_interval (1s)"}},

@@ -32,9 +32,10 @@ func createDefaultConfig() component.Config {
 		MetricsBuilderConfig: metadata.NewDefaultMetricsBuilderConfig(),
 		Events:               metadata.DefaultEventsConfig(),
 		Processes: ProcessesConfig{
-			Enabled:   true,
-			MaxPerGPU: 32,
-			ProcRoot:  "/proc",
+			Enabled:    true,
+			MaxPerGPU:  32,
+			ProcRoot:   "/proc",
+			CgroupRoot: "/sys/fs/cgroup",
 		},
 		Kubernetes: KubernetesConfig{
 			PodResourcesSocket: "/var/lib/kubelet/pod-resources/kubelet.sock",

@@ -17,6 +17,10 @@ type reporter struct {
 	mb      *metadata.MetricsBuilder
 	owners  processOwners
 	dropped map[string]int64 // per GPU UUID: processes left out, cumulative
+	cpu     *containerCPU    // nil when processes are off
+	// containers holds, within one scrape, the containers holding a GPU,
+	// for their CPU.
+	containers map[string]gpuContainer
 }
 
 func newReporter(cfg *Config, set receiver.Settings) *reporter {
@@ -26,7 +30,8 @@ func newReporter(cfg *Config, set receiver.Settings) *reporter {
 			logger:      set.Logger,
 			withCmdline: cfg.ResourceAttributes.ProcessCommandLine.Enabled,
 		},
-		dropped: map[string]int64{},
+		dropped:    map[string]int64{},
+		containers: map[string]gpuContainer{},
 	}
 }
 
@@ -36,7 +41,9 @@ func (r *reporter) start(set receiver.Settings) {
 
 // gpu records one GPU's sample.
 func (r *reporter) gpu(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) {
-	recordGPU(r.mb, r.report(info, smp, xids))
+	rep := r.report(info, smp, xids)
+	recordGPU(r.mb, rep)
+	containersOf(rep, r.containers)
 }
 
 // lost records a lost GPU: hw.status failed and its XID counts.
@@ -52,7 +59,15 @@ func (r *reporter) stuck(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids 
 	r.mb.EmitForResource(metadata.WithResource(gpuResource(r.mb, info, owner{}).Emit()))
 }
 
-func (r *reporter) emit() pmetric.Metrics { return r.mb.Emit() }
+// emit records the CPU of the containers holding a GPU in this scrape, and
+// returns the scrape's metrics.
+func (r *reporter) emit(now pcommon.Timestamp) pmetric.Metrics {
+	if r.cpu != nil {
+		r.cpu.record(r.mb, now, r.containers)
+	}
+	clear(r.containers)
+	return r.mb.Emit()
+}
 
 // report attributes one GPU's sample: its processes' owners and, when they
 // all share one, the GPU's own. In MIG mode the processes go to their MIG

@@ -74,6 +74,8 @@ func (s *nvmlScraper) start(ctx context.Context, host component.Host) error {
 		}
 		s.reporter.owners.procs = procs
 		s.reporter.owners.cgroup = attribution.NewResolver(s.cfg.Processes.ProcRoot, s.logger).Resolve
+		s.reporter.cpu = &containerCPU{logger: s.logger, warned: map[string]bool{},
+			reader: attribution.NewCgroupCPUReader(s.cfg.Processes.ProcRoot, s.cfg.Processes.CgroupRoot)}
 	}
 	if err := s.session.start(ctx, host); err != nil {
 		return err // a devices entry that matches no GPU is a configuration error
@@ -166,7 +168,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		}
 	}
 	s.reportStalled(stuckIDs)
-	md := s.reporter.emit()
+	md := s.reporter.emit(now)
 	if len(devices) > 0 && lost == len(devices) {
 		// Every GPU is gone (driver reload, reset): start over with a new
 		// Init and inventory once NVML answers again.

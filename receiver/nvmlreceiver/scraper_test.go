@@ -48,6 +48,8 @@ func newTestScraper(t testing.TB, m *nvmltest.Machine, mods ...func(*Config)) *t
 	procRoot, err := filepath.Abs(filepath.Join("testdata", "proc"))
 	require.NoError(t, err)
 	cfg.Processes.ProcRoot = procRoot
+	cfg.Processes.CgroupRoot, err = filepath.Abs(filepath.Join("testdata", "cgroup"))
+	require.NoError(t, err)
 	for _, mod := range mods {
 		mod(cfg)
 	}
@@ -77,8 +79,8 @@ func proc(pid uint32, mem uint64) nvml.ProcessInfo {
 	return nvml.ProcessInfo{Pid: pid, UsedGpuMemory: mem, GpuInstanceId: nvmlclient.NoInstance, ComputeInstanceId: nvmlclient.NoInstance}
 }
 
-// resourceIDs lists the GPU resources' hw.id, in order; process resources
-// are left out.
+// resourceIDs lists the GPU resources' hw.id, in order; process and
+// container resources are left out.
 func resourceIDs(md pmetric.Metrics) []string {
 	var ids []string
 	for i := 0; i < md.ResourceMetrics().Len(); i++ {
@@ -86,7 +88,10 @@ func resourceIDs(md pmetric.Metrics) []string {
 		if _, isProcess := attrs.Get("process.pid"); isProcess {
 			continue
 		}
-		v, _ := attrs.Get("hw.id")
+		v, ok := attrs.Get("hw.id")
+		if !ok {
+			continue // a container's CPU
+		}
 		ids = append(ids, v.Str())
 	}
 	return ids

@@ -9,6 +9,26 @@ import (
 	"go.opentelemetry.io/collector/filter"
 )
 
+// ContainerCPUTimeMetricConfig provides config for the container.cpu.time metric.
+type ContainerCPUTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *ContainerCPUTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // HwEnergyMetricConfig provides config for the hw.energy metric.
 type HwEnergyMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -490,6 +510,26 @@ func (ms *NvidiaGpuClockFrequencyMetricConfig) Validate() error {
 		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
 	}
 
+	return nil
+}
+
+// NvidiaGpuContainerCPULimitMetricConfig provides config for the nvidia.gpu.container.cpu.limit metric.
+type NvidiaGpuContainerCPULimitMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuContainerCPULimitMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
 	return nil
 }
 
@@ -1171,6 +1211,7 @@ func (ms *NvidiaGpuXidErrorsMetricConfig) Validate() error {
 
 // MetricsConfig provides config for nvml metrics.
 type MetricsConfig struct {
+	ContainerCPUTime                            ContainerCPUTimeMetricConfig                            `mapstructure:"container.cpu.time"`
 	HwEnergy                                    HwEnergyMetricConfig                                    `mapstructure:"hw.energy"`
 	HwErrors                                    HwErrorsMetricConfig                                    `mapstructure:"hw.errors"`
 	HwGpuIo                                     HwGpuIoMetricConfig                                     `mapstructure:"hw.gpu.io"`
@@ -1184,6 +1225,7 @@ type MetricsConfig struct {
 	NvidiaGpuClockEventActive                   NvidiaGpuClockEventActiveMetricConfig                   `mapstructure:"nvidia.gpu.clock.event.active"`
 	NvidiaGpuClockEventTime                     NvidiaGpuClockEventTimeMetricConfig                     `mapstructure:"nvidia.gpu.clock.event.time"`
 	NvidiaGpuClockFrequency                     NvidiaGpuClockFrequencyMetricConfig                     `mapstructure:"nvidia.gpu.clock.frequency"`
+	NvidiaGpuContainerCPULimit                  NvidiaGpuContainerCPULimitMetricConfig                  `mapstructure:"nvidia.gpu.container.cpu.limit"`
 	NvidiaGpuFanSpeed                           NvidiaGpuFanSpeedMetricConfig                           `mapstructure:"nvidia.gpu.fan.speed"`
 	NvidiaGpuGraphicsActivity                   NvidiaGpuGraphicsActivityMetricConfig                   `mapstructure:"nvidia.gpu.graphics.activity"`
 	NvidiaGpuMemoryBandwidthUtilization         NvidiaGpuMemoryBandwidthUtilizationMetricConfig         `mapstructure:"nvidia.gpu.memory.bandwidth.utilization"`
@@ -1212,6 +1254,9 @@ type MetricsConfig struct {
 
 func DefaultMetricsConfig() MetricsConfig {
 	return MetricsConfig{
+		ContainerCPUTime: ContainerCPUTimeMetricConfig{
+			Enabled: true,
+		},
 		HwEnergy: HwEnergyMetricConfig{
 			Enabled: true,
 		},
@@ -1266,6 +1311,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategyAvg,
 			EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
+		},
+		NvidiaGpuContainerCPULimit: NvidiaGpuContainerCPULimitMetricConfig{
+			Enabled: true,
 		},
 		NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 			Enabled: true,

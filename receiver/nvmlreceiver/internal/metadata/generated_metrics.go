@@ -399,6 +399,9 @@ var MapAttributeNvidiaGpuTensorPipe = map[string]AttributeNvidiaGpuTensorPipe{
 }
 
 var MetricsInfo = metricsInfo{
+	ContainerCPUTime: metricInfo{
+		Name: "container.cpu.time",
+	},
 	HwEnergy: metricInfo{
 		Name: "hw.energy",
 	},
@@ -445,6 +448,9 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuClockFrequency: metricInfo{
 		Name:       "nvidia.gpu.clock.frequency",
 		Attributes: []string{"nvidia.gpu.clock.type"},
+	},
+	NvidiaGpuContainerCPULimit: metricInfo{
+		Name: "nvidia.gpu.container.cpu.limit",
 	},
 	NvidiaGpuFanSpeed: metricInfo{
 		Name: "nvidia.gpu.fan.speed",
@@ -528,6 +534,7 @@ var MetricsInfo = metricsInfo{
 }
 
 type metricsInfo struct {
+	ContainerCPUTime                            metricInfo
 	HwEnergy                                    metricInfo
 	HwErrors                                    metricInfo
 	HwGpuIo                                     metricInfo
@@ -541,6 +548,7 @@ type metricsInfo struct {
 	NvidiaGpuClockEventActive                   metricInfo
 	NvidiaGpuClockEventTime                     metricInfo
 	NvidiaGpuClockFrequency                     metricInfo
+	NvidiaGpuContainerCPULimit                  metricInfo
 	NvidiaGpuFanSpeed                           metricInfo
 	NvidiaGpuGraphicsActivity                   metricInfo
 	NvidiaGpuMemoryBandwidthUtilization         metricInfo
@@ -570,6 +578,58 @@ type metricsInfo struct {
 type metricInfo struct {
 	Name       string
 	Attributes []string
+}
+
+type metricContainerCPUTime struct {
+	data     pmetric.Metric               // data buffer for generated metric.
+	config   ContainerCPUTimeMetricConfig // metric config provided by user.
+	capacity int                          // max observed number of data points added to the metric.
+}
+
+// init fills container.cpu.time metric with initial data.
+func (m *metricContainerCPUTime) init() {
+	m.data.SetName("container.cpu.time")
+	m.data.SetDescription("Total CPU time consumed by a container that holds a GPU, on all CPUs.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricContainerCPUTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricContainerCPUTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricContainerCPUTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricContainerCPUTime(cfg ContainerCPUTimeMetricConfig) metricContainerCPUTime {
+	m := metricContainerCPUTime{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
 }
 
 type metricHwEnergy struct {
@@ -1542,6 +1602,58 @@ func (m *metricNvidiaGpuClockFrequency) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuClockFrequency(cfg NvidiaGpuClockFrequencyMetricConfig) metricNvidiaGpuClockFrequency {
 	m := metricNvidiaGpuClockFrequency{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuContainerCPULimit struct {
+	data     pmetric.Metric                         // data buffer for generated metric.
+	config   NvidiaGpuContainerCPULimitMetricConfig // metric config provided by user.
+	capacity int                                    // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.container.cpu.limit metric with initial data.
+func (m *metricNvidiaGpuContainerCPULimit) init() {
+	m.data.SetName("nvidia.gpu.container.cpu.limit")
+	m.data.SetDescription("The CPU quota of a container that holds a GPU, in CPUs.")
+	m.data.SetUnit("{cpu}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(false)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuContainerCPULimit) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuContainerCPULimit) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuContainerCPULimit) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuContainerCPULimit(cfg NvidiaGpuContainerCPULimitMetricConfig) metricNvidiaGpuContainerCPULimit {
+	m := metricNvidiaGpuContainerCPULimit{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -3047,6 +3159,7 @@ type MetricsBuilder struct {
 	buildInfo                                         component.BuildInfo  // contains version information.
 	resourceAttributeIncludeFilter                    map[string]filter.Filter
 	resourceAttributeExcludeFilter                    map[string]filter.Filter
+	metricContainerCPUTime                            metricContainerCPUTime
 	metricHwEnergy                                    metricHwEnergy
 	metricHwErrors                                    metricHwErrors
 	metricHwGpuIo                                     metricHwGpuIo
@@ -3060,6 +3173,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuClockEventActive                   metricNvidiaGpuClockEventActive
 	metricNvidiaGpuClockEventTime                     metricNvidiaGpuClockEventTime
 	metricNvidiaGpuClockFrequency                     metricNvidiaGpuClockFrequency
+	metricNvidiaGpuContainerCPULimit                  metricNvidiaGpuContainerCPULimit
 	metricNvidiaGpuFanSpeed                           metricNvidiaGpuFanSpeed
 	metricNvidiaGpuGraphicsActivity                   metricNvidiaGpuGraphicsActivity
 	metricNvidiaGpuMemoryBandwidthUtilization         metricNvidiaGpuMemoryBandwidthUtilization
@@ -3109,6 +3223,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		startTime:                                         pcommon.NewTimestampFromTime(time.Now()),
 		metricsBuffer:                                     pmetric.NewMetrics(),
 		buildInfo:                                         settings.BuildInfo,
+		metricContainerCPUTime:                            newMetricContainerCPUTime(mbc.Metrics.ContainerCPUTime),
 		metricHwEnergy:                                    newMetricHwEnergy(mbc.Metrics.HwEnergy),
 		metricHwErrors:                                    newMetricHwErrors(mbc.Metrics.HwErrors),
 		metricHwGpuIo:                                     newMetricHwGpuIo(mbc.Metrics.HwGpuIo),
@@ -3122,6 +3237,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuClockEventActive:                   newMetricNvidiaGpuClockEventActive(mbc.Metrics.NvidiaGpuClockEventActive),
 		metricNvidiaGpuClockEventTime:                     newMetricNvidiaGpuClockEventTime(mbc.Metrics.NvidiaGpuClockEventTime),
 		metricNvidiaGpuClockFrequency:                     newMetricNvidiaGpuClockFrequency(mbc.Metrics.NvidiaGpuClockFrequency),
+		metricNvidiaGpuContainerCPULimit:                  newMetricNvidiaGpuContainerCPULimit(mbc.Metrics.NvidiaGpuContainerCPULimit),
 		metricNvidiaGpuFanSpeed:                           newMetricNvidiaGpuFanSpeed(mbc.Metrics.NvidiaGpuFanSpeed),
 		metricNvidiaGpuGraphicsActivity:                   newMetricNvidiaGpuGraphicsActivity(mbc.Metrics.NvidiaGpuGraphicsActivity),
 		metricNvidiaGpuMemoryBandwidthUtilization:         newMetricNvidiaGpuMemoryBandwidthUtilization(mbc.Metrics.NvidiaGpuMemoryBandwidthUtilization),
@@ -3351,6 +3467,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	ils.Scope().SetName(ScopeName)
 	ils.Scope().SetVersion(mb.buildInfo.Version)
 	ils.Metrics().EnsureCapacity(mb.metricsCapacity)
+	mb.metricContainerCPUTime.emit(ils.Metrics())
 	mb.metricHwEnergy.emit(ils.Metrics())
 	mb.metricHwErrors.emit(ils.Metrics())
 	mb.metricHwGpuIo.emit(ils.Metrics())
@@ -3364,6 +3481,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuClockEventActive.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockEventTime.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockFrequency.emit(ils.Metrics())
+	mb.metricNvidiaGpuContainerCPULimit.emit(ils.Metrics())
 	mb.metricNvidiaGpuFanSpeed.emit(ils.Metrics())
 	mb.metricNvidiaGpuGraphicsActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryBandwidthUtilization.emit(ils.Metrics())
@@ -3417,6 +3535,11 @@ func (mb *MetricsBuilder) Emit(options ...ResourceMetricsOption) pmetric.Metrics
 	metrics := mb.metricsBuffer
 	mb.metricsBuffer = pmetric.NewMetrics()
 	return metrics
+}
+
+// RecordContainerCPUTimeDataPoint adds a data point to container.cpu.time metric.
+func (mb *MetricsBuilder) RecordContainerCPUTimeDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricContainerCPUTime.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordHwEnergyDataPoint adds a data point to hw.energy metric.
@@ -3482,6 +3605,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuClockEventTimeDataPoint(ts pcommon.Time
 // RecordNvidiaGpuClockFrequencyDataPoint adds a data point to nvidia.gpu.clock.frequency metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuClockFrequencyDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuClockTypeAttributeValue AttributeNvidiaGpuClockType) {
 	mb.metricNvidiaGpuClockFrequency.recordDataPoint(mb.startTime, ts, val, nvidiaGpuClockTypeAttributeValue.String())
+}
+
+// RecordNvidiaGpuContainerCPULimitDataPoint adds a data point to nvidia.gpu.container.cpu.limit metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuContainerCPULimitDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuContainerCPULimit.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuFanSpeedDataPoint adds a data point to nvidia.gpu.fan.speed metric.

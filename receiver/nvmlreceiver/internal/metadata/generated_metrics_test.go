@@ -92,6 +92,9 @@ func TestMetricsBuilder(t *testing.T) {
 			allMetricsCount := 0
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordContainerCPUTimeDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordHwEnergyDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
@@ -153,6 +156,9 @@ func TestMetricsBuilder(t *testing.T) {
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, 3, AttributeNvidiaGpuClockTypeMemory)
 			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuContainerCPULimitDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuFanSpeedDataPoint(ts, 1)
@@ -315,6 +321,20 @@ func TestMetricsBuilder(t *testing.T) {
 			validatedMetrics := make(map[string]bool)
 			for _, mi := range allMetricsList {
 				switch mi.Name() {
+				case "container.cpu.time":
+					assert.False(t, validatedMetrics["container.cpu.time"], "Found a duplicate in the metrics slice: container.cpu.time")
+					validatedMetrics["container.cpu.time"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Total CPU time consumed by a container that holds a GPU, on all CPUs.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
 				case "hw.energy":
 					assert.False(t, validatedMetrics["hw.energy"], "Found a duplicate in the metrics slice: hw.energy")
 					validatedMetrics["hw.energy"] = true
@@ -721,6 +741,20 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
 						assert.False(t, ok)
 					}
+				case "nvidia.gpu.container.cpu.limit":
+					assert.False(t, validatedMetrics["nvidia.gpu.container.cpu.limit"], "Found a duplicate in the metrics slice: nvidia.gpu.container.cpu.limit")
+					validatedMetrics["nvidia.gpu.container.cpu.limit"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "The CPU quota of a container that holds a GPU, in CPUs.", mi.Description())
+					assert.Equal(t, "{cpu}", mi.Unit())
+					assert.False(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
 				case "nvidia.gpu.fan.speed":
 					assert.False(t, validatedMetrics["nvidia.gpu.fan.speed"], "Found a duplicate in the metrics slice: nvidia.gpu.fan.speed")
 					validatedMetrics["nvidia.gpu.fan.speed"] = true

@@ -1,0 +1,227 @@
+// Package dashboard builds the otelcol-nvml Grafana dashboard
+// (deploy/grafana/otelcol-nvml.json) with the Grafana Foundation SDK.
+// `make dashboard` writes it; a test fails when the committed JSON differs,
+// and the e2e suite runs every panel query against a real Prometheus.
+//
+// The queries read the series of the collector's prometheus exporter (or
+// Prometheus's OTLP receiver) with every resource attribute as a label:
+// hw_id is the GPU UUID, k8s_node_name the node (the chart sets it), and
+// k8s_pod_name, k8s_container_name, container_id the GPU's (or process's)
+// owner.
+package dashboard
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/grafana/grafana-foundation-sdk/go/cog"
+	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
+	"github.com/grafana/grafana-foundation-sdk/go/common"
+	"github.com/grafana/grafana-foundation-sdk/go/dashboard"
+	"github.com/grafana/grafana-foundation-sdk/go/prometheus"
+	"github.com/grafana/grafana-foundation-sdk/go/table"
+	"github.com/grafana/grafana-foundation-sdk/go/timeseries"
+)
+
+// UID is the dashboard's stable uid (links and provisioning use it).
+const UID = "otelcol-nvml"
+
+// Metric names as the Prometheus exporter writes them (see the README's
+// metric table; CHANGELOG.md for renames). The e2e suite fails on a name
+// nobody emits.
+const (
+	gpuUtilization       = "hw_gpu_utilization_ratio"
+	smActivity           = "nvidia_gpu_sm_activity_ratio"
+	tensorActivity       = "nvidia_gpu_tensor_activity_ratio"
+	memoryUsage          = "hw_gpu_memory_usage_bytes"
+	memoryLimit          = "hw_gpu_memory_limit_bytes"
+	processMemory        = "nvidia_gpu_process_memory_usage_bytes"
+	power                = "hw_power_watts"
+	powerLimit           = "nvidia_gpu_power_limit_watts"
+	energy               = "hw_energy_joules_total"
+	temperature          = "hw_temperature_celsius"
+	clockFrequency       = "nvidia_gpu_clock_frequency_hertz"
+	clockEventActive     = "nvidia_gpu_clock_event_active"
+	clockEventTime       = "nvidia_gpu_clock_event_time_seconds_total"
+	clockEventReason     = "nvidia_gpu_clock_event_reason"
+	xidErrors            = "nvidia_gpu_xid_errors_total"
+	eccErrors            = "hw_errors_total"
+	rowRemapStatus       = "nvidia_gpu_memory_row_remap_status"
+	rowRemapRows         = "nvidia_gpu_memory_row_remap_rows"
+	status               = "hw_status"
+	containerCPUTime     = "container_cpu_time_seconds_total"
+	containerCPULimit    = "nvidia_gpu_container_cpu_limit"
+	hostCPUTime          = "system_cpu_time_seconds_total"
+	datasourceVar        = "datasource"
+	gpuSelector          = `k8s_node_name=~"$node", hw_id=~"$gpu"`
+	podSelector          = `k8s_node_name=~"$node", k8s_pod_name=~"$pod"`
+	generalUtilization   = gpuUtilization + `{` + gpuSelector + `, hw_gpu_task="general"}`
+	containerGPUSelector = gpuSelector + `, k8s_pod_name=~"$pod", container_id!=""`
+)
+
+// Build returns the dashboard.
+func Build() (dashboard.Dashboard, error) {
+	ds := common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr("${" + datasourceVar + "}")}
+	b := dashboard.NewDashboardBuilder("NVIDIA GPUs (otelcol-nvml)").
+		Uid(UID).
+		Description("GPU utilization against SM and tensor activity, memory and its trend, power, thermals, clocks, health, and which pod holds which GPU; from otelcol-nvml's nvml receiver.").
+		Tags([]string{"gpu", "nvidia", "opentelemetry", "otelcol-nvml"}).
+		Refresh("30s").
+		Time("now-1h", "now").
+		Timezone(common.TimeZoneBrowser).
+		Tooltip(dashboard.DashboardCursorSyncCrosshair).
+		WithVariable(dashboard.NewDatasourceVariableBuilder(datasourceVar).Label("Data source").Type("prometheus")).
+		WithVariable(labelVariable(ds, "node", "Node", memoryLimit, "", "k8s_node_name")).
+		WithVariable(labelVariable(ds, "gpu", "GPU", memoryLimit, `k8s_node_name=~"$node"`, "hw_id")).
+		WithVariable(labelVariable(ds, "pod", "Pod", memoryLimit, `k8s_node_name=~"$node", hw_id=~"$gpu"`, "k8s_pod_name"))
+
+	b = b.WithRow(dashboard.NewRowBuilder("Truth: is the GPU doing work?")).
+		WithPanel(series(ds, "Utilization, SM activity, tensor activity", "percentunit", 24,
+			"Utilization says a kernel ran (100 % with one busy SM); SM activity (GPM) says how much of the GPU it used; tensor activity, how much of it was matrix math.",
+			query(generalUtilization, "{{hw_id}} utilization"),
+			query(smActivity+`{`+gpuSelector+`}`, "{{hw_id}} SM activity"),
+			query(tensorActivity+`{`+gpuSelector+`}`, "{{hw_id}} tensor activity"),
+		).Min(0).Max(1))
+
+	b = b.WithRow(dashboard.NewRowBuilder("Memory: the OOM curve")).
+		WithPanel(series(ds, "GPU memory: used, limit and the 30-minute trend", "bytes", 12,
+			"The dashed trend is predict_linear over 15 minutes, 30 minutes ahead: where it crosses the limit, an out-of-memory error is coming.",
+			query(memoryUsage+`{`+gpuSelector+`}`, "{{hw_id}} used"),
+			query(memoryLimit+`{`+gpuSelector+`}`, "{{hw_id}} limit"),
+			query(`predict_linear(`+memoryUsage+`{`+gpuSelector+`}[15m], 1800)`, "{{hw_id}} trend (+30m)"),
+		).Min(0)).
+		WithPanel(series(ds, "GPU memory per process", "bytes", 6, "",
+			query(processMemory+`{`+gpuSelector+`}`, "{{process_executable_name}} ({{process_pid}}) on {{hw_id}}"),
+		).Min(0).Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal))).
+		WithPanel(series(ds, "GPU memory per pod", "bytes", 6, "",
+			query(`sum by (k8s_namespace_name, k8s_pod_name) (`+processMemory+`{`+gpuSelector+`, k8s_pod_name=~"$pod", k8s_pod_name!=""})`, "{{k8s_namespace_name}}/{{k8s_pod_name}}"),
+		).Min(0).Stacking(common.NewStackingConfigBuilder().Mode(common.StackingModeNormal)))
+
+	b = b.WithRow(dashboard.NewRowBuilder("Power, thermals, clocks")).
+		WithPanel(series(ds, "Power and limit", "watt", 6, "",
+			query(power+`{`+gpuSelector+`}`, "{{hw_id}}"),
+			query(powerLimit+`{`+gpuSelector+`}`, "{{hw_id}} limit"),
+		).Min(0)).
+		WithPanel(series(ds, "Energy rate", "watt", 6, "The rate of the energy counter: the average power over each interval, which instant power readings can miss.",
+			query(`rate(`+energy+`{`+gpuSelector+`}[$__rate_interval])`, "{{hw_id}}"),
+		).Min(0)).
+		WithPanel(series(ds, "Temperature", "celsius", 6, "",
+			query(temperature+`{`+gpuSelector+`}`, "{{hw_id}} {{hw_sensor_location}}"),
+		)).
+		WithPanel(series(ds, "Clocks", "hertz", 6, "",
+			query(clockFrequency+`{`+gpuSelector+`}`, "{{hw_id}} {{nvidia_gpu_clock_type}}"),
+		).Min(0)).
+		WithPanel(series(ds, "Active clock event reasons (throttling)", "short", 12, "1 while NVML gives this reason for the clocks; idle and application clocks are normal, power cap and thermal slowdowns are not.",
+			query(clockEventActive+`{`+gpuSelector+`} == 1`, "{{hw_id}} {{"+clockEventReason+"}}"),
+		).Min(0).Max(1)).
+		WithPanel(series(ds, "Time held down by each reason", "percentunit", 12, "The fraction of each interval the clocks spent held down, per reason.",
+			query(`rate(`+clockEventTime+`{`+gpuSelector+`}[$__rate_interval]) > 0`, "{{hw_id}} {{"+clockEventReason+"}}"),
+		).Min(0))
+
+	b = b.WithRow(dashboard.NewRowBuilder("Health")).
+		WithPanel(series(ds, "Critical Xid errors by code", "short", 6, "Counted since the collector started, by Xid code (79: fallen off the bus, 48: double-bit ECC, ...).",
+			query(`sum by (hw_id, nvidia_gpu_xid) (`+xidErrors+`{`+gpuSelector+`})`, "{{hw_id}} Xid {{nvidia_gpu_xid}}"),
+		).Min(0)).
+		WithPanel(series(ds, "ECC errors", "short", 6, "Volatile ECC counters since the driver loaded.",
+			query(eccErrors+`{`+gpuSelector+`}`, "{{hw_id}} {{error_type}}"),
+		).Min(0)).
+		WithPanel(series(ds, "Remapped rows", "short", 6, "",
+			query(rowRemapRows+`{`+gpuSelector+`}`, "{{hw_id}} {{error_type}}"),
+		).Min(0)).
+		WithPanel(tablePanel(ds, "State: GPU and row remap", 6, "hw.status (ok, degraded, predicted_failure, failed) and the row remap state (none, pending, failed) of each GPU, now.",
+			query(`max by (k8s_node_name, hw_id, hw_state) (`+status+`{`+gpuSelector+`}) == 1`, "").Instant().Format(prometheus.PromQueryFormatTable),
+			query(`max by (k8s_node_name, hw_id, nvidia_gpu_memory_row_remap_state) (`+rowRemapStatus+`{`+gpuSelector+`}) == 1`, "").Instant().Format(prometheus.PromQueryFormatTable),
+		))
+
+	b = b.WithRow(dashboard.NewRowBuilder("Per pod")).
+		WithPanel(tablePanel(ds, "Which pod holds which GPU", 12, "Each GPU with its owner (from the kubelet's allocation and the GPU processes' cgroups) and its utilization now.",
+			query(`max by (k8s_node_name, k8s_namespace_name, k8s_pod_name, k8s_container_name, hw_id) (`+gpuUtilization+`{`+gpuSelector+`, hw_gpu_task="general", k8s_pod_name=~"$pod", k8s_pod_name!=""})`, "").
+				Instant().Format(prometheus.PromQueryFormatTable),
+		)).
+		WithPanel(series(ds, "Utilization per pod", "percentunit", 12, "",
+			query(`max by (k8s_namespace_name, k8s_pod_name, hw_id) (`+gpuUtilization+`{`+gpuSelector+`, hw_gpu_task="general", k8s_pod_name=~"$pod", k8s_pod_name!=""})`, "{{k8s_namespace_name}}/{{k8s_pod_name}} {{hw_id}}"),
+		).Min(0).Max(1))
+
+	b = b.WithRow(dashboard.NewRowBuilder("Input-bound or GPU-bound?")).
+		WithPanel(series(ds, "GPU containers: CPU against its limit, beside GPU utilization", "percentunit", 12,
+			"For each container that holds a GPU: its CPU time rate over its CPU limit (cgroup cpu.max; DataLoader workers included), beside its GPU's utilization. CPU near 100 % with the GPU low: input-bound. GPU high: GPU-bound.",
+			query(`sum by (container_id, k8s_pod_name, k8s_container_name) (rate(`+containerCPUTime+`{`+podSelector+`}[$__rate_interval])) / on (container_id) group_left max by (container_id) (`+containerCPULimit+`{`+podSelector+`})`, "{{k8s_pod_name}}/{{k8s_container_name}} CPU / limit"),
+			query(`max by (container_id, k8s_pod_name, k8s_container_name) (`+gpuUtilization+`{`+containerGPUSelector+`, hw_gpu_task="general"})`, "{{k8s_pod_name}}/{{k8s_container_name}} GPU utilization"),
+		).Min(0)).
+		WithPanel(series(ds, "GPU containers: CPU cores used and limit; the host's CPU", "short", 12,
+			"CPU cores each GPU container uses and may use; and the node's busy CPU fraction (host_metrics) for GPU work outside containers.",
+			query(`sum by (container_id, k8s_pod_name, k8s_container_name) (rate(`+containerCPUTime+`{`+podSelector+`}[$__rate_interval]))`, "{{k8s_pod_name}}/{{k8s_container_name}} cores used"),
+			query(`max by (container_id, k8s_pod_name, k8s_container_name) (`+containerCPULimit+`{`+podSelector+`})`, "{{k8s_pod_name}}/{{k8s_container_name}} limit"),
+			query(`1 - avg by (k8s_node_name) (rate(`+hostCPUTime+`{k8s_node_name=~"$node", state="idle"}[$__rate_interval]))`, "{{k8s_node_name}} host busy"),
+		).Min(0))
+
+	return b.Build()
+}
+
+// JSON returns the dashboard as the committed file holds it.
+func JSON() ([]byte, error) {
+	d, err := Build()
+	if err != nil {
+		return nil, err
+	}
+	out, err := json.MarshalIndent(d, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("marshal dashboard: %w", err)
+	}
+	return append(out, '\n'), nil
+}
+
+// labelVariable is a multi-value variable over one label's values, with
+// "All" as the regex .* (which also matches series without the label).
+func labelVariable(ds common.DataSourceRef, name, label, metric, matchers, labelName string) *dashboard.QueryVariableBuilder {
+	sel := metric
+	if matchers != "" {
+		sel += "{" + matchers + "}"
+	}
+	q := fmt.Sprintf("label_values(%s, %s)", sel, labelName)
+	return dashboard.NewQueryVariableBuilder(name).
+		Label(label).
+		Datasource(ds).
+		Query(dashboard.StringOrMap{Map: map[string]any{"query": q, "refId": "PrometheusVariableQueryEditor-VariableQuery", "qryType": 1}}).
+		Definition(q).
+		Refresh(dashboard.VariableRefreshOnTimeRangeChanged).
+		Sort(dashboard.VariableSortAlphabeticalAsc).
+		Multi(true).
+		IncludeAll(true).
+		AllValue(".*")
+}
+
+func query(expr, legend string) *prometheus.DataqueryBuilder {
+	q := prometheus.NewDataqueryBuilder().Expr(expr)
+	if legend != "" {
+		q = q.LegendFormat(legend)
+	}
+	return q
+}
+
+func withRefIDs(qs []*prometheus.DataqueryBuilder) []cog.Builder[variants.Dataquery] {
+	out := make([]cog.Builder[variants.Dataquery], len(qs))
+	for i, q := range qs {
+		out[i] = q.RefId(string(rune('A' + i)))
+	}
+	return out
+}
+
+func series(ds common.DataSourceRef, title, unit string, width uint32, description string, qs ...*prometheus.DataqueryBuilder) *timeseries.PanelBuilder {
+	p := timeseries.NewPanelBuilder().Title(title).Datasource(ds).Unit(unit).Span(width).Height(8).
+		FillOpacity(10).ShowPoints(common.VisibilityModeNever).
+		Legend(common.NewVizLegendOptionsBuilder().ShowLegend(true).DisplayMode(common.LegendDisplayModeList).Placement(common.LegendPlacementBottom))
+	if description != "" {
+		p = p.Description(description)
+	}
+	p = p.Targets(withRefIDs(qs))
+	return p
+}
+
+func tablePanel(ds common.DataSourceRef, title string, width uint32, description string, qs ...*prometheus.DataqueryBuilder) *table.PanelBuilder {
+	p := table.NewPanelBuilder().Title(title).Datasource(ds).Span(width).Height(8).Targets(withRefIDs(qs))
+	if description != "" {
+		p = p.Description(description)
+	}
+	return p
+}
