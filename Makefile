@@ -98,12 +98,13 @@ fmt:
 clean:
 	rm -rf $(BIN) $(DIST_DIR)
 
-## h200-bundle: the binaries for internal/devicecheck/h200-run.sh, gzipped into .carry/ (see docs/h200-runs.md)
+## h200-bundle: the binaries for internal/devicecheck/h200-run.sh and cost.sh, gzipped into .carry/ (see docs/h200-runs.md)
 h200-bundle: build
 	@mkdir -p .carry
 	$(GO) build -trimpath -ldflags='-s -w' -o .carry/scrapecost ./internal/devicecheck/scrapecost
+	$(GO) test -c -tags h200probe -ldflags='-s -w' -o .carry/receivercost.test ./$(RECEIVER)/
 	cp $(OTELCOL) .carry/otelcol-nvml
-	gzip -f -6 .carry/otelcol-nvml .carry/scrapecost
+	gzip -f -6 .carry/otelcol-nvml .carry/scrapecost .carry/receivercost.test
 	@ls -l .carry
 
 # ---- the simulated NVML (internal/fakenvml), the e2e suite and the demo ----

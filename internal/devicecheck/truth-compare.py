@@ -61,6 +61,9 @@ check("spin GPU: GPM SM activity under 2 %", med(g0.get("nvidia.gpu.sm.activity"
       "median %.4f" % med(g0.get("nvidia.gpu.sm.activity", [])))
 check("50 % duty GPU: utilization 40-55 %", 0.40 <= med(g1.get("hw.gpu.utilization{general}", [])) <= 0.55,
       "median %.3f" % med(g1.get("hw.gpu.utilization{general}", [])))
+check("50 % duty GPU: windowed utilization within 3 points of the duty cycle",
+      abs(med(g1.get("hw.gpu.utilization{general}", [])) - 0.50) <= 0.03,
+      "median %.3f" % med(g1.get("hw.gpu.utilization{general}", [])))
 check("50 % duty GPU: GPM SM activity 35-55 %", 0.35 <= med(g1.get("nvidia.gpu.sm.activity", [])) <= 0.55,
       "median %.3f" % med(g1.get("nvidia.gpu.sm.activity", [])))
 

@@ -23,6 +23,7 @@ const scopeName = "github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver"
 const receiverSettings = `collection_interval: 1s
 initial_delay: 500ms
 timeout: 500ms
+counter_interval: 2s
 `
 
 // gpuSpec is one GPU of the pipeline scenario and what the receiver must
@@ -509,8 +510,16 @@ func TestPipeline(t *testing.T) {
 				mean := sum / float64(len(got)-1)
 				assert.InDelta(t, want, mean, 0.05, "GPU %d: mean %s %v over %s", i, metric, attrs, strings.Join(vals, " "))
 			}
-			check("hw.gpu.utilization", map[string]any{"hw.gpu.task": "general"}, g.general, g.generalPeriod)
-			check("nvidia.gpu.memory.controller.utilization", nil, g.memUtil, g.memPeriod)
+			if graphics, ok := g.gpm["GRAPHICS_UTIL"].(int); ok {
+				// A GPU with GPM: general utilization is GPM's graphics
+				// utilization over the window; GPM's DRAM bandwidth stands
+				// for the memory controller's window.
+				check("hw.gpu.utilization", map[string]any{"hw.gpu.task": "general"}, float64(graphics)/100, 0)
+				assert.Empty(t, filter(pts, g.uuid, "nvidia.gpu.memory.controller.utilization", nil), "GPU %d: controller window on a GPU with GPM", i)
+			} else {
+				check("hw.gpu.utilization", map[string]any{"hw.gpu.task": "general"}, g.general, g.generalPeriod)
+				check("nvidia.gpu.memory.controller.utilization", nil, g.memUtil, g.memPeriod)
+			}
 			if g.encoder >= 0 {
 				check("hw.gpu.utilization", map[string]any{"hw.gpu.task": "encoder"}, g.encoder, 1.0/3)
 			}
@@ -919,7 +928,11 @@ func TestPipeline(t *testing.T) {
 					assert.Equal(t, g.name, s.Metric["hw_model"], "GPU %d: %s", i, name)
 				}
 			}
-			for _, name := range []string{"hw_gpu_utilization_ratio", "hw_gpu_memory_utilization_ratio", "hw_energy_joules_total", "nvidia_gpu_clock_frequency_hertz"} {
+			names := []string{"hw_gpu_utilization_ratio", "hw_gpu_memory_utilization_ratio", "hw_energy_joules_total", "nvidia_gpu_clock_frequency_hertz"}
+			if g.gpm == nil { // a GPU with GPM reads no controller window by default
+				names = append(names, "nvidia_gpu_memory_controller_utilization_ratio")
+			}
+			for _, name := range names {
 				assert.Contains(t, m, name, "GPU %d", i)
 			}
 		}

@@ -4,8 +4,9 @@
  * Keys: temperature_c, memory_temperature_c, power_w, power_limit_w,
  * fan_percent (values over time), energy_offset_j (the counter's value at
  * t = 0). memory_temperature_c is served as the field value
- * NVML_FI_DEV_MEMORY_TEMP (nvmlDeviceGetFieldValues); without it the field
- * reports NVML_ERROR_NOT_SUPPORTED, as on a board without a memory sensor. The energy counter
+ * NVML_FI_DEV_MEMORY_TEMP (nvmlDeviceGetFieldValues, fields.c); without it
+ * the field reports NVML_ERROR_NOT_SUPPORTED, as on a board without a memory
+ * sensor. The energy counter
  * (mJ) is energy_offset_j plus power_w integrated over time, so it never
  * decreases; it needs power_w.
  */
@@ -60,33 +61,6 @@ nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, nvmlTemperatureSensor
 		return r != NVML_SUCCESS ? r : fake_leave(NVML_ERROR_NOT_SUPPORTED);
 	}
 	return get(device, FC_nvmlDeviceGetTemperature, offsetof(fake_gpu, temperature), 1, temp);
-}
-
-/* nvmlDeviceGetFieldValues answers FI_DEV_MEMORY_TEMP; every other field,
- * and a memory temperature the scenario leaves out, gets its own
- * NVML_ERROR_NOT_SUPPORTED while the call itself succeeds, as NVML does. */
-nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount, nvmlFieldValue_t *values)
-{
-	const fake_gpu *g;
-	double t;
-	if (!values || valuesCount <= 0)
-		return NVML_ERROR_INVALID_ARGUMENT;
-	nvmlReturn_t r = fake_device_enter(device, FC_nvmlDeviceGetFieldValues, &g, NULL, &t);
-	if (r != NVML_SUCCESS)
-		return r;
-	for (int i = 0; i < valuesCount; i++) {
-		nvmlFieldValue_t *v = &values[i];
-		v->timestamp = (long long)fake_wall_us(t);
-		v->latencyUsec = 0;
-		v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
-		if (v->fieldId == NVML_FI_DEV_MEMORY_TEMP && fake_signal_set(&g->memory_temperature)) {
-			double c = fake_signal_at(&g->memory_temperature, t);
-			v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
-			v->value.uiVal = (unsigned int)llround(c < 0 ? 0 : c);
-			v->nvmlReturn = NVML_SUCCESS;
-		}
-	}
-	return fake_leave(NVML_SUCCESS);
 }
 
 nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int *power)

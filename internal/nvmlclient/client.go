@@ -33,45 +33,30 @@ type Client struct {
 }
 
 type options struct {
-	processes bool
-	now       func() time.Time
-	skip      map[Feature]bool
-}
-
-// Feature names a group of NVML calls that can be left out when nothing
-// would report what they read: the costly ones, measured on an H200.
-type Feature int
-
-const (
-	// FeatureEnergy is nvmlDeviceGetTotalEnergyConsumption (~4 ms a call).
-	FeatureEnergy Feature = iota
-	// FeatureGPM is the GPM sample and metrics calls (~3-7 ms).
-	FeatureGPM
-	// FeatureThrottleTime is the six nvmlDeviceGetViolationStatus calls (~1 ms each).
-	FeatureThrottleTime
-)
-
-// WithoutFeatures leaves out the calls of the given features.
-func WithoutFeatures(fs ...Feature) Option {
-	return func(o *options) {
-		if o.skip == nil {
-			o.skip = map[Feature]bool{}
-		}
-		for _, f := range fs {
-			o.skip[f] = true
-		}
-	}
-}
-
-// featureCalls lists the calls of each feature.
-var featureCalls = map[Feature][]call{
-	FeatureEnergy: {callEnergy},
-	FeatureThrottleTime: {callViolationPower, callViolationThermal, callViolationSyncBoost, callViolationBoardLimit,
-		callViolationLowUtilization, callViolationReliability},
+	processes       bool
+	now             func() time.Time
+	metricOn        func(string) bool
+	counterInterval time.Duration
+	memCtrlOnGPM    bool
 }
 
 // Option configures a Client.
 type Option func(*options)
+
+// WithMetrics makes every Read ask NVML only for what an enabled metric
+// reports: on says whether a metric (by its metadata.yaml name) is
+// enabled. Without it, every figure is read.
+func WithMetrics(on func(metric string) bool) Option { return func(o *options) { o.metricOn = on } }
+
+// WithCounterInterval sets how often the costly counters (energy,
+// violation time, PCIe replays) are read, in the background (counters.go);
+// 0 reads them at every Read, still off its path.
+func WithCounterInterval(d time.Duration) Option { return func(o *options) { o.counterInterval = d } }
+
+// WithMemoryControllerOnGPM reads the memory controller's busy window (one
+// more GetSamples call, 1.4 ms) also on GPUs with GPM, where GPM's DRAM
+// bandwidth utilization otherwise tells memory activity.
+func WithMemoryControllerOnGPM(on bool) Option { return func(o *options) { o.memCtrlOnGPM = on } }
 
 // WithProcesses makes every Read also list the GPU's processes, with their
 // memory and windowed utilization.
@@ -82,7 +67,7 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 
 // New returns a Client on lib, which is not touched until Open.
 func New(lib nvml.Interface, logger *zap.Logger, opts ...Option) *Client {
-	c := &Client{lib: lib, logger: logger, opts: options{now: time.Now}}
+	c := &Client{lib: lib, logger: logger, opts: options{now: time.Now, counterInterval: DefaultCounterInterval}}
 	for _, o := range opts {
 		o(&c.opts)
 	}

@@ -92,15 +92,11 @@ func TestOpenNoGPU(t *testing.T) {
 
 func TestReadAllMetrics(t *testing.T) {
 	m, c, _ := openH200(t)
-	g := m.GPUs[1]
-	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{100, 200}, []uint32{30, 50})
-	g.AddSamples(nvml.MEMORY_UTILIZATION_SAMPLES, []uint64{100, 200}, []uint32{10, 20})
-
 	s, err := c.Devices()[1].Read()
 	require.NoError(t, err)
-	assert.InDelta(t, 0.40, s.Utilization[EngineGeneral].Value, 1e-9, "mean of the window")
-	assert.InDelta(t, 0.15, s.MemoryControllerUtilization.Value, 1e-9)
-	assert.Equal(t, some(0.0), s.Utilization[EngineEncoder], "instant fallback: no encoder samples")
+	assert.Equal(t, some(0.10), s.Utilization[EngineGeneral], "no GPM window yet at the first read: the instant reading")
+	assert.False(t, s.MemoryControllerUtilization.OK, "GPM's DRAM bandwidth stands for the controller window on a GPU with GPM")
+	assert.Equal(t, some(0.0), s.Utilization[EngineEncoder], "instant: the encoder is idle")
 	assert.Equal(t, some(0.01), s.Utilization[EngineDecoder])
 	assert.Equal(t, some(uint64(2<<30)), s.MemoryUsedBytes)
 	assert.Equal(t, some(uint64(150_754_820_096)), s.MemoryTotalBytes)
@@ -114,10 +110,103 @@ func TestReadAllMetrics(t *testing.T) {
 	assert.Equal(t, some(int64(3_201_000_000)), s.ClockHz[ClockMemory])
 	assert.Equal(t, some(int64(0)), s.PerformanceState)
 	assert.False(t, s.FanSpeed.OK, "H200 SXM has no fan")
+	assert.Equal(t, some(1.5), s.Health.ViolationSeconds[ViolationPower], "a field, in ns")
+	assert.Equal(t, some(int64(0)), s.Health.PCIeReplays)
+	assert.Equal(t, 2, m.GPUs[1].FieldCalls, "the first read also takes the counters' batch in line")
+	_, err = c.Devices()[1].Read()
+	require.NoError(t, err)
+	assert.Equal(t, 3, m.GPUs[1].FieldCalls, "one GetFieldValues batch per GPU per read")
+}
+
+func TestWindowsWithoutGPM(t *testing.T) {
+	m := nvmltest.NewA100()
+	c := New(m, zap.NewNop())
+	require.NoError(t, c.Open(nil))
+	c.PrimeAll()
+	defer c.Close(context.Background())
+	g := m.GPUs[1]
+	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{100, 200}, []uint32{30, 50})
+	g.AddSamples(nvml.MEMORY_UTILIZATION_SAMPLES, []uint64{100, 200}, []uint32{10, 20})
+	s, err := c.Devices()[1].Read()
+	require.NoError(t, err)
+	assert.Nil(t, s.GPM, "an A100 has no GPM")
+	assert.InDelta(t, 0.40, s.Utilization[EngineGeneral].Value, 1e-9, "mean of the window")
+	assert.InDelta(t, 0.15, s.MemoryControllerUtilization.Value, 1e-9, "the controller window")
+}
+
+func TestGeneralUtilizationFromGPM(t *testing.T) {
+	m := nvmltest.NewH200()
+	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
+	c := New(m, zap.NewNop(), WithClock(clock.Now))
+	require.NoError(t, c.Open(nil))
+	c.PrimeAll()
+	defer c.Close(context.Background())
+	g := m.GPUs[3]
+	g.DecoderUtil = 0
+	samples := 0
+	getSamples := g.GetSamplesFunc
+	g.GetSamplesFunc = func(st nvml.SamplingType, last uint64) (nvml.ValueType, []nvml.Sample, nvml.Return) {
+		samples++
+		return getSamples(st, last)
+	}
+	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{100, 200}, []uint32{90, 90})
+	clock.Advance(time.Second)
+	s, err := c.Devices()[3].Read()
+	require.NoError(t, err)
+	assert.Equal(t, some(0.18), s.Utilization[EngineGeneral], "GPM graphics utilization over the window")
+	assert.Equal(t, 0, samples, "no GetSamples on a GPU with GPM while its engines idle")
+	assert.False(t, s.MemoryControllerUtilization.OK)
+
+	// Asked for, the controller window is read on a GPU with GPM too.
+	c2 := New(m, zap.NewNop(), WithClock(clock.Now), WithMemoryControllerOnGPM(true))
+	require.NoError(t, c2.Open(nil))
+	c2.PrimeAll()
+	g.AddSamples(nvml.MEMORY_UTILIZATION_SAMPLES, []uint64{300}, []uint32{40})
+	s, err = c2.Devices()[3].Read()
+	require.NoError(t, err)
+	assert.Equal(t, some(0.40), s.MemoryControllerUtilization)
+}
+
+func TestCodecWindowOnlyWhileActive(t *testing.T) {
+	m, c, _ := openH200(t)
+	g := m.GPUs[0]
+	calls := 0
+	getSamples := g.GetSamplesFunc
+	g.GetSamplesFunc = func(st nvml.SamplingType, last uint64) (nvml.ValueType, []nvml.Sample, nvml.Return) {
+		if st == nvml.ENC_UTILIZATION_SAMPLES {
+			calls++
+		}
+		return getSamples(st, last)
+	}
+	d := c.Devices()[0]
+	for range 3 {
+		s, err := d.Read()
+		require.NoError(t, err)
+		assert.Equal(t, some(0.0), s.Utilization[EngineEncoder])
+	}
+	assert.Equal(t, 0, calls, "an idle encoder costs only the instant getter")
+
+	// Busy now: the window is read, and averaged over this interval only.
+	g.Set(func(g *nvmltest.GPU) { g.EncoderUtil = 60 })
+	now := uint64(time.Now().UnixMicro())
+	g.AddSamples(nvml.ENC_UTILIZATION_SAMPLES, []uint64{now - 60_000_000, now}, []uint32{0, 60})
+	s, err := d.Read()
+	require.NoError(t, err)
+	assert.InDelta(t, 0.60, s.Utilization[EngineEncoder].Value, 1e-9, "the sample of a minute ago is not this interval's")
+	assert.Equal(t, 1, calls)
+
+	// Idle again: one more window closes the burst, then none.
+	g.Set(func(g *nvmltest.GPU) { g.EncoderUtil = 0 })
+	g.AddSamples(nvml.ENC_UTILIZATION_SAMPLES, []uint64{now + 100}, []uint32{0})
+	for range 3 {
+		_, err = d.Read()
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 2, calls)
 }
 
 func TestWindowStartsAtOpen(t *testing.T) {
-	m := nvmltest.NewH200()
+	m := nvmltest.NewA100()
 	g := m.GPUs[0]
 	// What the ring buffer held before the receiver started is not counted.
 	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{10, 20}, []uint32{100, 100})
@@ -138,7 +227,11 @@ func TestWindowStartsAtOpen(t *testing.T) {
 }
 
 func TestEmptyWindowFallsBackToInstantReading(t *testing.T) {
-	m, c, _ := openH200(t)
+	m := nvmltest.NewA100()
+	c := New(m, zap.NewNop())
+	require.NoError(t, c.Open(nil))
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	m.GPUs[4].Utilization = nvml.Utilization{Gpu: 64, Memory: 12}
 	s, err := c.Devices()[4].Read()
 	require.NoError(t, err)
@@ -147,7 +240,7 @@ func TestEmptyWindowFallsBackToInstantReading(t *testing.T) {
 }
 
 func TestUnsupportedSamplingTypeFallsBackAndIsNotAskedAgain(t *testing.T) {
-	m := nvmltest.NewH200()
+	m := nvmltest.NewA100()
 	g := m.GPUs[2]
 	g.SamplesBroken[nvml.GPU_UTILIZATION_SAMPLES] = nvml.ERROR_NOT_SUPPORTED
 	calls := 0
@@ -212,28 +305,64 @@ func TestLostInEnergyGoroutine(t *testing.T) {
 	assert.ErrorIs(t, err, ErrGPULost)
 }
 
-func TestOtherErrorDropsTheSampleAndLogsOncePerCause(t *testing.T) {
+func TestFailedCallDropsOnlyItsFigures(t *testing.T) {
 	m, c, logs := openH200(t)
 	m.GPUs[3].GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
 	for range 4 {
-		_, err := c.Devices()[3].Read()
+		s, err := c.Devices()[3].Read()
+		var readErr *ReadError
+		require.ErrorAs(t, err, &readErr)
+		assert.Len(t, readErr.Calls, 4, "the four clock calls")
+		assert.Equal(t, 1, readErr.Metrics, "they feed one metric")
 		var callErr *CallError
 		require.ErrorAs(t, err, &callErr)
 		assert.Equal(t, nvml.ERROR_UNKNOWN, callErr.Ret)
+		assert.False(t, s.ClockHz[ClockSM].OK)
+		assert.True(t, s.PowerWatts.OK, "the rest of the GPU is read")
+		assert.True(t, s.Utilization[EngineGeneral].OK)
+		assert.True(t, s.MemoryUsedBytes.OK)
 		assert.False(t, c.Devices()[3].Lost())
 	}
-	assert.Equal(t, 1, logs.FilterMessageSnippet("NVML call failed").Len())
-	// The error is transient: once the call succeeds the GPU reports again.
+	assert.Equal(t, 4, logs.FilterMessageSnippet("NVML call failed").Len(), "once per call and cause")
+	// The error is transient: once the call succeeds the figure is back.
 	m.GPUs[3].GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 1000, nvml.SUCCESS }
-	_, err := c.Devices()[3].Read()
+	s, err := c.Devices()[3].Read()
 	assert.NoError(t, err)
+	assert.True(t, s.ClockHz[ClockSM].OK)
+}
+
+func TestFailedFieldDropsOnlyItsFigure(t *testing.T) {
+	m, c, _ := openH200(t)
+	m.GPUs[2].Set(func(g *nvmltest.GPU) { g.FieldErrors[nvml.FI_DEV_PCIE_REPLAY_COUNTER] = nvml.ERROR_UNKNOWN })
+	s, err := c.Devices()[2].Read()
+	var readErr *ReadError
+	require.ErrorAs(t, err, &readErr)
+	assert.Equal(t, 1, readErr.Metrics)
+	assert.False(t, s.Health.PCIeReplays.OK)
+	assert.True(t, s.Health.ViolationSeconds[ViolationPower].OK, "the other fields of the batch hold")
+	assert.True(t, s.MemoryTemperatureCelsius.OK)
+	assert.True(t, s.Utilization[EngineGeneral].OK)
+	assert.True(t, s.PowerWatts.OK)
+
+	// An unsupported field is cached like any call, the batch goes on.
+	m.GPUs[2].Set(func(g *nvmltest.GPU) {
+		g.FieldErrors[nvml.FI_DEV_PCIE_REPLAY_COUNTER] = nvml.SUCCESS
+		delete(g.FieldErrors, nvml.FI_DEV_PCIE_REPLAY_COUNTER)
+		g.FieldErrors[nvml.FI_DEV_MEMORY_TEMP] = nvml.ERROR_NOT_SUPPORTED
+	})
+	s, err = c.Devices()[2].Read()
+	require.NoError(t, err)
+	assert.False(t, s.MemoryTemperatureCelsius.OK)
+	assert.False(t, s.Health.PCIeReplays.OK, "a counter: read again on its own cadence")
 }
 
 func TestPanicInMockIsAnError(t *testing.T) {
 	m, c, _ := openH200(t)
 	m.GPUs[7].GetPerformanceStateFunc = nil // a moq mock panics on a nil Func
-	_, err := c.Devices()[7].Read()
+	s, err := c.Devices()[7].Read()
 	assert.ErrorContains(t, err, "panic")
+	assert.False(t, s.PerformanceState.OK)
+	assert.True(t, s.PowerWatts.OK, "a panic fails its call, not the read")
 }
 
 // Issue 9, defect 9: recovered panics are counted, not only dropped: the
@@ -279,7 +408,7 @@ func TestBusyDeviceIsNotReadTwice(t *testing.T) {
 	m, c, _ := openH200(t)
 	release := make(chan struct{})
 	entered := make(chan struct{})
-	m.GPUs[0].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) {
+	m.GPUs[0].GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
 		close(entered)
 		<-release
 		return 1, nvml.SUCCESS
@@ -312,5 +441,6 @@ func TestCallStatsTimeEachCall(t *testing.T) {
 	assert.Equal(t, int64(8), energy.Count)
 	assert.GreaterOrEqual(t, energy.Max, 20*time.Millisecond)
 	assert.Less(t, stats["nvmlDeviceGetTemperature"].Max, 20*time.Millisecond)
-	assert.Equal(t, int64(8+8), stats["nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)"].Count, "priming and one read")
+	assert.Equal(t, int64(8), stats["nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)"].Count, "priming only: GPM reads the general utilization")
+	assert.Equal(t, int64(16), stats["nvmlDeviceGetFieldValues"].Count, "the first read: the counters' batch and the scrape's")
 }

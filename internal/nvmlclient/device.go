@@ -1,7 +1,6 @@
 package nvmlclient
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,20 +40,28 @@ type Device struct {
 	rawLib *rawLib   // nil on go-nvml's mocks
 	raw    rawDevice // the C handle, for the bounded list calls (prime.go)
 
-	// unsupported caches NOT_SUPPORTED answers. Each call's slot is written
-	// only by the goroutine that makes that call, under busy.
-	unsupported [callCount]atomic.Bool
-	windows     [samplingCount]window
-	procWindow  processWindow
-	gpm         gpmState
-	migs        []*migDevice
-	now         func() time.Time // times GPM windows
+	// wanted says which calls feed an enabled metric; set at Open.
+	wanted [callCount]bool
+	// metricOn says whether a metric is enabled, for counting what a
+	// failed call drops.
+	metricOn func(string) bool
+	// support caches NOT_SUPPORTED answers, with a backoff (support.go).
+	support supportCache
+
+	windows      [samplingCount]window
+	procWindow   processWindow
+	gpm          gpmState
+	memCtrlOnGPM bool // read the memory controller window on GPUs with GPM too
+	fields       fieldBatch
+	counters     counterState
+	migs         []*migDevice
+	now          func() time.Time // times GPM windows, backoffs and the energy cadence
+	lastRead     time.Time        // wall time of the previous read, for the codec windows
 	// readProcesses is set by the client's options at Open.
 	readProcesses bool
 
-	logMu            sync.Mutex
-	logged           map[string]struct{}
-	newlyUnsupported []string
+	logMu  sync.Mutex
+	logged map[string]struct{}
 
 	stats [callCount]callStat
 }
@@ -78,28 +85,74 @@ func (cs *callStat) observe(d time.Duration) {
 
 func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym symbols, logger *zap.Logger) *Device {
 	d := &Device{
-		Info:    info,
-		lib:     lib,
-		handle:  h,
-		symbols: sym,
-		logger:  logger.With(zap.String("hw.id", info.UUID), zap.Int("nvidia.gpu.index", info.Index)),
-		logged:  map[string]struct{}{},
-		now:     time.Now,
+		Info:     info,
+		lib:      lib,
+		handle:   h,
+		symbols:  sym,
+		logger:   logger.With(zap.String("hw.id", info.UUID), zap.Int("nvidia.gpu.index", info.Index)),
+		logged:   map[string]struct{}{},
+		now:      time.Now,
+		metricOn: func(string) bool { return true },
+	}
+	for c := range d.wanted {
+		d.wanted[c] = true
 	}
 	for c := range sym.missing {
-		// Known absent before the first call: skipped, without a log line per
-		// device (the library, not the GPU, lacks it).
-		d.unsupported[c].Store(true)
+		// Known absent before the first call: skipped for good, without a
+		// log line per device (the library, not the GPU, lacks it).
+		d.support.markMissing(c)
 	}
 	return d
+}
+
+// configure applies the client's options: a call is wanted only while a
+// metric it feeds is enabled.
+func (d *Device) configure(o options) {
+	if o.now != nil {
+		d.now = o.now
+	}
+	d.memCtrlOnGPM = o.memCtrlOnGPM
+	d.counters.interval = o.counterInterval
+	if o.metricOn == nil {
+		return
+	}
+	d.metricOn = o.metricOn
+	anyOn := func(ms []string) bool {
+		for _, m := range ms {
+			if o.metricOn(m) {
+				return true
+			}
+		}
+		return false
+	}
+	fields := false
+	for c, spec := range readTable {
+		if spec.source == sourceGPM || call(c) == callFieldValues {
+			continue
+		}
+		d.wanted[c] = anyOn(spec.metrics)
+		fields = fields || spec.source == sourceField && d.wanted[c]
+	}
+	d.wanted[callFieldValues] = fields
+	gpm := false
+	for _, g := range gpmActivityMetrics {
+		gpm = gpm || anyOn(g.metrics)
+	}
+	for _, g := range gpmTrafficMetrics {
+		gpm = gpm || anyOn(g.metrics)
+	}
+	d.wanted[callGPMSampleGet], d.wanted[callGPMMetricsGet] = gpm, gpm
 }
 
 // Lost reports whether NVML has said this GPU is lost.
 func (d *Device) Lost() bool { return d.lost.Load() }
 
 // Read takes one Sample of the device. A call the device does not support
-// leaves its field absent. Any other NVML error fails the whole sample, so
-// that a half-read GPU never reports inconsistent figures.
+// leaves its figures absent. A call that fails otherwise drops only the
+// figures it feeds: the sample comes back with a *ReadError that names the
+// calls and counts the metrics left out. Only where figures must agree is a
+// group all or nothing: the GPM sample with its metrics, and the process
+// list with its utilization.
 func (d *Device) Read() (Sample, error) {
 	if d.lost.Load() {
 		return Sample{}, ErrGPULost
@@ -113,52 +166,69 @@ func (d *Device) Read() (Sample, error) {
 	d.prime()
 
 	s := Sample{Time: time.Now()}
-	// Energy is the slowest getter (3 ms p50, 15 ms max on an H200): read it
-	// beside the others rather than after them.
-	energy := newReading(d)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		defer energy.recoverPanic()
-		energy.readEnergy(&s)
-	}()
-
-	r := newReading(d)
-	func() {
-		defer r.recoverPanic()
-		r.readUtilization(&s)
-		r.readMemory(&s)
-		r.readThermalsAndPower(&s)
-		r.readMemoryTemperature(&s)
-		r.readClocks(&s)
-		if d.readProcesses {
-			r.readProcesses(&s)
+	r := &reading{d: d}
+	for _, read := range [...]func(*reading, *Sample){
+		(*reading).readGPM, // first: the general utilization of a GPU with GPM comes from it
+		(*reading).readUtilization,
+		(*reading).readMemory,
+		(*reading).readThermalsAndPower,
+		(*reading).readClocks,
+		(*reading).readProcesses,
+		(*reading).readFields,
+		(*reading).readHealth,
+		(*reading).readMIG,
+		(*reading).readCounters,
+	} {
+		if r.lost {
+			break
 		}
-		r.readGPM(&s)
-		r.readHealth(&s)
-		r.readMIG(&s)
-	}()
-	<-done
-	d.flushUnsupported()
+		r.guard(read, &s)
+	}
+	d.lastRead = s.Time
+	d.support.flushLogs(d.logger)
 
-	for _, rr := range []*reading{r, energy} {
-		if rr.lost {
-			if d.lost.CompareAndSwap(false, true) {
-				d.logger.Error("GPU is lost (fallen off the bus); no more metrics from it until NVML is re-initialized",
-					zap.String("call", rr.lostCall.String()))
+	if r.lost || d.lost.Load() {
+		d.markLost(r.lostCall)
+		return Sample{}, ErrGPULost
+	}
+	if len(r.failed) == 0 {
+		return s, nil
+	}
+	for _, f := range r.failed {
+		d.logOnce("error:"+f.Error(), func(l *zap.Logger) {
+			l.Warn("NVML call failed; the metrics it feeds are left out of this scrape (logged once per call and cause)",
+				zap.Error(f))
+		})
+	}
+	return s, &ReadError{Calls: r.failed, Metrics: d.metricsOf(r.failed)}
+}
+
+// markLost records that the GPU fell off the bus, logged once.
+func (d *Device) markLost(c call) {
+	if d.lost.CompareAndSwap(false, true) {
+		d.logger.Error("GPU is lost (fallen off the bus); no more metrics from it until NVML is re-initialized",
+			zap.String("call", c.String()))
+	}
+}
+
+// metricsOf counts the enabled metrics fed by the failed calls.
+func (d *Device) metricsOf(failed []*CallError) int {
+	seen := map[string]bool{}
+	for _, f := range failed {
+		if f.call == callNone {
+			continue
+		}
+		ms := readTable[f.call].metrics
+		if f.call == callGPMSampleGet || f.call == callGPMMetricsGet {
+			ms = d.gpm.metricNames
+		}
+		for _, m := range ms {
+			if d.metricOn(m) {
+				seen[m] = true
 			}
-			return Sample{}, ErrGPULost
 		}
 	}
-	for _, rr := range []*reading{r, energy} {
-		if rr.err != nil {
-			d.logOnce("error:"+rr.err.Error(), func(l *zap.Logger) {
-				l.Warn("NVML call failed; dropping this GPU's points for the scrape (logged once per cause)", zap.Error(rr.err))
-			})
-			return Sample{}, rr.err
-		}
-	}
-	return s, nil
+	return max(len(seen), 1)
 }
 
 // logOnce runs log the first time key is seen on this device.
@@ -172,93 +242,12 @@ func (d *Device) logOnce(key string, log func(*zap.Logger)) {
 	}
 }
 
-// reading is the state of one goroutine's part of a Read.
-type reading struct {
-	d        *Device
-	err      error // first unexpected error
-	lost     bool
-	lostCall call
-	mark     time.Time // end of the previous call: calls run back to back
-}
-
-func newReading(d *Device) *reading { return &reading{d: d, mark: time.Now()} }
-
-// timed attributes the time since the previous call to c.
-func (r *reading) timed(c call) {
-	now := time.Now()
-	r.d.stats[c].observe(now.Sub(r.mark))
-	r.mark = now
-}
-
-// ok reports whether ret is a success, and records what a failure means.
-// It must follow the NVML call at once, as it also times the call.
-func (r *reading) ok(c call, ret nvml.Return) bool {
-	r.timed(c)
-	switch classify(ret) {
-	case outcomeOK:
-		return true
-	case outcomeUnsupported:
-		r.d.markUnsupported(c, ret)
-	case outcomeLost:
-		if !r.lost {
-			r.lost, r.lostCall = true, c
-		}
-	default:
-		if r.err == nil {
-			r.err = &CallError{Call: c.String(), Ret: ret}
-		}
-	}
-	return false
-}
-
-// skip reports whether c is known to be unsupported, or whether an earlier
-// call of this read already failed it.
-func (r *reading) skip(c call) bool {
-	if r.lost || r.err != nil || r.d.unsupported[c].Load() {
-		return true
-	}
-	r.mark = time.Now()
-	return false
-}
-
-func (r *reading) recoverPanic() {
-	if p := recover(); p != nil {
-		r.d.panicked(p)
-		if r.err == nil {
-			r.err = fmt.Errorf("panic in NVML read: %v", p)
-		}
-	}
-}
-
-func (d *Device) markUnsupported(c call, ret nvml.Return) {
-	if d.unsupported[c].Swap(true) {
-		return
-	}
-	d.logMu.Lock()
-	d.newlyUnsupported = append(d.newlyUnsupported, c.String()+": "+ret.Error())
-	d.logMu.Unlock()
-}
-
-// flushUnsupported logs, in one line per device, the calls found
-// unsupported since the last flush: one line per GPU rather than one per
-// call keeps the collector's log sampler from dropping any at startup.
-func (d *Device) flushUnsupported() {
-	d.logMu.Lock()
-	calls := d.newlyUnsupported
-	d.newlyUnsupported = nil
-	d.logMu.Unlock()
-	if len(calls) > 0 {
-		d.logger.Info("NVML calls not supported on this GPU; their metrics are skipped from now on",
-			zap.Strings("calls", calls))
-	}
-}
-
 func (r *reading) readMemory(s *Sample) {
-	if r.skip(callMemoryInfo) {
-		return
-	}
-	used, total, reserved, ret := memoryOf(r.d.handle, r.d.symbols.memoryInfoV2)
-	if r.ok(callMemoryInfo, ret) {
+	var used, total, reserved Opt[uint64]
+	if r.do(callMemoryInfo, func() (ret nvml.Return) {
+		used, total, reserved, ret = memoryOf(r.d.handle, r.d.symbols.memoryInfoV2)
+		return ret
+	}) {
 		s.MemoryUsedBytes, s.MemoryTotalBytes, s.MemoryReservedBytes = used, total, reserved
 	}
 }
@@ -276,50 +265,31 @@ func memoryOf(h nvml.Device, v2 bool) (used, total, reserved Opt[uint64], ret nv
 
 func (r *reading) readThermalsAndPower(s *Sample) {
 	h := r.d.handle
-	if !r.skip(callTemperature) {
-		if v, ret := h.GetTemperature(nvml.TEMPERATURE_GPU); r.ok(callTemperature, ret) {
-			s.TemperatureCelsius = some(float64(v))
-		}
+	var v uint32
+	if r.do(callTemperature, func() (ret nvml.Return) { v, ret = h.GetTemperature(nvml.TEMPERATURE_GPU); return }) {
+		s.TemperatureCelsius = some(float64(v))
 	}
-	if !r.skip(callPowerUsage) {
-		if v, ret := h.GetPowerUsage(); r.ok(callPowerUsage, ret) {
-			s.PowerWatts = some(float64(v) / 1000)
-		}
+	if r.do(callPowerUsage, func() (ret nvml.Return) { v, ret = h.GetPowerUsage(); return }) {
+		s.PowerWatts = some(float64(v) / 1000)
 	}
-	if !r.skip(callPowerLimit) {
-		if v, ret := h.GetEnforcedPowerLimit(); r.ok(callPowerLimit, ret) {
-			s.PowerLimitWatts = some(float64(v) / 1000)
-		}
+	if r.do(callPowerLimit, func() (ret nvml.Return) { v, ret = h.GetEnforcedPowerLimit(); return }) {
+		s.PowerLimitWatts = some(float64(v) / 1000)
 	}
-	if !r.skip(callFanSpeed) {
-		if v, ret := h.GetFanSpeed(); r.ok(callFanSpeed, ret) {
-			s.FanSpeed = some(float64(v) / 100)
-		}
-	}
-}
-
-func (r *reading) readEnergy(s *Sample) {
-	if r.skip(callEnergy) {
-		return
-	}
-	if v, ret := r.d.handle.GetTotalEnergyConsumption(); r.ok(callEnergy, ret) {
-		s.EnergyJoules = some(float64(v) / 1000)
+	if r.do(callFanSpeed, func() (ret nvml.Return) { v, ret = h.GetFanSpeed(); return }) {
+		s.FanSpeed = some(float64(v) / 100)
 	}
 }
 
 func (r *reading) readClocks(s *Sample) {
 	h := r.d.handle
 	for clk, cc := range clockCalls {
-		if r.skip(cc.call) {
-			continue
-		}
-		if mhz, ret := h.GetClockInfo(cc.typ); r.ok(cc.call, ret) {
+		var mhz uint32
+		if r.do(cc.call, func() (ret nvml.Return) { mhz, ret = h.GetClockInfo(cc.typ); return }) {
 			s.ClockHz[clk] = some(int64(mhz) * 1_000_000)
 		}
 	}
-	if !r.skip(callPerformanceState) {
-		if p, ret := h.GetPerformanceState(); r.ok(callPerformanceState, ret) && p != nvml.PSTATE_UNKNOWN {
-			s.PerformanceState = some(int64(p))
-		}
+	var p nvml.Pstates
+	if r.do(callPerformanceState, func() (ret nvml.Return) { p, ret = h.GetPerformanceState(); return }) && p != nvml.PSTATE_UNKNOWN {
+		s.PerformanceState = some(int64(p))
 	}
 }

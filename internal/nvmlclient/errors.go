@@ -3,6 +3,7 @@ package nvmlclient
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -21,23 +22,55 @@ var (
 // is still running (a slow or hung NVML call).
 var ErrBusy = errors.New("an earlier read of this GPU is still running")
 
-// CallError is an unexpected NVML error on one call of one device. The whole
-// sample of that device is dropped for this scrape.
+// CallError is an unexpected NVML error on one call of one device: the
+// figures that call feeds are left out of the sample.
 type CallError struct {
-	Call string
-	Ret  nvml.Return
+	Call   string
+	Ret    nvml.Return
+	Detail string // e.g. the panic a call raised
+	call   call
 }
 
-func (e *CallError) Error() string { return fmt.Sprintf("%s: %v", e.Call, e.Ret) }
+func (e *CallError) Error() string {
+	if e.Detail != "" {
+		return fmt.Sprintf("%s: %s", e.Call, e.Detail)
+	}
+	return fmt.Sprintf("%s: %v", e.Call, e.Ret)
+}
+
+// ReadError is returned beside a sample that lacks the figures of the
+// calls that failed: the rest of the sample holds.
+type ReadError struct {
+	Calls []*CallError
+	// Metrics counts the enabled metrics the failed calls feed: the points
+	// a scrape leaves out (scrapererror.NewPartialScrapeError).
+	Metrics int
+}
+
+func (e *ReadError) Error() string {
+	parts := make([]string, len(e.Calls))
+	for i, c := range e.Calls {
+		parts[i] = c.Error()
+	}
+	return fmt.Sprintf("%d NVML call(s) failed, %d metric(s) left out: %s", len(e.Calls), e.Metrics, strings.Join(parts, "; "))
+}
+
+func (e *ReadError) Unwrap() []error {
+	out := make([]error, len(e.Calls))
+	for i, c := range e.Calls {
+		out[i] = c
+	}
+	return out
+}
 
 // outcome classifies what an NVML return code means for a reading.
 type outcome int
 
 const (
 	outcomeOK          outcome = iota
-	outcomeUnsupported         // skip this reading on this device from now on
+	outcomeUnsupported         // cached, re-probed with a backoff (support.go)
 	outcomeLost                // the GPU fell off the bus
-	outcomeFailed              // drop this device's sample for this scrape
+	outcomeFailed              // drop the figures of this call for this scrape
 )
 
 func classify(ret nvml.Return) outcome {
@@ -45,8 +78,8 @@ func classify(ret nvml.Return) outcome {
 	case nvml.SUCCESS:
 		return outcomeOK
 	case nvml.ERROR_NOT_SUPPORTED, nvml.ERROR_FUNCTION_NOT_FOUND, nvml.ERROR_NO_PERMISSION:
-		// NO_PERMISSION does not heal without a restart with other rights, so
-		// it is treated like a missing feature rather than retried each scrape.
+		// NO_PERMISSION rarely heals without new rights, so it is cached
+		// like a missing feature; the backoff re-probes it anyway.
 		return outcomeUnsupported
 	case nvml.ERROR_GPU_IS_LOST:
 		return outcomeLost

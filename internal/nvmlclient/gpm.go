@@ -50,30 +50,6 @@ const (
 	gpmTrafficCount
 )
 
-var gpmActivityIDs = [gpmActivityCount]nvml.GpmMetricId{
-	GPMSMActivity:       nvml.GPM_METRIC_SM_UTIL,
-	GPMSMOccupancy:      nvml.GPM_METRIC_SM_OCCUPANCY,
-	GPMGraphicsActivity: nvml.GPM_METRIC_GRAPHICS_UTIL,
-	GPMTensorActivity:   nvml.GPM_METRIC_ANY_TENSOR_UTIL,
-	GPMTensorHMMA:       nvml.GPM_METRIC_HMMA_TENSOR_UTIL,
-	GPMTensorIMMA:       nvml.GPM_METRIC_IMMA_TENSOR_UTIL,
-	GPMTensorDMMA:       nvml.GPM_METRIC_DMMA_TENSOR_UTIL,
-	GPMTensorDFMA:       nvml.GPM_METRIC_DFMA_TENSOR_UTIL,
-	GPMFP64:             nvml.GPM_METRIC_FP64_UTIL,
-	GPMFP32:             nvml.GPM_METRIC_FP32_UTIL,
-	GPMFP16:             nvml.GPM_METRIC_FP16_UTIL,
-	GPMInteger:          nvml.GPM_METRIC_INTEGER_UTIL,
-	GPMDRAMBandwidth:    nvml.GPM_METRIC_DRAM_BW_UTIL,
-}
-
-// The traffic metrics are rates in MiB/s over the window.
-var gpmTrafficIDs = [gpmTrafficCount]nvml.GpmMetricId{
-	GPMPCIeTX:   nvml.GPM_METRIC_PCIE_TX_PER_SEC,
-	GPMPCIeRX:   nvml.GPM_METRIC_PCIE_RX_PER_SEC,
-	GPMNVLinkTX: nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC,
-	GPMNVLinkRX: nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC,
-}
-
 // GPMReading is what GPM measured over one window.
 type GPMReading struct {
 	Window   time.Duration
@@ -87,13 +63,52 @@ type GPMReading struct {
 // gpmState is one device's GPM state, touched only under the device's busy
 // flag.
 type gpmState struct {
-	supported  bool
-	prev, cur  nvml.GpmSample
-	prevTime   time.Time
-	havePrev   bool
-	totals     [gpmTrafficCount]float64
-	seenTotals [gpmTrafficCount]bool
-	failed     map[nvml.GpmMetricId]bool // per-metric errors already logged
+	supported bool
+	// requests are the GPM metrics asked of each window: only those that
+	// feed an enabled metric. readsGeneral says graphics utilization also
+	// stands for the general utilization.
+	requests     []gpmRequest
+	metricNames  []string
+	readsGeneral bool
+	prev, cur    nvml.GpmSample
+	prevTime     time.Time
+	havePrev     bool
+	totals       [gpmTrafficCount]float64
+	seenTotals   [gpmTrafficCount]bool
+	failed       map[nvml.GpmMetricId]bool // per-metric errors already logged
+}
+
+// gpmRequest is one metric asked of nvmlGpmMetricsGet and where its value
+// goes: an activity, or a traffic counter when traffic is set.
+type gpmRequest struct {
+	id      nvml.GpmMetricId
+	index   int
+	traffic bool
+}
+
+// planGPM lists the GPM metrics that feed an enabled metric.
+func (d *Device) planGPM() {
+	g := &d.gpm
+	g.requests, g.metricNames = nil, nil
+	add := func(gm gpmMetric, index int, traffic bool) {
+		on := false
+		for _, m := range gm.metrics {
+			if d.metricOn(m) {
+				on = true
+				g.metricNames = append(g.metricNames, m)
+			}
+		}
+		if on {
+			g.requests = append(g.requests, gpmRequest{id: gm.id, index: index, traffic: traffic})
+		}
+	}
+	for a, gm := range gpmActivityMetrics {
+		add(gm, a, false)
+	}
+	for t, gm := range gpmTrafficMetrics {
+		add(gm, t, true)
+	}
+	g.readsGeneral = d.metricOn(mUtil)
 }
 
 // initGPM checks GPM support and allocates the two samples, then takes the
@@ -116,6 +131,7 @@ func (d *Device) initGPM(lib nvml.Interface, sym symbols) {
 			zap.String("nvml.return", ret.Error()))
 		return
 	}
+	d.planGPM()
 	if ret := d.gpm.start(lib, d.handle.GpmSampleGet, d.now); ret != nvml.SUCCESS {
 		d.logger.Warn("nvmlGpmSampleAlloc failed; GPM metrics are absent for this GPU", zap.String("nvml.return", ret.Error()))
 	}
@@ -149,27 +165,27 @@ func (g *gpmState) free() {
 			*s = nil
 		}
 	}
-	g.supported = false
+	g.supported, g.readsGeneral = false, false
 }
 
 // readGPM takes the device's GPM sample and computes the window.
 func (r *reading) readGPM(s *Sample) {
-	if !r.d.gpm.supported || r.lost || r.err != nil {
+	if !r.d.gpm.supported {
 		return
 	}
-	s.GPM = r.gpmWindow(&r.d.gpm, r.d.handle.GpmSampleGet)
+	s.GPM = r.gpmWindow(&r.d.gpm, r.d.gpm.requests, r.d.handle.GpmSampleGet)
 }
 
-// gpmWindow takes a sample with take and computes every metric over the
-// window since g's previous one. It returns nil for a window too short, a
-// failed sample, or the read that only starts a window.
-func (r *reading) gpmWindow(g *gpmState, take func(nvml.GpmSample) nvml.Return) *GPMReading {
-	r.mark = time.Now()
+// gpmWindow takes a sample with take and computes the requested metrics over
+// the window since g's previous one: one nvmlGpmMetricsGet per window. It
+// returns nil for a window too short, a failed sample or metrics call (the
+// two are all or nothing), or the read that only starts a window.
+func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.GpmSample) nvml.Return) *GPMReading {
 	now := r.d.now()
 	if g.havePrev && now.Sub(g.prevTime) < minGPMWindow {
 		return nil // too short to mean anything; keep the older sample
 	}
-	if !r.ok(callGPMSampleGet, take(g.cur)) {
+	if !r.do(callGPMSampleGet, func() nvml.Return { return take(g.cur) }) {
 		g.havePrev = false
 		return nil
 	}
@@ -181,52 +197,42 @@ func (r *reading) gpmWindow(g *gpmState, take func(nvml.GpmSample) nvml.Return) 
 	window := now.Sub(g.prevTime)
 
 	mg := &nvml.GpmMetricsGetType{Sample1: g.prev, Sample2: g.cur}
-	for _, id := range gpmActivityIDs {
-		mg.Metrics[mg.NumMetrics].MetricId = uint32(id)
+	for _, rq := range requests {
+		mg.Metrics[mg.NumMetrics].MetricId = uint32(rq.id)
 		mg.NumMetrics++
 	}
-	for _, id := range gpmTrafficIDs {
-		mg.Metrics[mg.NumMetrics].MetricId = uint32(id)
-		mg.NumMetrics++
-	}
-	ret := r.d.lib.GpmMetricsGet(mg)
+	ok := r.do(callGPMMetricsGet, func() nvml.Return { return r.d.lib.GpmMetricsGet(mg) })
 	// The new sample is the next window's start, whatever happens below.
 	g.prev, g.cur = g.cur, g.prev
 	g.prevTime = now
-	if !r.ok(callGPMMetricsGet, ret) {
+	if !ok {
 		return nil
 	}
-
-	byID := make(map[uint32]nvml.GpmMetric, mg.NumMetrics)
-	for _, m := range mg.Metrics[:mg.NumMetrics] {
-		byID[m.MetricId] = m
-	}
-	value := func(id nvml.GpmMetricId) (float64, bool) {
-		m, ok := byID[uint32(id)]
-		if !ok {
-			return 0, false
+	out := &GPMReading{Window: window}
+	for i, rq := range requests {
+		m := mg.Metrics[i]
+		if m.MetricId != uint32(rq.id) {
+			continue
 		}
 		if m.NvmlReturn != uint32(nvml.SUCCESS) {
-			if !g.failed[id] {
-				g.failed[id] = true
-				r.d.logger.Info("GPM metric not available on this GPU; it is left out",
-					zap.Uint32("gpm.metric_id", uint32(id)), zap.String("nvml.return", nvml.Return(m.NvmlReturn).Error()))
+			if rq.id == nvml.GPM_METRIC_GRAPHICS_UTIL && g.readsGeneral {
+				g.readsGeneral = false // the GPU's sample window answers instead
 			}
-			return 0, false
+			if !g.failed[rq.id] {
+				g.failed[rq.id] = true
+				r.d.logger.Info("GPM metric not available on this GPU; it is left out",
+					zap.Uint32("gpm.metric_id", uint32(rq.id)), zap.String("nvml.return", nvml.Return(m.NvmlReturn).Error()))
+			}
+			continue
 		}
-		return m.Value, true
+		if !rq.traffic {
+			out.Activity[rq.index] = some(percentToFraction(m.Value))
+		} else if m.Value >= 0 {
+			g.totals[rq.index] += m.Value * (1 << 20) * window.Seconds()
+			g.seenTotals[rq.index] = true
+		}
 	}
-	out := &GPMReading{Window: window}
-	for a, id := range gpmActivityIDs {
-		if v, ok := value(id); ok {
-			out.Activity[a] = some(percentToFraction(v))
-		}
-	}
-	for t, id := range gpmTrafficIDs {
-		if v, ok := value(id); ok && v >= 0 {
-			g.totals[t] += v * (1 << 20) * window.Seconds()
-			g.seenTotals[t] = true
-		}
+	for t := range out.TrafficBytes {
 		if g.seenTotals[t] {
 			out.TrafficBytes[t] = some(int64(math.Round(g.totals[t])))
 		}

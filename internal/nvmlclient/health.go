@@ -47,16 +47,14 @@ const (
 	violationPolicyCount
 )
 
-var violationCalls = [violationPolicyCount]struct {
-	call   call
-	policy nvml.PerfPolicyType
-}{
-	ViolationPower:          {callViolationPower, nvml.PERF_POLICY_POWER},
-	ViolationThermal:        {callViolationThermal, nvml.PERF_POLICY_THERMAL},
-	ViolationSyncBoost:      {callViolationSyncBoost, nvml.PERF_POLICY_SYNC_BOOST},
-	ViolationBoardLimit:     {callViolationBoardLimit, nvml.PERF_POLICY_BOARD_LIMIT},
-	ViolationLowUtilization: {callViolationLowUtilization, nvml.PERF_POLICY_LOW_UTILIZATION},
-	ViolationReliability:    {callViolationReliability, nvml.PERF_POLICY_RELIABILITY},
+// violationCalls are the fields of the six counters, by policy.
+var violationCalls = [violationPolicyCount]call{
+	ViolationPower:          callViolationPower,
+	ViolationThermal:        callViolationThermal,
+	ViolationSyncBoost:      callViolationSyncBoost,
+	ViolationBoardLimit:     callViolationBoardLimit,
+	ViolationLowUtilization: callViolationLowUtilization,
+	ViolationReliability:    callViolationReliability,
 }
 
 // Health is one reading of a GPU's health signals.
@@ -91,53 +89,40 @@ func (h *Health) Degraded() bool {
 		h.ClockEvents[ReasonHWThermalSlowdown].Value
 }
 
+// readHealth reads the health getters; the violation counters and PCIe
+// replays come from the field batch (fields.go).
 func (r *reading) readHealth(s *Sample) {
 	h := r.d.handle
 	out := &s.Health
-	if !r.skip(callECCCorrected) {
-		if v, ret := h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC); r.ok(callECCCorrected, ret) {
-			out.ECCCorrected = some(v)
+	var v uint64
+	if r.do(callECCCorrected, func() (ret nvml.Return) {
+		v, ret = h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC)
+		return
+	}) {
+		out.ECCCorrected = some(v)
+	}
+	if r.do(callECCUncorrected, func() (ret nvml.Return) {
+		v, ret = h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
+		return
+	}) {
+		out.ECCUncorrected = some(v)
+	}
+	var corr, unc int
+	var pending, failed bool
+	if r.do(callRemappedRows, func() (ret nvml.Return) { corr, unc, pending, failed, ret = h.GetRemappedRows(); return }) {
+		out.RemappedCorrected, out.RemappedUncorrected = some(int64(corr)), some(int64(unc))
+		out.RemapPending, out.RemapFailed = some(pending), some(failed)
+	}
+	if r.do(callClockEventReasons, func() (ret nvml.Return) { v, ret = h.GetCurrentClocksEventReasons(); return }) {
+		for reason, bit := range clockEventBits {
+			out.ClockEvents[reason] = some(v&bit != 0)
 		}
 	}
-	if !r.skip(callECCUncorrected) {
-		if v, ret := h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC); r.ok(callECCUncorrected, ret) {
-			out.ECCUncorrected = some(v)
-		}
+	var n int
+	if r.do(callPCIeGeneration, func() (ret nvml.Return) { n, ret = h.GetCurrPcieLinkGeneration(); return }) {
+		out.PCIeGeneration = some(int64(n))
 	}
-	if !r.skip(callRemappedRows) {
-		if corr, unc, pending, failed, ret := h.GetRemappedRows(); r.ok(callRemappedRows, ret) {
-			out.RemappedCorrected, out.RemappedUncorrected = some(int64(corr)), some(int64(unc))
-			out.RemapPending, out.RemapFailed = some(pending), some(failed)
-		}
-	}
-	if !r.skip(callClockEventReasons) {
-		if bits, ret := h.GetCurrentClocksEventReasons(); r.ok(callClockEventReasons, ret) {
-			for reason, bit := range clockEventBits {
-				out.ClockEvents[reason] = some(bits&bit != 0)
-			}
-		}
-	}
-	for p, vc := range violationCalls {
-		if r.skip(vc.call) {
-			continue
-		}
-		if v, ret := h.GetViolationStatus(vc.policy); r.ok(vc.call, ret) {
-			out.ViolationSeconds[p] = some(float64(v.ViolationTime) / 1e9)
-		}
-	}
-	if !r.skip(callPCIeReplays) {
-		if v, ret := h.GetPcieReplayCounter(); r.ok(callPCIeReplays, ret) {
-			out.PCIeReplays = some(int64(v))
-		}
-	}
-	if !r.skip(callPCIeGeneration) {
-		if v, ret := h.GetCurrPcieLinkGeneration(); r.ok(callPCIeGeneration, ret) {
-			out.PCIeGeneration = some(int64(v))
-		}
-	}
-	if !r.skip(callPCIeWidth) {
-		if v, ret := h.GetCurrPcieLinkWidth(); r.ok(callPCIeWidth, ret) {
-			out.PCIeWidth = some(int64(v))
-		}
+	if r.do(callPCIeWidth, func() (ret nvml.Return) { n, ret = h.GetCurrPcieLinkWidth(); return }) {
+		out.PCIeWidth = some(int64(n))
 	}
 }

@@ -90,12 +90,7 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, o
 			Fix: "check that nvidia-smi -L lists the GPUs"}
 	}
 	for _, d := range selected {
-		d.now = opts.now
-		for f := range opts.skip {
-			for _, c := range featureCalls[f] {
-				d.unsupported[c].Store(true) // not wanted: never asked
-			}
-		}
+		d.configure(opts) // only calls that feed an enabled metric
 		d.lib, d.opts = lib, opts
 		d.readProcesses = opts.processes
 		inv.Devices = append(inv.Devices, d.Info)

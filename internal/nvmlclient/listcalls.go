@@ -43,7 +43,6 @@ func (d *Device) processUtilization(lastSeen uint64) ([]nvml.ProcessUtilizationS
 
 // tooManyProcesses logs, once per GPU, that its process list was dropped.
 func (r *reading) tooManyProcesses(c call) {
-	r.timed(c)
 	r.d.logOnce("too-many-processes", func(l *zap.Logger) {
 		l.Warn("More processes on this GPU than the receiver lists; its process metrics are dropped while that lasts (logged once)",
 			zap.String("call", c.String()), zap.Int("max_processes", MaxProcessesPerGPU))

@@ -100,6 +100,9 @@ func (d *Device) takeMIGInventory(lib nvml.Interface, sym symbols) {
 	}
 	d.logger.Info("GPU is in MIG mode", zap.Int("mig_devices", len(d.migs)))
 	markFirstInInstance(d.migs)
+	// NVML has no whole-GPU utilization in MIG mode; GPM is read per GPU
+	// instance.
+	d.gpm.readsGeneral = false
 	if sym.gpm && d.gpm.supported {
 		for _, m := range d.migs {
 			if !m.first {
@@ -168,20 +171,18 @@ func migProfileName(slices uint32, memoryMiB uint64) string {
 // readMIG reads every MIG device of the GPU, and hands each the parent's
 // processes that run on it.
 func (r *reading) readMIG(s *Sample) {
-	if len(r.d.migs) == 0 || r.lost || r.err != nil {
-		return
-	}
 	for _, m := range r.d.migs {
 		ms := MIGSample{Info: m.info, FirstInInstance: m.first}
-		if m.first && !r.skip(callMIGMemoryInfo) {
-			used, total, reserved, ret := memoryOf(m.handle, r.d.symbols.memoryInfoV2)
-			if r.ok(callMIGMemoryInfo, ret) {
-				ms.MemoryUsedBytes, ms.MemoryTotalBytes, ms.MemoryReservedBytes = used, total, reserved
-			}
+		var used, total, reserved Opt[uint64]
+		if m.first && r.do(callMIGMemoryInfo, func() (ret nvml.Return) {
+			used, total, reserved, ret = memoryOf(m.handle, r.d.symbols.memoryInfoV2)
+			return ret
+		}) {
+			ms.MemoryUsedBytes, ms.MemoryTotalBytes, ms.MemoryReservedBytes = used, total, reserved
 		}
 		if m.gpm.supported {
 			gi := int(m.info.GPUInstanceID)
-			ms.GPM = r.gpmWindow(&m.gpm, func(smp nvml.GpmSample) nvml.Return { return r.d.handle.GpmMigSampleGet(gi, smp) })
+			ms.GPM = r.gpmWindow(&m.gpm, r.d.gpm.requests, func(smp nvml.GpmSample) nvml.Return { return r.d.handle.GpmMigSampleGet(gi, smp) })
 		}
 		if r.d.readProcesses {
 			ms.Processes = r.migProcesses(m, s.Processes)

@@ -11,8 +11,8 @@ import (
 // is counted; the log gets the 1st, 2nd, 4th, 8th... of each GPU, with the
 // count so far, so that a recurring panic is seen without flooding.
 
-// panicked counts one recovered panic of this device.
-func (d *Device) panicked(p any) {
+// countPanic counts one recovered panic of this device.
+func (d *Device) countPanic(p any) {
 	n := d.panics.Add(1)
 	if n&(n-1) != 0 {
 		return

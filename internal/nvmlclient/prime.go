@@ -41,7 +41,7 @@ func (d *Device) prime() {
 		d.raw = raw
 	}
 	d.primeWindows()
-	if !d.opts.skip[FeatureGPM] {
+	if d.wanted[callGPMSampleGet] {
 		d.initGPM(d.lib, d.symbols)
 	}
 	d.takeMIGInventory(d.lib, d.symbols)
@@ -50,7 +50,7 @@ func (d *Device) prime() {
 			m.raw = raw
 		}
 	}
-	d.flushUnsupported()
+	d.support.flushLogs(d.logger)
 	if d.readProcesses {
 		d.primeProcessWindow()
 	}

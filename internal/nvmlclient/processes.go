@@ -80,8 +80,15 @@ func (w *processWindow) fold(samples []nvml.ProcessUtilizationSample) map[uint32
 	return out
 }
 
+// readProcesses lists the GPU's processes with their memory, and their
+// utilization when a list holds any. The lists and the utilization are all
+// or nothing: a failed call leaves the processes out of this scrape.
 func (r *reading) readProcesses(s *Sample) {
+	if !r.d.readProcesses {
+		return
+	}
 	h := r.d.handle
+	failures := len(r.failed)
 	byPID := map[uint32]*Process{}
 	get := func(pid uint32, gi, ci uint32) *Process {
 		p, ok := byPID[pid]
@@ -92,52 +99,59 @@ func (r *reading) readProcesses(s *Sample) {
 		return p
 	}
 	listed, tooMany := false, false
-	if !r.skip(callComputeProcesses) {
-		infos, ret := runningProcesses(r.d.raw, h, false)
-		if ret == errTooMany {
+	var infos []nvml.ProcessInfo
+	list := func(c call, graphics bool) bool {
+		ret, made := r.call(c, func() (ret nvml.Return) { infos, ret = runningProcesses(r.d.raw, h, graphics); return })
+		if made && ret == errTooMany {
 			tooMany = true
-			r.tooManyProcesses(callComputeProcesses)
-		} else if r.ok(callComputeProcesses, ret) {
-			listed = true
-			for _, in := range infos {
-				p := get(in.Pid, in.GpuInstanceId, in.ComputeInstanceId)
-				p.Compute = true
-				p.ComputeMemoryBytes = addOpt(p.ComputeMemoryBytes, memoryOpt(in.UsedGpuMemory))
-			}
+			r.tooManyProcesses(c)
+			return false
+		}
+		return made && r.result(c, ret)
+	}
+	if list(callComputeProcesses, false) {
+		listed = true
+		for _, in := range infos {
+			p := get(in.Pid, in.GpuInstanceId, in.ComputeInstanceId)
+			p.Compute = true
+			p.ComputeMemoryBytes = addOpt(p.ComputeMemoryBytes, memoryOpt(in.UsedGpuMemory))
 		}
 	}
-	if !tooMany && !r.skip(callGraphicsProcesses) {
-		infos, ret := runningProcesses(r.d.raw, h, true)
-		if ret == errTooMany {
-			tooMany = true
-			r.tooManyProcesses(callGraphicsProcesses)
-		} else if r.ok(callGraphicsProcesses, ret) {
-			listed = true
-			for _, in := range infos {
-				p := get(in.Pid, in.GpuInstanceId, in.ComputeInstanceId)
-				p.Graphics = true
-				p.GraphicsMemoryBytes = addOpt(p.GraphicsMemoryBytes, memoryOpt(in.UsedGpuMemory))
-			}
+	if !tooMany && list(callGraphicsProcesses, true) {
+		listed = true
+		for _, in := range infos {
+			p := get(in.Pid, in.GpuInstanceId, in.ComputeInstanceId)
+			p.Graphics = true
+			p.GraphicsMemoryBytes = addOpt(p.GraphicsMemoryBytes, memoryOpt(in.UsedGpuMemory))
 		}
 	}
-	if !listed || tooMany {
+	if !listed || tooMany || len(r.failed) > failures {
 		return // a partial list would undercount: none rather than some
 	}
-	s.ProcessesListed = true
 
+	// GetProcessUtilization costs 1.4-1.6 ms: asked only when a list holds
+	// a process.
 	var util map[uint32]utilSum
 	utilOK := false
-	if len(byPID) > 0 && !r.skip(callProcessUtilization) {
-		samples, ret := r.d.processUtilization(r.d.procWindow.lastSeen)
+	if len(byPID) > 0 {
+		var samples []nvml.ProcessUtilizationSample
+		ret, made := r.call(callProcessUtilization, func() (ret nvml.Return) {
+			samples, ret = r.d.processUtilization(r.d.procWindow.lastSeen)
+			return ret
+		})
 		switch {
+		case !made:
 		case ret == nvml.ERROR_NOT_FOUND:
-			r.timed(callProcessUtilization) // no sample since the last read: every process idle
-			utilOK = true
-		case r.ok(callProcessUtilization, ret):
+			utilOK = true // no sample since the last read: every process idle
+		case r.result(callProcessUtilization, ret):
 			util = r.d.procWindow.fold(samples)
 			utilOK = true
 		}
 	}
+	if len(r.failed) > failures {
+		return
+	}
+	s.ProcessesListed = true
 	for _, p := range byPID {
 		if utilOK {
 			u := util[p.PID]
@@ -153,19 +167,16 @@ func (r *reading) readProcesses(s *Sample) {
 // primeProcessWindow moves the process window to the newest sample, so the
 // first read averages from Open on.
 func (d *Device) primeProcessWindow() {
-	r := newReading(d)
-	defer r.recoverPanic()
-	if r.skip(callProcessUtilization) {
-		return
-	}
-	samples, ret := d.processUtilization(0)
-	if ret == nvml.ERROR_NOT_FOUND {
-		r.timed(callProcessUtilization)
-		return
-	}
-	if r.ok(callProcessUtilization, ret) {
+	r := &reading{d: d}
+	var samples []nvml.ProcessUtilizationSample
+	ret, made := r.call(callProcessUtilization, func() (ret nvml.Return) {
+		samples, ret = d.processUtilization(0)
+		return ret
+	})
+	if made && ret != nvml.ERROR_NOT_FOUND && r.result(callProcessUtilization, ret) {
 		d.procWindow.fold(samples)
 	}
+	d.support.flushLogs(d.logger)
 }
 
 func addOpt(a, b Opt[uint64]) Opt[uint64] {

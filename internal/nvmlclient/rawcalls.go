@@ -117,7 +117,7 @@ func (r *rawLib) device(uuid string) (rawDevice, nvml.Return) {
 func (d rawDevice) ok() bool { return d.lib != nil && d.handle != nil }
 
 // errTooMany is what runningProcesses answers past MaxProcessesPerGPU.
-const errTooMany = nvml.Return(-1)
+const errTooMany = nvml.Return(-2) // -1 is reading.go's panicked
 
 // runningProcesses lists the compute or graphics processes with a buffer of
 // at most MaxProcessesPerGPU entries: errTooMany past it.

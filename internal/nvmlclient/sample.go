@@ -49,15 +49,19 @@ type Sample struct {
 	MemoryReservedBytes Opt[uint64]
 
 	TemperatureCelsius Opt[float64] // the die
-	// MemoryTemperatureCelsius is the HBM's; absent on boards without a
-	// memory sensor.
+	// MemoryTemperatureCelsius is the HBM's (a field value); absent on
+	// boards without a memory sensor.
 	MemoryTemperatureCelsius Opt[float64]
 	PowerWatts               Opt[float64]
 	PowerLimitWatts          Opt[float64]
-	EnergyJoules             Opt[float64]
-	ClockHz                  [clockCount]Opt[int64]
-	PerformanceState         Opt[int64]
-	FanSpeed                 Opt[float64] // 0..1
+	// EnergyJoules is the newest reading of the energy counter. It, the
+	// violation seconds and the PCIe replays of Health are read on their
+	// own cadence, off the scrape path, and were taken at CountersTime.
+	EnergyJoules     Opt[float64]
+	CountersTime     time.Time
+	ClockHz          [clockCount]Opt[int64]
+	PerformanceState Opt[int64]
+	FanSpeed         Opt[float64] // 0..1
 
 	// Processes on the GPU, when process reading is on. ProcessesListed
 	// says the lists were read (an empty list is then a fact, not a gap).

@@ -3,6 +3,7 @@ package nvmlclient
 import (
 	"encoding/binary"
 	"math"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
@@ -36,18 +37,30 @@ var samplingCalls = [samplingCount]struct {
 // timestamp (NVML's, in microseconds) already averaged.
 type window struct {
 	lastSeen uint64
+	// active says the engine was busy at the previous read: a codec's
+	// window is read only while it is (see readCodec).
+	active bool
 }
 
 // average folds the samples newer than w.lastSeen into their mean and moves
 // lastSeen to the newest. Samples may arrive out of order; those at or before
-// lastSeen were counted by an earlier window. ok is false when no new sample
+// lastSeen were counted by an earlier window. A span above zero keeps only
+// the samples within span of the newest: a window not read for a while
+// holds older samples than the interval. ok is false when no new sample
 // could be decoded.
-func (w *window) average(vt nvml.ValueType, samples []nvml.Sample) (mean float64, ok bool) {
-	var sum float64
-	n := 0
+func (w *window) average(vt nvml.ValueType, samples []nvml.Sample, span time.Duration) (mean float64, ok bool) {
 	newest := w.lastSeen
 	for _, smp := range samples {
-		if smp.TimeStamp <= w.lastSeen {
+		newest = max(newest, smp.TimeStamp)
+	}
+	oldest := w.lastSeen
+	if us := uint64(span.Microseconds()); span > 0 && newest > us {
+		oldest = max(oldest, newest-us)
+	}
+	var sum float64
+	n := 0
+	for _, smp := range samples {
+		if smp.TimeStamp <= oldest {
 			continue
 		}
 		v, valid := decodeSampleValue(vt, smp.SampleValue)
@@ -56,7 +69,6 @@ func (w *window) average(vt nvml.ValueType, samples []nvml.Sample) (mean float64
 		}
 		sum += v
 		n++
-		newest = max(newest, smp.TimeStamp)
 	}
 	w.lastSeen = newest
 	mean = sum / float64(n)
@@ -95,43 +107,32 @@ func decodeSampleValue(vt nvml.ValueType, raw [8]byte) (float64, bool) {
 // the first scrape averages from the receiver's start, not over whatever the
 // ring buffer held before it.
 func (d *Device) primeWindows() {
-	r := newReading(d)
-	defer r.recoverPanic()
-	for k, sc := range samplingCalls {
-		if r.skip(sc.call) {
-			continue
-		}
-		vt, samples, ret := d.handle.GetSamples(sc.typ, 0)
-		if ret == nvml.ERROR_NOT_FOUND {
-			r.timed(sc.call)
-			continue
-		}
-		if r.ok(sc.call, ret) {
-			d.windows[k].average(vt, samples)
-		}
+	r := &reading{d: d}
+	for k := range samplingCalls {
+		r.windowAverage(samplingKind(k), 0)
 	}
 	// An error while priming only costs the first window its start; the
 	// next read reports it if it persists.
+	d.support.flushLogs(d.logger)
 }
 
 // windowAverage returns the mean of the samples of kind k taken since the
-// previous call, as a fraction. ok is false when there is none (an empty
-// window) or the call failed.
-func (r *reading) windowAverage(k samplingKind) (frac float64, ok bool) {
+// previous call (within span of the newest, when span is above zero), as a
+// fraction. ok is false when there is none (an empty window) or the call
+// was not made or failed.
+func (r *reading) windowAverage(k samplingKind, span time.Duration) (frac float64, ok bool) {
 	sc := samplingCalls[k]
-	if r.skip(sc.call) {
-		return 0, false
-	}
 	w := &r.d.windows[k]
-	vt, samples, ret := r.d.handle.GetSamples(sc.typ, w.lastSeen)
-	if ret == nvml.ERROR_NOT_FOUND {
-		r.timed(sc.call)
-		return 0, false // no sample newer than lastSeen
+	var vt nvml.ValueType
+	var samples []nvml.Sample
+	ret, made := r.call(sc.call, func() (ret nvml.Return) {
+		vt, samples, ret = r.d.handle.GetSamples(sc.typ, w.lastSeen)
+		return ret
+	})
+	if !made || ret == nvml.ERROR_NOT_FOUND || !r.result(sc.call, ret) {
+		return 0, false // NOT_FOUND: no sample newer than lastSeen
 	}
-	if !r.ok(sc.call, ret) {
-		return 0, false
-	}
-	mean, ok := w.average(vt, samples)
+	mean, ok := w.average(vt, samples, span)
 	return percentToFraction(mean), ok
 }
 
@@ -139,47 +140,78 @@ func percentToFraction(p float64) float64 {
 	return math.Min(math.Max(p/100, 0), 1)
 }
 
-// readUtilization fills the engine and memory utilization from the sample
-// windows. Where a window is empty or samples are not supported, it falls
-// back to NVML's instant readings, so that a series never goes silent.
+// readUtilization fills the engine and memory-controller utilization, each
+// averaged over the window since the previous read:
+//   - general: from GPM's graphics utilization on a GPU with GPM (no extra
+//     call), else from the GPU sample window;
+//   - memory controller: from its sample window; on a GPU with GPM only
+//     when asked for (WithMemoryControllerOnGPM): GPM's DRAM bandwidth
+//     utilization tells memory activity there, and the window costs 1.4 ms;
+//   - encoder, decoder: readCodec.
+//
+// Where a window is empty or unsupported, the instant reading answers, so
+// that a series never goes silent.
 func (r *reading) readUtilization(s *Sample) {
-	h := r.d.handle
-	gpu, gpuOK := r.windowAverage(samplingGPU)
-	mem, memOK := r.windowAverage(samplingMemory)
-	if (!gpuOK || !memOK) && !r.skip(callUtilizationRates) {
-		if u, ret := h.GetUtilizationRates(); r.ok(callUtilizationRates, ret) {
-			if !gpuOK {
-				gpu, gpuOK = percentToFraction(float64(u.Gpu)), true
+	d := r.d
+	generalOn := d.metricOn(mUtil)
+	memOn := d.metricOn(mMemCtrl) && (!d.gpm.supported || d.memCtrlOnGPM)
+	var gpu, mem Opt[float64]
+	switch {
+	case !generalOn:
+	case d.gpm.readsGeneral:
+		if s.GPM != nil {
+			gpu = s.GPM.Activity[GPMGraphicsActivity]
+		}
+	default:
+		if v, ok := r.windowAverage(samplingGPU, 0); ok {
+			gpu = some(v)
+		}
+	}
+	if memOn {
+		if v, ok := r.windowAverage(samplingMemory, 0); ok {
+			mem = some(v)
+		}
+	}
+	if generalOn && !gpu.OK || memOn && !mem.OK {
+		var u nvml.Utilization
+		if r.do(callUtilizationRates, func() (ret nvml.Return) { u, ret = d.handle.GetUtilizationRates(); return }) {
+			if generalOn && !gpu.OK {
+				gpu = some(percentToFraction(float64(u.Gpu)))
 			}
-			if !memOK {
-				mem, memOK = percentToFraction(float64(u.Memory)), true
+			if memOn && !mem.OK {
+				mem = some(percentToFraction(float64(u.Memory)))
 			}
 		}
 	}
-	if gpuOK {
-		s.Utilization[EngineGeneral] = some(gpu)
-	}
-	if memOK {
-		s.MemoryControllerUtilization = some(mem)
-	}
+	s.Utilization[EngineGeneral], s.MemoryControllerUtilization = gpu, mem
+	s.Utilization[EngineEncoder] = r.readCodec(samplingEncoder, callEncoderUtilization, d.handle.GetEncoderUtilization)
+	s.Utilization[EngineDecoder] = r.readCodec(samplingDecoder, callDecoderUtilization, d.handle.GetDecoderUtilization)
+}
 
-	enc, encOK := r.windowAverage(samplingEncoder)
-	if !encOK && !r.skip(callEncoderUtilization) {
-		if v, _, ret := h.GetEncoderUtilization(); r.ok(callEncoderUtilization, ret) {
-			enc, encOK = percentToFraction(float64(v)), true
+// readCodec reads an encoder or decoder: the instant getter every time
+// (<0.05 ms), and the sample window (1.4 ms) only while the engine is busy
+// now or was at the previous read. A burst that falls wholly between two
+// idle reads is missed; any other is averaged over the interval.
+func (r *reading) readCodec(k samplingKind, instant call, get func() (uint32, uint32, nvml.Return)) Opt[float64] {
+	w := &r.d.windows[k]
+	var v uint32
+	instOK := r.do(instant, func() (ret nvml.Return) { v, _, ret = get(); return })
+	if !instOK || v > 0 || w.active {
+		// Only the samples of this interval: the window was not read
+		// while the engine was idle.
+		span := time.Duration(0)
+		if !r.d.lastRead.IsZero() {
+			span = time.Since(r.d.lastRead)
+		}
+		if mean, ok := r.windowAverage(k, span); ok {
+			w.active = mean > 0 || v > 0
+			return some(mean)
 		}
 	}
-	if encOK {
-		s.Utilization[EngineEncoder] = some(enc)
+	if !instOK {
+		w.active = false
+		return Opt[float64]{}
 	}
-
-	dec, decOK := r.windowAverage(samplingDecoder)
-	if !decOK && !r.skip(callDecoderUtilization) {
-		if v, _, ret := h.GetDecoderUtilization(); r.ok(callDecoderUtilization, ret) {
-			dec, decOK = percentToFraction(float64(v)), true
-		}
-	}
-	if decOK {
-		s.Utilization[EngineDecoder] = some(dec)
-	}
+	w.active = v > 0
+	return some(percentToFraction(float64(v)))
 }

@@ -57,7 +57,7 @@ func TestWindowAverage(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := window{lastSeen: tt.lastSeen}
-			mean, ok := w.average(nvml.VALUE_TYPE_UNSIGNED_INT, tt.samples)
+			mean, ok := w.average(nvml.VALUE_TYPE_UNSIGNED_INT, tt.samples, 0)
 			assert.Equal(t, tt.wantOK, ok)
 			if tt.wantOK {
 				assert.InDelta(t, tt.wantMean, mean, 1e-9)
@@ -111,7 +111,7 @@ func FuzzWindowAverage(f *testing.F) {
 			data = data[16:]
 		}
 		w := window{lastSeen: lastSeen}
-		mean, ok := w.average(nvml.ValueType(vt), samples)
+		mean, ok := w.average(nvml.ValueType(vt), samples, 0)
 		if w.lastSeen < lastSeen {
 			t.Fatalf("window moved backwards: %d < %d", w.lastSeen, lastSeen)
 		}

@@ -26,12 +26,12 @@ func lookupSymbols(lib nvml.Interface) (s symbols) {
 	s.memoryInfoV2 = ext.LookupSymbol("nvmlDeviceGetMemoryInfo_v2") == nil
 	s.gpm = ext.LookupSymbol("nvmlGpmMetricsGet") == nil && ext.LookupSymbol("nvmlGpmQueryDeviceSupport") == nil
 	s.mig = ext.LookupSymbol("nvmlDeviceGetMigMode") == nil && ext.LookupSymbol("nvmlDeviceGetMigDeviceHandleByIndex") == nil
-	for c, name := range callSymbols {
-		if !hasAnyVersion(ext, name) {
+	for c, spec := range readTable {
+		if name := spec.symbol; name != "" && !hasAnyVersion(ext, name) {
 			if s.missing == nil {
 				s.missing = map[call]bool{}
 			}
-			s.missing[c] = true
+			s.missing[call(c)] = true
 		}
 	}
 	return s

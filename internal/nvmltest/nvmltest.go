@@ -7,7 +7,6 @@
 package nvmltest
 
 import (
-	"encoding/binary"
 	"fmt"
 	"strings"
 	"sync"
@@ -62,7 +61,12 @@ type GPU struct {
 	// per-metric returns.
 	GPMValues map[nvml.GpmMetricId]float64
 	GPMErrors map[nvml.GpmMetricId]nvml.Return
-	GPMOff    bool // GpmQueryDeviceSupport says no
+	GPMOff    bool // GpmQueryDeviceSupport says no (Hopper and newer have GPM)
+
+	// FieldErrors forces a field's own return code; FieldCalls counts
+	// GetFieldValues calls.
+	FieldErrors map[uint32]nvml.Return
+	FieldCalls  int
 
 	// Health.
 	ECCCorrected, ECCUncorrected    uint64
@@ -146,6 +150,10 @@ func wrap(s *server.Server) *Machine {
 			},
 			PCIeGen: 5, PCIeWidth: 16,
 			SamplesBroken: map[nvml.SamplingType]nvml.Return{},
+			FieldErrors:   map[uint32]nvml.Return{},
+		}
+		if arch, _ := dev.GetArchitecture(); arch < nvml.DEVICE_ARCH_HOPPER {
+			g.GPMOff = true // GPM came with Hopper
 		}
 		dev.UUID = UUID(i)
 		g.setFuncs(i)
@@ -256,6 +264,50 @@ func (g *GPU) setFuncs(i int) {
 		}
 		return g.FanPercent, nvml.SUCCESS
 	}
+}
+
+// getFieldValues answers like nvmlDeviceGetFieldValues: each field with
+// its own return code, unsigned long long or unsigned int as on an H200.
+func (g *GPU) getFieldValues(values []nvml.FieldValue) nvml.Return {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.FieldCalls++
+	policies := map[uint32]nvml.PerfPolicyType{
+		nvml.FI_DEV_PERF_POLICY_POWER: nvml.PERF_POLICY_POWER, nvml.FI_DEV_PERF_POLICY_THERMAL: nvml.PERF_POLICY_THERMAL,
+		nvml.FI_DEV_PERF_POLICY_SYNC_BOOST: nvml.PERF_POLICY_SYNC_BOOST, nvml.FI_DEV_PERF_POLICY_BOARD_LIMIT: nvml.PERF_POLICY_BOARD_LIMIT,
+		nvml.FI_DEV_PERF_POLICY_LOW_UTILIZATION: nvml.PERF_POLICY_LOW_UTILIZATION, nvml.FI_DEV_PERF_POLICY_RELIABILITY: nvml.PERF_POLICY_RELIABILITY,
+	}
+	for i := range values {
+		f := &values[i]
+		f.NvmlReturn = uint32(nvml.SUCCESS)
+		if ret, bad := g.FieldErrors[f.FieldId]; bad {
+			f.NvmlReturn = uint32(ret)
+			continue
+		}
+		var v uint64
+		typ := nvml.VALUE_TYPE_UNSIGNED_LONG_LONG
+		switch id := f.FieldId; {
+		case policies[id] != 0 || id == nvml.FI_DEV_PERF_POLICY_POWER:
+			ns, ok := g.ViolationNanos[policies[id]]
+			if !ok {
+				f.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+				continue
+			}
+			v = ns
+		case id == nvml.FI_DEV_PCIE_REPLAY_COUNTER:
+			v, typ = uint64(g.PCIeReplays), nvml.VALUE_TYPE_UNSIGNED_INT
+		case id == nvml.FI_DEV_MEMORY_TEMP && g.MemoryTemperatureC > 0:
+			v, typ = uint64(g.MemoryTemperatureC), nvml.VALUE_TYPE_UNSIGNED_INT
+		default:
+			f.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
+			continue
+		}
+		f.ValueType = uint32(typ)
+		for b := 0; b < 8; b++ {
+			f.Value[b] = byte(v >> (8 * b))
+		}
+	}
+	return nvml.SUCCESS
 }
 
 // AddSamples appends utilization samples of type t, as NVML's sampler would,
@@ -555,21 +607,4 @@ func UnsupportedLogs(logs *observer.ObservedLogs, call string) int {
 		}
 	}
 	return n
-}
-
-// getFieldValues answers the fields the mock knows, each with its own
-// return code, as NVML does: the call succeeds, an unknown field fails.
-func (g *GPU) getFieldValues(values []nvml.FieldValue) nvml.Return {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for i := range values {
-		v := &values[i]
-		v.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
-		if v.FieldId == nvml.FI_DEV_MEMORY_TEMP && g.MemoryTemperatureC > 0 {
-			v.ValueType = uint32(nvml.VALUE_TYPE_UNSIGNED_INT)
-			binary.LittleEndian.PutUint32(v.Value[:4], g.MemoryTemperatureC)
-			v.NvmlReturn = uint32(nvml.SUCCESS)
-		}
-	}
-	return nvml.SUCCESS
 }

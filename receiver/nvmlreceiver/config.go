@@ -37,6 +37,18 @@ type Config struct {
 
 	// Kubernetes configures pod attribution through the kubelet.
 	Kubernetes KubernetesConfig `mapstructure:"kubernetes"`
+
+	// CounterInterval is how often the costly counters are read, in the
+	// background: hw.energy (3-7 ms of CPU a call on an H200),
+	// nvidia.gpu.clock.event.time and nvidia.gpu.pcie.replays (1.25 ms
+	// together). Each point carries the time of its reading, so rates stay
+	// exact. 0 reads them at every scrape (still off the scrape's path).
+	CounterInterval time.Duration `mapstructure:"counter_interval"`
+
+	// MemoryControllerOnGPM also reads the memory controller's busy window
+	// (hw.gpu.memory.utilization, 1.4 ms a GPU) on GPUs with GPM, where
+	// nvidia.gpu.memory.bandwidth.utilization tells memory activity.
+	MemoryControllerOnGPM bool `mapstructure:"memory_controller_on_gpm"`
 }
 
 // ProcessesConfig configures the per-process resources.
@@ -102,6 +114,9 @@ func (cfg *Config) Validate() error {
 		}
 		// A path that does not exist yet is allowed: the driver may be mounted
 		// after the collector starts, and the receiver retries.
+	}
+	if cfg.CounterInterval < 0 {
+		errs = append(errs, errors.New("counter_interval: must be 0 (every scrape) or more"))
 	}
 	if cfg.Processes.MaxPerGPU < 0 || cfg.Processes.MaxPerGPU > nvmlclient.MaxProcessesPerGPU {
 		errs = append(errs, fmt.Errorf("processes::max_per_gpu: %d must be between 0 (no cap but NVML's listing limit) and %d",

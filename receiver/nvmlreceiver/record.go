@@ -152,7 +152,8 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 		mb.RecordNvidiaGpuPowerLimitDataPoint(ts, v.Value)
 	}
 	if v := s.EnergyJoules; v.OK {
-		mb.RecordHwEnergyDataPoint(ts, v.Value)
+		// Stamped with the time the counter was read, not the scrape's.
+		mb.RecordHwEnergyDataPoint(pcommon.NewTimestampFromTime(s.CountersTime), v.Value)
 	}
 	for clk, v := range s.ClockHz {
 		if v.OK {
@@ -172,7 +173,7 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 	if s.GPM != nil {
 		recordGPM(mb, ts, s.GPM)
 	}
-	recordHealth(mb, ts, &s.Health)
+	recordHealth(mb, ts, pcommon.NewTimestampFromTime(s.CountersTime), &s.Health)
 	mb.EmitForResource(metadata.WithResource(gpuResource(mb, info, gpuOwner).Emit()))
 }
 
@@ -212,73 +213,92 @@ func setGPUAttributes(rb *metadata.ResourceBuilder, info nvmlclient.DeviceInfo, 
 	rb.SetHwDriverVersion(info.DriverVersion)
 	rb.SetNvidiaGpuIndex(int64(info.Index))
 	rb.SetNvidiaGpuPciBusID(info.PCIBusID)
-	for _, a := range []struct {
-		v   string
-		set func(string)
-	}{
-		{o.ContainerID, rb.SetContainerID},
-		{o.PodUID, rb.SetK8sPodUID},
-		{o.PodName, rb.SetK8sPodName},
-		{o.Namespace, rb.SetK8sNamespaceName},
-		{o.ContainerName, rb.SetK8sContainerName},
-	} {
-		if a.v != "" {
-			a.set(a.v)
-		}
+	if o.ContainerID != "" {
+		rb.SetContainerID(o.ContainerID)
 	}
+	if o.PodUID != "" {
+		rb.SetK8sPodUID(o.PodUID)
+	}
+	if o.PodName != "" {
+		rb.SetK8sPodName(o.PodName)
+	}
+	if o.Namespace != "" {
+		rb.SetK8sNamespaceName(o.Namespace)
+	}
+	if o.ContainerName != "" {
+		rb.SetK8sContainerName(o.ContainerName)
+	}
+}
+
+// gpmGauges record each GPM activity; static, so that a scrape builds no
+// closures.
+var gpmGauges = [...]struct {
+	a      nvmlclient.GPMActivity
+	record func(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, v float64)
+}{
+	{nvmlclient.GPMSMActivity, (*metadata.MetricsBuilder).RecordNvidiaGpuSmActivityDataPoint},
+	{nvmlclient.GPMSMOccupancy, (*metadata.MetricsBuilder).RecordNvidiaGpuSmOccupancyDataPoint},
+	{nvmlclient.GPMGraphicsActivity, (*metadata.MetricsBuilder).RecordNvidiaGpuGraphicsActivityDataPoint},
+	{nvmlclient.GPMTensorActivity, (*metadata.MetricsBuilder).RecordNvidiaGpuTensorActivityDataPoint},
+	{nvmlclient.GPMDRAMBandwidth, (*metadata.MetricsBuilder).RecordNvidiaGpuMemoryBandwidthUtilizationDataPoint},
+}
+
+var gpmTensorPipes = [...]struct {
+	a    nvmlclient.GPMActivity
+	attr metadata.AttributeNvidiaGpuTensorPipe
+}{
+	{nvmlclient.GPMTensorHMMA, metadata.AttributeNvidiaGpuTensorPipeHmma},
+	{nvmlclient.GPMTensorIMMA, metadata.AttributeNvidiaGpuTensorPipeImma},
+	{nvmlclient.GPMTensorDMMA, metadata.AttributeNvidiaGpuTensorPipeDmma},
+	{nvmlclient.GPMTensorDFMA, metadata.AttributeNvidiaGpuTensorPipeDfma},
+}
+
+var gpmPipes = [...]struct {
+	a    nvmlclient.GPMActivity
+	attr metadata.AttributeNvidiaGpuPipe
+}{
+	{nvmlclient.GPMFP64, metadata.AttributeNvidiaGpuPipeFp64},
+	{nvmlclient.GPMFP32, metadata.AttributeNvidiaGpuPipeFp32},
+	{nvmlclient.GPMFP16, metadata.AttributeNvidiaGpuPipeFp16},
+	{nvmlclient.GPMInteger, metadata.AttributeNvidiaGpuPipeInteger},
+}
+
+var gpmTraffic = [...]struct {
+	t      nvmlclient.GPMTraffic
+	nvlink bool
+	dir    metadata.AttributeNetworkIoDirection
+}{
+	{nvmlclient.GPMPCIeTX, false, metadata.AttributeNetworkIoDirectionTransmit},
+	{nvmlclient.GPMPCIeRX, false, metadata.AttributeNetworkIoDirectionReceive},
+	{nvmlclient.GPMNVLinkTX, true, metadata.AttributeNetworkIoDirectionTransmit},
+	{nvmlclient.GPMNVLinkRX, true, metadata.AttributeNetworkIoDirectionReceive},
 }
 
 // recordGPM records what GPM measured over the window.
 func recordGPM(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, g *nvmlclient.GPMReading) {
-	gauges := []struct {
-		a      nvmlclient.GPMActivity
-		record func(float64)
-	}{
-		{nvmlclient.GPMSMActivity, func(v float64) { mb.RecordNvidiaGpuSmActivityDataPoint(ts, v) }},
-		{nvmlclient.GPMSMOccupancy, func(v float64) { mb.RecordNvidiaGpuSmOccupancyDataPoint(ts, v) }},
-		{nvmlclient.GPMGraphicsActivity, func(v float64) { mb.RecordNvidiaGpuGraphicsActivityDataPoint(ts, v) }},
-		{nvmlclient.GPMTensorActivity, func(v float64) { mb.RecordNvidiaGpuTensorActivityDataPoint(ts, v) }},
-		{nvmlclient.GPMDRAMBandwidth, func(v float64) { mb.RecordNvidiaGpuMemoryBandwidthUtilizationDataPoint(ts, v) }},
-		{nvmlclient.GPMTensorHMMA, func(v float64) {
-			mb.RecordNvidiaGpuTensorPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuTensorPipeHmma)
-		}},
-		{nvmlclient.GPMTensorIMMA, func(v float64) {
-			mb.RecordNvidiaGpuTensorPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuTensorPipeImma)
-		}},
-		{nvmlclient.GPMTensorDMMA, func(v float64) {
-			mb.RecordNvidiaGpuTensorPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuTensorPipeDmma)
-		}},
-		{nvmlclient.GPMTensorDFMA, func(v float64) {
-			mb.RecordNvidiaGpuTensorPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuTensorPipeDfma)
-		}},
-		{nvmlclient.GPMFP64, func(v float64) { mb.RecordNvidiaGpuPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuPipeFp64) }},
-		{nvmlclient.GPMFP32, func(v float64) { mb.RecordNvidiaGpuPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuPipeFp32) }},
-		{nvmlclient.GPMFP16, func(v float64) { mb.RecordNvidiaGpuPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuPipeFp16) }},
-		{nvmlclient.GPMInteger, func(v float64) {
-			mb.RecordNvidiaGpuPipeActivityDataPoint(ts, v, metadata.AttributeNvidiaGpuPipeInteger)
-		}},
-	}
-	for _, gg := range gauges {
+	for _, gg := range gpmGauges {
 		if v := g.Activity[gg.a]; v.OK {
-			gg.record(v.Value)
+			gg.record(mb, ts, v.Value)
 		}
 	}
-	counters := []struct {
-		t      nvmlclient.GPMTraffic
-		record func(int64)
-	}{
-		{nvmlclient.GPMPCIeTX, func(v int64) { mb.RecordHwGpuIoDataPoint(ts, v, metadata.AttributeNetworkIoDirectionTransmit) }},
-		{nvmlclient.GPMPCIeRX, func(v int64) { mb.RecordHwGpuIoDataPoint(ts, v, metadata.AttributeNetworkIoDirectionReceive) }},
-		{nvmlclient.GPMNVLinkTX, func(v int64) {
-			mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, v, metadata.AttributeNetworkIoDirectionTransmit)
-		}},
-		{nvmlclient.GPMNVLinkRX, func(v int64) {
-			mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, v, metadata.AttributeNetworkIoDirectionReceive)
-		}},
+	for _, p := range gpmTensorPipes {
+		if v := g.Activity[p.a]; v.OK {
+			mb.RecordNvidiaGpuTensorPipeActivityDataPoint(ts, v.Value, p.attr)
+		}
 	}
-	for _, c := range counters {
-		if v := g.TrafficBytes[c.t]; v.OK {
-			c.record(v.Value)
+	for _, p := range gpmPipes {
+		if v := g.Activity[p.a]; v.OK {
+			mb.RecordNvidiaGpuPipeActivityDataPoint(ts, v.Value, p.attr)
+		}
+	}
+	for _, c := range gpmTraffic {
+		v := g.TrafficBytes[c.t]
+		switch {
+		case !v.OK:
+		case c.nvlink:
+			mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, v.Value, c.dir)
+		default:
+			mb.RecordHwGpuIoDataPoint(ts, v.Value, c.dir)
 		}
 	}
 }

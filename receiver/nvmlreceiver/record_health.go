@@ -54,7 +54,9 @@ func boolInt(b bool) int64 {
 }
 
 // recordHealth records a GPU's health signals and its hw.status.
-func recordHealth(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, h *nvmlclient.Health) {
+// The violation time and PCIe replays are counters read on their own
+// cadence: they carry countersTS, the time they were read.
+func recordHealth(mb *metadata.MetricsBuilder, ts, countersTS pcommon.Timestamp, h *nvmlclient.Health) {
 	if v := h.ECCCorrected; v.OK {
 		mb.RecordHwErrorsDataPoint(ts, int64(v.Value), metadata.AttributeErrorTypeCorrected)
 	}
@@ -86,11 +88,11 @@ func recordHealth(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, h *nvmlclie
 	}
 	for _, r := range violationReasons {
 		if v := h.ViolationSeconds[r.p]; v.OK {
-			mb.RecordNvidiaGpuClockEventTimeDataPoint(ts, v.Value, r.attr)
+			mb.RecordNvidiaGpuClockEventTimeDataPoint(countersTS, v.Value, r.attr)
 		}
 	}
 	if v := h.PCIeReplays; v.OK {
-		mb.RecordNvidiaGpuPcieReplaysDataPoint(ts, v.Value)
+		mb.RecordNvidiaGpuPcieReplaysDataPoint(countersTS, v.Value)
 	}
 	if v := h.PCIeGeneration; v.OK {
 		mb.RecordNvidiaGpuPcieLinkGenerationDataPoint(ts, v.Value)

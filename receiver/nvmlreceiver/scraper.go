@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/scraper/scrapererror"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
@@ -151,7 +152,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	for _, d := range devices {
 		xids[d.Info.UUID] = s.events.counts(d.Info.UUID)
 	}
-	samples, stuck := s.readAll(ctx, deadline, devices)
+	samples, stuck, readErr := s.readAll(ctx, deadline, devices)
 	lost := 0
 	var stuckIDs []string
 	now := pcommon.NewTimestampFromTime(time.Now())
@@ -178,7 +179,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		s.stalled = false
 		s.session.reset(errors.New("every GPU is lost"))
 	}
-	return md, nil
+	return md, readErr
 }
 
 // reportStalled turns the component status to a recoverable error while a
@@ -199,8 +200,11 @@ func (s *nvmlScraper) reportStalled(uuids []string) {
 // readAll reads every device concurrently and returns the samples that
 // arrived before the deadline (nil for the others), and which devices are
 // stuck: still reading (or priming) at the deadline, or busy with an
-// earlier read. A slow or failing GPU never holds back the others.
-func (s *nvmlScraper) readAll(ctx context.Context, deadline time.Time, devices []*nvmlclient.Device) ([]*nvmlclient.Sample, []bool) {
+// earlier read. A slow or failing GPU never holds back the others. A GPU
+// read in part comes with its sample; the calls that failed make a partial
+// scrape error that counts the metrics left out
+// (otelcol_scraper_errored_metric_points).
+func (s *nvmlScraper) readAll(ctx context.Context, deadline time.Time, devices []*nvmlclient.Device) ([]*nvmlclient.Sample, []bool, error) {
 	type result struct {
 		i      int
 		sample nvmlclient.Sample
@@ -220,10 +224,24 @@ func (s *nvmlScraper) readAll(ctx context.Context, deadline time.Time, devices [
 	samples := make([]*nvmlclient.Sample, len(devices))
 	stuck := make([]bool, len(devices))
 	answered := make([]bool, len(devices))
+	var errs []error
+	failedMetrics := 0
+	partial := func() error {
+		if len(errs) == 0 {
+			return nil
+		}
+		return scrapererror.NewPartialScrapeError(errors.Join(errs...), failedMetrics)
+	}
 	for pending := len(devices); pending > 0; pending-- {
 		select {
 		case r := <-results:
 			answered[r.i] = true
+			var readErr *nvmlclient.ReadError
+			if errors.As(r.err, &readErr) {
+				errs = append(errs, fmt.Errorf("GPU %s: %w", devices[r.i].Info.UUID, readErr))
+				failedMetrics += readErr.Metrics
+				r.err = nil
+			}
 			if r.err == nil {
 				samples[r.i] = &r.sample
 				delete(s.logged, devices[r.i].Info.UUID+"/slow")
@@ -236,13 +254,13 @@ func (s *nvmlScraper) readAll(ctx context.Context, deadline time.Time, devices [
 			// Lost GPUs and call errors are logged once by the client.
 		case <-timer.C:
 			s.logPending(devices, answered, stuck)
-			return samples, stuck
+			return samples, stuck, partial()
 		case <-ctx.Done():
 			s.logPending(devices, answered, stuck)
-			return samples, stuck
+			return samples, stuck, partial()
 		}
 	}
-	return samples, stuck
+	return samples, stuck, partial()
 }
 
 func (s *nvmlScraper) logPending(devices []*nvmlclient.Device, answered, stuck []bool) {

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+	"go.opentelemetry.io/collector/scraper/scrapererror"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -116,6 +117,7 @@ func TestScrapeGolden(t *testing.T) {
 	m.GPUs[7].GPMOff = true // no GPM on this board
 	for i, g := range m.GPUs {
 		g.FanSupported, g.FanPercent = i%2 == 0, uint32(30+i) // fans on half the boards
+		g.EncoderUtil = uint32(i)                             // busy encoders: their window is read
 	}
 	// GPU 0 is shared by two processes, GPU 1 belongs to one, GPU 2 runs a
 	// process from another PID namespace; the rest are idle.
@@ -263,6 +265,17 @@ func gpuMetrics(md pmetric.Metrics, uuid string) pmetric.MetricSlice {
 	return pmetric.NewMetricSlice()
 }
 
+// gpuMetric returns metric name on GPU uuid's own resource, or nil.
+func gpuMetric(md pmetric.Metrics, uuid, name string) *pmetric.Metric {
+	ms := gpuMetrics(md, uuid)
+	for j := 0; j < ms.Len(); j++ {
+		if m := ms.At(j); m.Name() == name {
+			return &m
+		}
+	}
+	return nil
+}
+
 // gpuMetricNames lists the metrics on GPU uuid's own resource.
 func gpuMetricNames(md pmetric.Metrics, uuid string) []string {
 	var names []string
@@ -333,14 +346,70 @@ func TestNotSupportedLoggedOnceAcrossScrapes(t *testing.T) {
 	assert.Equal(t, 1, nvmltest.UnsupportedLogs(ts.logs, "nvmlDeviceGetTotalEnergyConsumption"))
 }
 
-func TestErrorOnOneGPUDropsOnlyItsPoints(t *testing.T) {
+func TestFailedCallDropsOnlyItsMetrics(t *testing.T) {
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m)
 	ts.start(t)
 	m.GPUs[6].GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 0, nvml.ERROR_TIMEOUT }
-	ids := resourceIDs(ts.scrapeOK(t))
-	assert.Len(t, ids, 7)
-	assert.NotContains(t, ids, nvmltest.UUID(6))
+	m.GPUs[2].Set(func(g *nvmltest.GPU) { g.FieldErrors[nvml.FI_DEV_PCIE_REPLAY_COUNTER] = nvml.ERROR_UNKNOWN })
+	md, err := ts.scrape(context.Background())
+	require.Error(t, err)
+	var partial scrapererror.PartialScrapeError
+	require.ErrorAs(t, err, &partial)
+	assert.Equal(t, 2, partial.Failed, "nvidia.gpu.clock.frequency on GPU 6, nvidia.gpu.pcie.replays on GPU 2")
+	assert.ErrorContains(t, err, nvmltest.UUID(6))
+	assert.Len(t, resourceIDs(md), 8, "every GPU is reported")
+	names := gpuMetricNames(md, nvmltest.UUID(6))
+	assert.NotContains(t, names, "nvidia.gpu.clock.frequency")
+	for _, want := range []string{"hw.gpu.utilization", "hw.gpu.memory.usage", "hw.power", "hw.temperature"} {
+		assert.Contains(t, names, want)
+	}
+	names = gpuMetricNames(md, nvmltest.UUID(2))
+	assert.NotContains(t, names, "nvidia.gpu.pcie.replays")
+	assert.Contains(t, names, "nvidia.gpu.clock.event.time", "the rest of the field batch holds")
+}
+
+func TestCountersCarryTheTimeOfTheirReading(t *testing.T) {
+	m := nvmltest.NewH200()
+	ts := newTestScraper(t, m, func(cfg *Config) { cfg.CounterInterval = time.Hour })
+	ts.start(t)
+	first := ts.scrapeOK(t)
+	time.Sleep(5 * time.Millisecond)
+	m.GPUs[0].SetEnergy(9_000_000)
+	second := ts.scrapeOK(t)
+	e1, e2 := energyPoint(t, first), energyPoint(t, second)
+	assert.Equal(t, e1.Timestamp(), e2.Timestamp(), "not read again within the interval: the same reading, the same time")
+	assert.Equal(t, e1.DoubleValue(), e2.DoubleValue())
+	assert.Less(t, e2.Timestamp(), scrapeTime(t, second), "stamped with its reading, not the scrape")
+	for _, name := range []string{"nvidia.gpu.clock.event.time", "nvidia.gpu.pcie.replays"} {
+		m := gpuMetric(second, nvmltest.UUID(0), name)
+		require.NotNil(t, m, name)
+		assert.Equal(t, e2.Timestamp(), m.Sum().DataPoints().At(0).Timestamp(), "%s: read with the energy counter", name)
+	}
+}
+
+func energyPoint(t *testing.T, md pmetric.Metrics) pmetric.NumberDataPoint {
+	t.Helper()
+	m := gpuMetric(md, nvmltest.UUID(0), "hw.energy")
+	require.NotNil(t, m)
+	return m.Sum().DataPoints().At(0)
+}
+
+func scrapeTime(t *testing.T, md pmetric.Metrics) pcommon.Timestamp {
+	t.Helper()
+	m := gpuMetric(md, nvmltest.UUID(0), "hw.power")
+	require.NotNil(t, m)
+	return m.Gauge().DataPoints().At(0).Timestamp()
+}
+
+// Every metric the read table names is a metric of metadata.yaml, so that
+// renaming one cannot silently stop its calls.
+func TestReadTableNamesRealMetrics(t *testing.T) {
+	on := enabledMetrics(metadata.NewDefaultMetricsBuilderConfig().Metrics)
+	for _, name := range nvmlclient.FedMetrics() {
+		_, ok := on[name]
+		assert.True(t, ok, "the read table feeds %q, which metadata.yaml lacks", name)
+	}
 }
 
 func TestSlowGPUDoesNotHoldBackTheOthers(t *testing.T) {
@@ -406,22 +475,6 @@ func TestShutdownShutsNVMLDown(t *testing.T) {
 	assert.Equal(t, 1, shutdowns)
 }
 
-// BenchmarkScrape measures one full scrape of the 8-GPU dgxh200 mock: every
-// getter answers at once, so this is the receiver's own cost per scrape.
-func BenchmarkScrape(b *testing.B) {
-	m := nvmltest.NewH200()
-	ts := newTestScraper(b, m)
-	ts.logs = nil
-	ts.start(b)
-	ctx := context.Background()
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ts.scrape(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 func TestDisabledMetricsCostNoNVMLCall(t *testing.T) {
 	m := nvmltest.NewH200()
 	for _, g := range m.GPUs {
@@ -429,20 +482,24 @@ func TestDisabledMetricsCostNoNVMLCall(t *testing.T) {
 			t.Error("energy read although hw.energy is disabled")
 			return 0, nvml.SUCCESS
 		}
-		g.GetViolationStatusFunc = func(nvml.PerfPolicyType) (nvml.ViolationTime, nvml.Return) {
-			t.Error("violation status read although nvidia.gpu.clock.event.time is disabled")
-			return nvml.ViolationTime{}, nvml.SUCCESS
+		g.GetFieldValuesFunc = func([]nvml.FieldValue) nvml.Return {
+			t.Error("field values read although no metric they feed is enabled")
+			return nvml.SUCCESS
 		}
 		g.GpmQueryDeviceSupportFunc = func() (nvml.GpmSupport, nvml.Return) {
-			t.Error("GPM used although every GPM metric is disabled")
+			t.Error("GPM used although every metric it feeds is disabled")
 			return nvml.GpmSupport{}, nvml.SUCCESS
+		}
+		g.GetSamplesFunc = func(nvml.SamplingType, uint64) (nvml.ValueType, []nvml.Sample, nvml.Return) {
+			t.Error("samples read although no utilization metric is enabled")
+			return 0, nil, nvml.SUCCESS
 		}
 	}
 	ts := newTestScraper(t, m, func(cfg *Config) {
 		mc := &cfg.Metrics
-		mc.HwEnergy.Enabled = false
-		mc.NvidiaGpuClockEventTime.Enabled = false
-		for _, e := range []*bool{&mc.NvidiaGpuSmActivity.Enabled, &mc.NvidiaGpuSmOccupancy.Enabled,
+		for _, e := range []*bool{&mc.HwEnergy.Enabled, &mc.NvidiaGpuClockEventTime.Enabled, &mc.NvidiaGpuPcieReplays.Enabled,
+			&mc.HwTemperature.Enabled, &mc.HwGpuUtilization.Enabled, &mc.NvidiaGpuMemoryControllerUtilization.Enabled,
+			&mc.NvidiaGpuSmActivity.Enabled, &mc.NvidiaGpuSmOccupancy.Enabled,
 			&mc.NvidiaGpuGraphicsActivity.Enabled, &mc.NvidiaGpuTensorActivity.Enabled, &mc.NvidiaGpuTensorPipeActivity.Enabled,
 			&mc.NvidiaGpuPipeActivity.Enabled, &mc.NvidiaGpuMemoryBandwidthUtilization.Enabled, &mc.HwGpuIo.Enabled,
 			&mc.NvidiaGpuNvlinkIo.Enabled} {

@@ -1,12 +1,13 @@
 package nvmlreceiver
 
 import (
-	"slices"
+	"reflect"
 	"sync"
 
 	"go.opentelemetry.io/collector/receiver"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
 // One configured nvml receiver may sit in a metrics and a logs pipeline.
@@ -35,24 +36,30 @@ func sharedScraper(cfg *Config, set receiver.Settings) *nvmlScraper {
 	return s
 }
 
-// clientOptions asks NVML only for what an enabled metric reports: the
-// energy counter, GPM and the throttle counters cost milliseconds a GPU.
+// clientOptions asks NVML only for what an enabled metric reports (the
+// read table in nvmlclient names the metrics each call feeds).
 func clientOptions(cfg *Config) []nvmlclient.Option {
-	m := cfg.Metrics
-	var skip []nvmlclient.Feature
-	if !m.HwEnergy.Enabled {
-		skip = append(skip, nvmlclient.FeatureEnergy)
+	on := enabledMetrics(cfg.Metrics)
+	return []nvmlclient.Option{
+		nvmlclient.WithProcesses(cfg.Processes.Enabled),
+		nvmlclient.WithMetrics(func(name string) bool { return on[name] }),
+		nvmlclient.WithCounterInterval(cfg.CounterInterval),
+		nvmlclient.WithMemoryControllerOnGPM(cfg.MemoryControllerOnGPM),
 	}
-	if !m.NvidiaGpuClockEventTime.Enabled {
-		skip = append(skip, nvmlclient.FeatureThrottleTime)
+}
+
+// enabledMetrics maps each metric's name to whether it is enabled, from the
+// generated config's mapstructure tags.
+func enabledMetrics(m metadata.MetricsConfig) map[string]bool {
+	out := map[string]bool{}
+	v := reflect.ValueOf(m)
+	for i := 0; i < v.NumField(); i++ {
+		name := v.Type().Field(i).Tag.Get("mapstructure")
+		if f := v.Field(i); f.Kind() == reflect.Struct && name != "" {
+			if en := f.FieldByName("Enabled"); en.IsValid() && en.Kind() == reflect.Bool {
+				out[name] = en.Bool()
+			}
+		}
 	}
-	gpm := []bool{
-		m.NvidiaGpuSmActivity.Enabled, m.NvidiaGpuSmOccupancy.Enabled, m.NvidiaGpuGraphicsActivity.Enabled,
-		m.NvidiaGpuTensorActivity.Enabled, m.NvidiaGpuTensorPipeActivity.Enabled, m.NvidiaGpuPipeActivity.Enabled,
-		m.NvidiaGpuMemoryBandwidthUtilization.Enabled, m.HwGpuIo.Enabled, m.NvidiaGpuNvlinkIo.Enabled,
-	}
-	if !slices.Contains(gpm, true) {
-		skip = append(skip, nvmlclient.FeatureGPM)
-	}
-	return []nvmlclient.Option{nvmlclient.WithProcesses(cfg.Processes.Enabled), nvmlclient.WithoutFeatures(skip...)}
+	return out
 }

@@ -1,0 +1,161 @@
+package nvmlclient
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// The cumulative counters that cost the most to read are read on their own
+// cadence (WithCounterInterval), in the background, off the scrape path:
+// the energy counter (3-7 ms of CPU a call on an H200, p90 up to 21 ms),
+// and the six violation counters with the PCIe replays (1.25 ms together
+// as one field batch). A scrape reports the newest reading with the time it
+// was taken: counters stay monotonic and rate() over them stays exact,
+// however old the reading. Only the first read of a device waits for them.
+
+// DefaultCounterInterval is how often the costly counters are read unless
+// configured otherwise.
+const DefaultCounterInterval = 10 * time.Second
+
+// counterValues is one reading of the costly counters.
+type counterValues struct {
+	energyJoules Opt[float64]
+	violation    [violationPolicyCount]Opt[float64]
+	pcieReplays  Opt[int64]
+	at           time.Time // wall time the reading was taken
+}
+
+type counterState struct {
+	interval time.Duration
+
+	busy    atomic.Bool    // a background read is in flight
+	pending sync.WaitGroup // the background read, for Close
+	fields  fieldBatch     // the background read's own batch
+
+	mu       sync.Mutex
+	last     counterValues
+	started  time.Time // by the device clock: when the last read began
+	failures []*CallError
+	lost     bool
+	lostCall call
+}
+
+// readCounters puts the newest counter reading into s and starts the next
+// read when it is due. The first read of the device is taken in line.
+func (r *reading) readCounters(s *Sample) {
+	d := r.d
+	cs := &d.counters
+	cs.mu.Lock()
+	first, due := cs.started.IsZero(), d.now().Sub(cs.started) >= cs.interval
+	cs.mu.Unlock()
+	switch {
+	case first && cs.busy.CompareAndSwap(false, true):
+		d.takeCounters()
+	case due && cs.busy.CompareAndSwap(false, true):
+		cs.pending.Add(1)
+		d.calls.begin() // Close waits for it, and never shuts NVML down under it
+		go func() {
+			defer cs.pending.Done()
+			defer d.calls.end()
+			d.takeCounters()
+		}()
+	}
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	// A failure or loss of the background read shows in the next scrape,
+	// which leaves out the figures of the calls that failed.
+	failed := map[call]bool{}
+	for _, f := range cs.failures {
+		r.fail(f.call, f.Ret, f.Detail)
+		failed[f.call] = true
+	}
+	cs.failures = nil
+	if cs.lost && !r.lost {
+		r.lost, r.lostCall = true, cs.lostCall
+	}
+	v := cs.last
+	if !failed[callEnergy] {
+		s.EnergyJoules = v.energyJoules
+	}
+	for p, c := range violationCalls {
+		if !failed[c] && !failed[callFieldValues] {
+			s.Health.ViolationSeconds[p] = v.violation[p]
+		}
+	}
+	if !failed[callPCIeReplays] && !failed[callFieldValues] {
+		s.Health.PCIeReplays = v.pcieReplays
+	}
+	s.CountersTime = v.at
+}
+
+// takeCounters reads the counters once; busy is held by the caller and
+// released here.
+func (d *Device) takeCounters() {
+	cs := &d.counters
+	defer cs.busy.Store(false)
+	cs.mu.Lock()
+	cs.started = d.now()
+	cs.mu.Unlock()
+
+	r := &reading{d: d}
+	var got counterValues
+	var mj uint64
+	if r.do(callEnergy, func() (ret nvml.Return) { mj, ret = d.handle.GetTotalEnergyConsumption(); return }) {
+		got.energyJoules = some(float64(mj) / 1000)
+	}
+	var s Sample
+	if !r.lost {
+		r.readFieldBatch(&s, &cs.fields, true)
+	}
+	got.violation, got.pcieReplays = s.Health.ViolationSeconds, s.Health.PCIeReplays
+	got.at = time.Now()
+	d.support.flushLogs(d.logger)
+
+	cs.mu.Lock()
+	defer cs.mu.Unlock()
+	cs.failures = append(cs.failures, r.failed...)
+	if r.lost {
+		cs.lost, cs.lostCall = true, r.lostCall
+	}
+	// Within one NVML session a counter only grows: a lower answer is a
+	// glitch, and the older reading stands. A counter not read this time
+	// keeps its last reading (and the reading time moves on only when one
+	// was read).
+	last := &cs.last
+	read := false
+	read = keepMax(&last.energyJoules, got.energyJoules) || read
+	for p := range last.violation {
+		read = keepMax(&last.violation[p], got.violation[p]) || read
+	}
+	if got.pcieReplays.OK && (!last.pcieReplays.OK || got.pcieReplays.Value >= last.pcieReplays.Value) {
+		last.pcieReplays, read = got.pcieReplays, true
+	}
+	if read {
+		last.at = got.at
+	}
+}
+
+// keepMax moves *last to v when v was read and did not go down; it reports
+// whether v was read.
+func keepMax(last *Opt[float64], v Opt[float64]) bool {
+	if v.OK && (!last.OK || v.Value >= last.Value) {
+		*last = v
+	}
+	return v.OK
+}
+
+// waitBackground waits up to timeout for a background counter read, and
+// reports whether none is left in flight.
+func (d *Device) waitBackground(timeout time.Duration) bool {
+	done := make(chan struct{})
+	go func() { d.counters.pending.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}

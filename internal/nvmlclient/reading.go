@@ -1,0 +1,97 @@
+package nvmlclient
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
+
+// reading is the state of one Read: what failed, and whether the GPU was
+// found lost. Every NVML call of a read goes through call (or do), which
+// alone decides whether the call is made, times it and classifies its
+// answer.
+type reading struct {
+	d        *Device
+	failed   []*CallError
+	lost     bool
+	lostCall call
+}
+
+// available reports whether c is to be made now: a metric it feeds is
+// enabled, its answer is not cached as unsupported, and the GPU is not lost.
+func (r *reading) available(c call) bool {
+	return !r.lost && r.d.wanted[c] && r.d.support.usable(c, r.d.now())
+}
+
+// call makes c through fn when it is available, and times it. A panic in
+// fn (in go-nvml or a mock) is the call's failure, not the read's. made is
+// false when the call was not made.
+func (r *reading) call(c call, fn func() nvml.Return) (ret nvml.Return, made bool) {
+	if !r.available(c) {
+		return 0, false
+	}
+	start := time.Now()
+	defer func() {
+		r.d.stats[c].observe(time.Since(start))
+		if p := recover(); p != nil {
+			r.d.countPanic(p)
+			r.fail(c, nvml.ERROR_UNKNOWN, fmt.Sprintf("panic: %v", p))
+			ret, made = panicked, true
+		}
+	}()
+	return fn(), true
+}
+
+// panicked marks a call whose panic was already recorded by call.
+const panicked nvml.Return = -1
+
+// result classifies c's answer and records what a failure means. It
+// reports whether ret is a success.
+func (r *reading) result(c call, ret nvml.Return) bool {
+	switch {
+	case ret == panicked:
+		return false
+	case ret == nvml.SUCCESS:
+		r.d.support.supported(c)
+		return true
+	}
+	switch classify(ret) {
+	case outcomeUnsupported:
+		r.d.support.unsupported(c, ret, r.d.now())
+	case outcomeLost:
+		if !r.lost {
+			r.lost, r.lostCall = true, c
+		}
+	default:
+		r.fail(c, ret, "")
+	}
+	return false
+}
+
+// do makes c through fn, when available, and reports whether it succeeded.
+func (r *reading) do(c call, fn func() nvml.Return) bool {
+	ret, made := r.call(c, fn)
+	return made && r.result(c, ret)
+}
+
+func (r *reading) fail(c call, ret nvml.Return, detail string) {
+	for _, f := range r.failed {
+		if f.call == c {
+			return
+		}
+	}
+	r.failed = append(r.failed, &CallError{Call: c.String(), Ret: ret, Detail: detail, call: c})
+}
+
+// guard runs one part of a read; a panic outside any NVML call (in our own
+// decoding) fails that part alone.
+func (r *reading) guard(read func(*reading, *Sample), s *Sample) {
+	defer func() {
+		if p := recover(); p != nil {
+			r.d.countPanic(p)
+			r.fail(callNone, nvml.ERROR_UNKNOWN, fmt.Sprintf("panic in NVML read: %v", p))
+		}
+	}()
+	read(r, s)
+}
