@@ -37,7 +37,8 @@
 //
 // Nothing here blocks a scrape. The allocation is listed in the background
 // (PodResourcesCache), on a short-lived connection bounded by a timeout; on
-// an error the last good answer is kept, and the error
+// an error the last good answer is kept until it is too old (three refreshes
+// missed: names are then left off until the kubelet answers), and the error
 // is logged once. NVML reports host PIDs: a collector in its own PID
 // namespace (no hostPID, the host's /proc not mounted and configured) sees
 // none of them, which is logged once, and processes are then reported by

@@ -43,6 +43,17 @@ type PodResourcesConfig struct {
 	// ResourcePrefixes selects the resources whose device ids are kept, by
 	// name prefix; empty means DefaultResourcePrefixes().
 	ResourcePrefixes []string
+	// MaxAge bounds the age of the allocation served: a kubelet that
+	// answered once and then hung must not keep stale pod names for ever.
+	// Past it, Owners answers nothing (cgroup-only attribution) until a List
+	// succeeds again. Zero means DefaultMaxAge of RefreshInterval and Timeout.
+	MaxAge time.Duration
+}
+
+// DefaultMaxAge is the age past which a cached allocation is dropped: three
+// refreshes missed (1m35s with the 30 s refresh and 5 s timeout).
+func DefaultMaxAge(refresh, timeout time.Duration) time.Duration {
+	return 3*refresh + timeout
 }
 
 // DefaultPodResourcesConfig returns the kubelet's socket, a 30 s refresh
@@ -81,6 +92,7 @@ type PodResourcesCache struct {
 	started bool
 
 	lastErr string // errorKey of the last error logged; used by the refresh goroutine only
+	expired bool   // the expiry was logged; used by the refresh goroutine only
 }
 
 // NewPodResourcesCache returns a cache that does nothing until Start. A nil
@@ -96,6 +108,9 @@ func NewPodResourcesCache(cfg PodResourcesConfig, logger *zap.Logger) *PodResour
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = def.Timeout
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = DefaultMaxAge(cfg.RefreshInterval, cfg.Timeout)
 	}
 	prefixes := cfg.ResourcePrefixes
 	if len(prefixes) == 0 {
@@ -166,6 +181,11 @@ func (c *PodResourcesCache) refreshAndLog(ctx context.Context) {
 	case err != nil && ctx.Err() != nil:
 		// Shutting down.
 	case err != nil:
+		if s := c.snap.Load(); s != nil && !c.expired && time.Since(s.at) > c.cfg.MaxAge {
+			c.expired = true
+			c.logger.Warn("The last PodResources allocation listed is too old; GPUs are reported without pod names (cgroup attribution only) until the kubelet answers",
+				zap.String("socket", c.cfg.Socket), zap.Duration("max_age", c.cfg.MaxAge), zap.Time("listed_at", s.at))
+		}
 		if key := errorKey(err); key != c.lastErr {
 			c.lastErr = key
 			msg := "Cannot list the kubelet's PodResources; GPUs are reported without pod names until it answers"
@@ -175,7 +195,7 @@ func (c *PodResourcesCache) refreshAndLog(ctx context.Context) {
 			c.logger.Warn(msg, zap.String("socket", c.cfg.Socket), zap.Duration("timeout", c.cfg.Timeout), zap.Error(err))
 		}
 	case c.lastErr != "":
-		c.lastErr = ""
+		c.lastErr, c.expired = "", false
 		c.logger.Info("The kubelet's PodResources answer again", zap.String("socket", c.cfg.Socket), zap.Int("devices", n))
 	}
 }
@@ -201,9 +221,25 @@ func errorKey(err error) string {
 func (c *PodResourcesCache) refresh(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
+	// The socket is dialled here first, so that a missing or refusing
+	// kubelet is one error of ours, logged once, rather than also a gRPC
+	// transport warning on every refresh. gRPC gets the connection.
+	first, err := (&net.Dialer{}).DialContext(ctx, "unix", c.cfg.Socket)
+	if err != nil {
+		return 0, err
+	}
+	var handedOver atomic.Bool
+	defer func() {
+		if !handedOver.Load() {
+			first.Close()
+		}
+	}()
 	// The socket is dialled as given, not parsed as a target URL.
 	conn, err := grpc.NewClient("passthrough:///kubelet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+			if handedOver.CompareAndSwap(false, true) {
+				return first, nil
+			}
 			return (&net.Dialer{}).DialContext(ctx, "unix", c.cfg.Socket)
 		}),
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
@@ -279,7 +315,8 @@ func replicaBase(id string) (string, bool) {
 }
 
 // Owners returns the containers that hold any of deviceIDs, each once, in a
-// stable order; nil when none does or before the first successful List.
+// stable order; nil when none does, before the first successful List, or
+// when the last one is older than MaxAge.
 // A GPU UUID also finds the holders of its time-slicing replicas
 // ("<UUID>::<n>"). Pass a GPU's UUID together with its MIG devices' UUIDs
 // to get everything allocated on that GPU; with the device plugin's
@@ -288,7 +325,7 @@ func replicaBase(id string) (string, bool) {
 // pod UID or container id. It never blocks.
 func (c *PodResourcesCache) Owners(deviceIDs ...string) []Owner {
 	s := c.snap.Load()
-	if s == nil {
+	if s == nil || time.Since(s.at) > c.cfg.MaxAge {
 		return nil
 	}
 	var out []Owner

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
@@ -261,7 +262,8 @@ func TestPodResourcesSlowServer(t *testing.T) {
 	k.set(nodeAllocation(), nil)
 	serve(t, sock, k)
 	core, logs := observer.New(zapcore.InfoLevel)
-	c := startCache(t, PodResourcesConfig{Socket: sock, RefreshInterval: 20 * time.Millisecond, Timeout: 300 * time.Millisecond}, zap.New(core))
+	c := startCache(t, PodResourcesConfig{Socket: sock, RefreshInterval: 20 * time.Millisecond, Timeout: 300 * time.Millisecond,
+		MaxAge: time.Minute}, zap.New(core))
 	waitSynced(t, c)
 	want, ok := c.lookup(gpuTrain)
 	require.True(t, ok)
@@ -302,6 +304,53 @@ func TestPodResourcesSlowServer(t *testing.T) {
 	assert.Less(t, time.Since(start), 500*time.Millisecond)
 	_, ok = c.lookup(gpuTrain)
 	assert.True(t, ok, "the last good allocation stays readable after Shutdown")
+}
+
+// Issue 9, defect 11: a kubelet that answered once and then hung kept its
+// pod names for ever. Past MaxAge they are dropped (cgroup attribution
+// only), in one log line, and come back when it answers.
+func TestPodResourcesExpire(t *testing.T) {
+	sock := socketPath(t)
+	k := &fakeKubelet{}
+	k.set(nodeAllocation(), nil)
+	serve(t, sock, k)
+	core, logs := observer.New(zapcore.InfoLevel)
+	c := startCache(t, PodResourcesConfig{Socket: sock, RefreshInterval: 20 * time.Millisecond, Timeout: 50 * time.Millisecond,
+		MaxAge: 300 * time.Millisecond}, zap.New(core))
+	waitSynced(t, c)
+	_, ok := c.lookup(gpuTrain)
+	require.True(t, ok)
+
+	block := make(chan struct{})
+	k.set(nodeAllocation(), block)
+	require.Eventually(t, func() bool { _, ok := c.lookup(gpuTrain); return !ok }, 5*time.Second, 5*time.Millisecond)
+	assert.Nil(t, c.Owners(gpuTrain, migInfer))
+	require.Eventually(t, func() bool { return logs.FilterMessageSnippet("too old").Len() == 1 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(100 * time.Millisecond)
+	assert.Equal(t, 1, logs.FilterMessageSnippet("too old").Len(), "logged once")
+
+	close(block)
+	k.set(nodeAllocation(), nil)
+	require.Eventually(t, func() bool { _, ok := c.lookup(gpuTrain); return ok }, 5*time.Second, 5*time.Millisecond)
+}
+
+func TestDefaultMaxAge(t *testing.T) {
+	assert.Equal(t, 95*time.Second, DefaultMaxAge(30*time.Second, 5*time.Second))
+	c := NewPodResourcesCache(PodResourcesConfig{Socket: "/x.sock"}, nil)
+	assert.Equal(t, 95*time.Second, c.cfg.MaxAge)
+}
+
+// Issue 9, defect 11: a refresh against a missing socket produced two
+// warnings, ours and gRPC's own transport warning. The socket is dialled
+// before gRPC sees it, so that the failure is ours alone (not a gRPC
+// status), logged once however often it repeats.
+func TestPodResourcesDialFailureIsNotAGRPCError(t *testing.T) {
+	c := NewPodResourcesCache(PodResourcesConfig{Socket: socketPath(t)}, nil)
+	_, err := c.refresh(context.Background())
+	require.Error(t, err)
+	_, isStatus := status.FromError(err)
+	assert.False(t, isStatus, "gRPC never dialled: %v", err)
+	assert.Contains(t, err.Error(), "no such file or directory")
 }
 
 func TestPodResourcesServerRestart(t *testing.T) {

@@ -216,9 +216,17 @@ func (g gpuSpec) state(t float64) (string, []float64) {
 	if g.lostAt > 0 {
 		edges = append(edges, g.lostAt)
 	}
+	// A GPU whose read is stuck in a hang is reported degraded (issue 9);
+	// a read started in the hang's last half second may finish in time.
+	hung := g.hangFor > 0 && t >= g.hangFrom && t < g.hangFrom+g.hangFor
+	if g.hangFor > 0 {
+		edges = append(edges, g.hangFrom, g.hangFrom+g.hangFor-0.4, g.hangFrom+g.hangFor)
+	}
 	switch {
 	case g.lostAt > 0 && t >= g.lostAt:
 		return "failed", edges
+	case hung:
+		return "degraded", edges
 	case predictedFailure:
 		return "predicted_failure", edges
 	case degraded:
@@ -647,6 +655,14 @@ func (r *pipelineRun) hungCall(t *testing.T) {
 		recovered = recovered || r > until+0.5
 	}
 	assert.True(t, recovered, "GPU 2 reports again after its hang")
+	// While stuck it is not silent: hw.status says degraded (issue 9).
+	degraded := 0
+	for _, p := range filter(pts, hung.uuid, "hw.status", map[string]any{"hw.state": "degraded"}) {
+		if r := rel(p, t0); r > from+0.6 && r < until-0.6 && p.Value == 1 {
+			degraded++
+		}
+	}
+	assert.Positive(t, degraded, "GPU 2 reports hw.status degraded while its read is stuck")
 	for i, g := range pipelineGPUs[:2] {
 		ts := times(filter(pts, g.uuid, "hw.temperature", dieSensor), t0)
 		var in int

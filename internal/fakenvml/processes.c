@@ -92,6 +92,18 @@ static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, f
 
 const fake_area fake_area_processes = {keys, parse};
 
+/* grown answers an injected NVML_ERROR_INSUFFICIENT_SIZE the way NVML does
+ * when the list grew past the caller's buffer between its size query and
+ * its fill: it writes back the count needed now, one more than the buffer
+ * held. (Leaving the count unchanged, as NVML never does, let go-nvml's
+ * doubling loop run without bound.) */
+static nvmlReturn_t grown(unsigned int *count)
+{
+	if (*count < 0x7fffffffu)
+		(*count)++;
+	return NVML_ERROR_INSUFFICIENT_SIZE;
+}
+
 /* listed reports whether process p is in the list of running processes at
  * t that a GPU's handle (mig NULL) or a MIG device's handle answers. */
 static bool listed(const fake_process *p, bool graphics, const fake_mig_device *mig, double t)
@@ -112,6 +124,8 @@ static nvmlReturn_t running(nvmlDevice_t device, fake_call call, bool graphics, 
 	if (!infoCount)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	nvmlReturn_t r = fake_any_enter(device, call, &g, NULL, &mig, &t);
+	if (r == NVML_ERROR_INSUFFICIENT_SIZE)
+		return grown(infoCount);
 	if (r != NVML_SUCCESS)
 		return r;
 	if (!g->has_processes)
@@ -201,6 +215,8 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUti
 	if (!processSamplesCount)
 		return NVML_ERROR_INVALID_ARGUMENT;
 	nvmlReturn_t r = fake_device_enter(device, FC_nvmlDeviceGetProcessUtilization, &g, NULL, &t);
+	if (r == NVML_ERROR_INSUFFICIENT_SIZE)
+		return grown(processSamplesCount);
 	if (r != NVML_SUCCESS)
 		return r;
 	if (!g->has_processes || g->mig.enabled)

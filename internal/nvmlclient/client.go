@@ -3,6 +3,8 @@
 package nvmlclient
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -17,11 +19,19 @@ type Client struct {
 	lib    nvml.Interface
 	logger *zap.Logger
 	opts   options
+	// libraryPath is set for the system library (NewSystem): it is checked
+	// before nvmlInit, and the bounded list calls are looked up in it.
+	libraryPath string
+	system      bool
 
+	// mu guards the state below; no NVML call is made under it, so that a
+	// stuck call never blocks Devices, Inventory or Close.
 	mu      sync.Mutex
 	open    bool
+	opening bool
 	inv     Inventory
 	devices []*Device
+	calls   *inflight // the calls of the open session
 }
 
 // New returns a Client on lib, which is not touched until Open.
@@ -36,69 +46,130 @@ func New(lib nvml.Interface, logger *zap.Logger, opts ...Option) *Client {
 // NewSystem returns a Client on the system's libnvidia-ml.so.1, or on the
 // library at libraryPath when it is not empty. Nothing is loaded until Open.
 func NewSystem(libraryPath string, logger *zap.Logger, opts ...Option) *Client {
+	var c *Client
 	if libraryPath == "" {
-		return New(nvml.New(), logger, opts...)
+		c = New(nvml.New(), logger, opts...)
+	} else {
+		c = New(nvml.New(nvml.WithLibraryPath(libraryPath)), logger, opts...)
 	}
-	return New(nvml.New(nvml.WithLibraryPath(libraryPath)), logger, opts...)
+	c.libraryPath, c.system = libraryPath, true
+	return c
 }
+
+// ErrOpening is returned by Open while another Open is still running.
+var ErrOpening = errors.New("NVML is being initialized")
 
 // Open initializes NVML and takes the inventory of the devices that match
 // selectors (UUIDs or indices; all devices when empty). On error NVML is left
-// uninitialized and Open may be called again later.
+// uninitialized and Open may be called again later. The devices are not
+// primed: each primes on its first Prime or Read.
 func (c *Client) Open(selectors []string) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if c.open {
+		c.mu.Unlock()
 		return nil
 	}
+	if c.opening {
+		c.mu.Unlock()
+		return ErrOpening
+	}
+	c.opening = true
+	c.mu.Unlock()
+
+	inv, devices, calls, err := c.initialize(selectors)
+
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.opening = false
+	if err != nil {
+		return err
+	}
+	c.inv, c.devices, c.calls, c.open = inv, devices, calls, true
+	return nil
+}
+
+func (c *Client) initialize(selectors []string) (Inventory, []*Device, *inflight, error) {
+	if c.system {
+		// A library that is missing, or is not NVML, must be refused here:
+		// go-nvml would call nvmlInit in it and the process would die on an
+		// unresolved symbol (exit 127).
+		if err := checkLibrary(c.libraryPath); err != nil {
+			return Inventory{}, nil, nil, err
+		}
+	}
+	calls := newInflight()
+	calls.begin()
+	defer calls.end()
 	if ret := c.lib.Init(); ret != nvml.SUCCESS {
 		// After a failed Init no other NVML function may be called: with the
 		// library missing, the process would die on an unresolved symbol.
-		return initError(ret)
+		return Inventory{}, nil, nil, initError(ret)
+	}
+	var raw *rawLib
+	if c.system {
+		raw = loadRawLib(c.libraryPath)
 	}
 	inv, devices, err := takeInventory(c.lib, c.logger, selectors, c.opts)
 	if err != nil {
 		c.lib.Shutdown()
-		return err
+		return inv, nil, nil, err
 	}
-	c.inv, c.devices, c.open = inv, devices, true
-	return nil
+	for _, d := range devices {
+		d.calls, d.rawLib = calls, raw
+	}
+	return inv, devices, calls, nil
 }
 
-// Close shuts NVML down. It is a no-op when NVML is not open.
-func (c *Client) Close() error {
+// Close shuts NVML down. It is a no-op when NVML is not open. The client
+// is closed at once (a later Open initializes NVML again), but nvmlShutdown
+// waits for the calls still running in NVML, at most until ctx is done:
+// then Close returns an InFlightError and NVML is shut down only once those
+// calls return, as shutting it down under them could crash the process.
+func (c *Client) Close(ctx context.Context) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if !c.open {
+		c.mu.Unlock()
 		return nil
 	}
-	for _, d := range c.devices {
-		if !d.waitBackground(2 * time.Second) {
-			// Shutting NVML down under a running call could crash the
-			// process: leave the library to the process's exit.
-			c.open, c.devices, c.inv = false, nil, Inventory{}
-			c.logger.Warn("A background NVML counter read is still running at close; not shutting NVML down")
-			return nil
+	devices, calls := c.devices, c.calls
+	c.open, c.devices, c.inv, c.calls = false, nil, Inventory{}, nil
+	c.mu.Unlock()
+
+	shutdown := func() error {
+		for _, d := range devices {
+			d.release()
 		}
-	}
-	for _, d := range c.devices {
-		d.gpm.free()
-		for _, m := range d.migs {
-			m.gpm.free()
+		if ret := c.lib.Shutdown(); ret != nvml.SUCCESS {
+			return fmt.Errorf("nvmlShutdown: %w", ret)
 		}
+		return nil
 	}
-	c.open, c.devices, c.inv = false, nil, Inventory{}
-	if ret := c.lib.Shutdown(); ret != nvml.SUCCESS {
-		return fmt.Errorf("nvmlShutdown: %w", ret)
+	if calls.wait(ctx) {
+		return shutdown()
 	}
-	return nil
+	n := calls.count()
+	go func() {
+		calls.wait(context.Background())
+		_ = shutdown()
+	}()
+	return &InFlightError{Calls: n}
 }
 
-// Inventory returns what was found at the last Open.
+// Inventory returns what was found at the last Open; MIG devices are
+// listed once their GPU is primed.
 func (c *Client) Inventory() Inventory {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.inv
+	inv, devices := c.inv, c.devices
+	c.mu.Unlock()
+	inv.MIGDevices = nil
+	for _, d := range devices {
+		if d.primed.Load() {
+			for _, m := range d.migs {
+				inv.MIGDevices = append(inv.MIGDevices, m.info)
+			}
+		}
+	}
+	return inv
 }
 
 // Devices returns the devices taken at the last Open, in index order.

@@ -3,6 +3,7 @@
 package nvmlclient
 
 import (
+	"context"
 	"errors"
 	"testing"
 	"time"
@@ -23,7 +24,8 @@ func openH200(t *testing.T, selectors ...string) (*nvmltest.Machine, *Client, *o
 	core, logs := observer.New(zapcore.DebugLevel)
 	c := New(m, zap.New(core))
 	require.NoError(t, c.Open(selectors))
-	t.Cleanup(func() { require.NoError(t, c.Close()) })
+	c.PrimeAll()
+	t.Cleanup(func() { require.NoError(t, c.Close(context.Background())) })
 	return m, c, logs
 }
 
@@ -78,7 +80,7 @@ func TestOpenFailedInitCallsNothingElse(t *testing.T) {
 	assert.Contains(t, err.Error(), "libnvidia-ml.so.1")
 	assert.Contains(t, err.Error(), "library_path")
 	assert.True(t, errors.Is(err, nvml.ERROR_LIBRARY_NOT_FOUND))
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 }
 
 func TestOpenNoGPU(t *testing.T) {
@@ -122,7 +124,8 @@ func TestWindowsWithoutGPM(t *testing.T) {
 	m := nvmltest.NewA100()
 	c := New(m, zap.NewNop())
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	g := m.GPUs[1]
 	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{100, 200}, []uint32{30, 50})
 	g.AddSamples(nvml.MEMORY_UTILIZATION_SAMPLES, []uint64{100, 200}, []uint32{10, 20})
@@ -138,7 +141,8 @@ func TestGeneralUtilizationFromGPM(t *testing.T) {
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
 	c := New(m, zap.NewNop(), WithClock(clock.Now))
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	g := m.GPUs[3]
 	g.DecoderUtil = 0
 	samples := 0
@@ -158,6 +162,7 @@ func TestGeneralUtilizationFromGPM(t *testing.T) {
 	// Asked for, the controller window is read on a GPU with GPM too.
 	c2 := New(m, zap.NewNop(), WithClock(clock.Now), WithMemoryControllerOnGPM(true))
 	require.NoError(t, c2.Open(nil))
+	c2.PrimeAll()
 	g.AddSamples(nvml.MEMORY_UTILIZATION_SAMPLES, []uint64{300}, []uint32{40})
 	s, err = c2.Devices()[3].Read()
 	require.NoError(t, err)
@@ -209,7 +214,8 @@ func TestWindowStartsAtOpen(t *testing.T) {
 	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{10, 20}, []uint32{100, 100})
 	c := New(m, zap.NewNop())
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{30, 40}, []uint32{0, 20})
 	s, err := c.Devices()[0].Read()
 	require.NoError(t, err)
@@ -226,7 +232,8 @@ func TestEmptyWindowFallsBackToInstantReading(t *testing.T) {
 	m := nvmltest.NewA100()
 	c := New(m, zap.NewNop())
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	m.GPUs[4].Utilization = nvml.Utilization{Gpu: 64, Memory: 12}
 	s, err := c.Devices()[4].Read()
 	require.NoError(t, err)
@@ -249,7 +256,8 @@ func TestUnsupportedSamplingTypeFallsBackAndIsNotAskedAgain(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	c := New(m, zap.New(core))
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	g.Utilization.Gpu = 70
 	for range 5 {
 		s, err := c.Devices()[2].Read()
@@ -359,6 +367,23 @@ func TestPanicInMockIsAnError(t *testing.T) {
 	assert.True(t, s.PowerWatts.OK, "a panic fails its call, not the read")
 }
 
+// Issue 9, defect 9: recovered panics are counted, not only dropped: the
+// log gets the 1st, 2nd and 4th with the count so far.
+func TestRecoveredPanicsAreCounted(t *testing.T) {
+	m, c, logs := openH200(t)
+	m.GPUs[7].GetPerformanceStateFunc = nil
+	for range 5 {
+		_, err := c.Devices()[7].Read()
+		require.ErrorContains(t, err, "panic")
+	}
+	assert.Equal(t, int64(5), c.Devices()[7].Panics())
+	var counts []int64
+	for _, e := range logs.FilterMessageSnippet("Recovered a panic").All() {
+		counts = append(counts, e.ContextMap()["panics_total"].(int64))
+	}
+	assert.Equal(t, []int64{1, 2, 4}, counts)
+}
+
 func TestMemoryInfoV1WithoutV2Symbol(t *testing.T) {
 	m := nvmltest.NewH200()
 	m.LookupSymbolFunc = func(name string) error {
@@ -373,7 +398,8 @@ func TestMemoryInfoV1WithoutV2Symbol(t *testing.T) {
 	}
 	c := New(m, zap.NewNop())
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	s, err := c.Devices()[0].Read()
 	require.NoError(t, err)
 	assert.True(t, s.MemoryUsedBytes.OK)

@@ -54,8 +54,10 @@ func (r *reading) readCounters(s *Sample) {
 		d.takeCounters()
 	case due && cs.busy.CompareAndSwap(false, true):
 		cs.pending.Add(1)
+		d.calls.begin() // Close waits for it, and never shuts NVML down under it
 		go func() {
 			defer cs.pending.Done()
+			defer d.calls.end()
 			d.takeCounters()
 		}()
 	}

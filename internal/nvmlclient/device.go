@@ -32,8 +32,15 @@ type Device struct {
 	symbols symbols
 	logger  *zap.Logger
 
-	busy atomic.Bool
-	lost atomic.Bool
+	busy   atomic.Bool
+	lost   atomic.Bool
+	primed atomic.Bool
+	panics atomic.Int64 // recovered inside reads (panics.go)
+
+	opts   options
+	calls  *inflight // the session's NVML calls in flight
+	rawLib *rawLib   // nil on go-nvml's mocks
+	raw    rawDevice // the C handle, for the bounded list calls (prime.go)
 
 	// wanted says which calls feed an enabled metric; set at Open.
 	wanted [callCount]bool
@@ -156,6 +163,9 @@ func (d *Device) Read() (Sample, error) {
 		return Sample{}, ErrBusy
 	}
 	defer d.busy.Store(false)
+	d.calls.begin()
+	defer d.calls.end()
+	d.prime()
 
 	s := Sample{Time: time.Now()}
 	r := &reading{d: d}

@@ -9,6 +9,13 @@ import (
 // ErrGPULost is returned by Device.Read once NVML has said the GPU is lost.
 var ErrGPULost = errors.New("GPU is lost")
 
+// errLibraryNotFound and errNotNVML are the causes of a library refused
+// before nvmlInit.
+var (
+	errLibraryNotFound = errors.New("NVML library not found")
+	errNotNVML         = errors.New("not an NVML library")
+)
+
 // ErrBusy is returned by Device.Read while an earlier read of the same GPU
 // is still running (a slow or hung NVML call).
 var ErrBusy = errors.New("an earlier read of this GPU is still running")

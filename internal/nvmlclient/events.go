@@ -20,14 +20,18 @@ const eventWaitMillis = 500
 
 // WatchEvents registers every device for XID and ECC events and calls
 // onEvent for each, from this goroutine, until ctx is done. It returns nil
-// when ctx ends it.
-func (c *Client) WatchEvents(ctx context.Context, onEvent func(Event)) (err error) {
+// when ctx ends it. Each GPU registers on its own goroutine, under
+// registerTimeout: a GPU whose registration fails or hangs is named in one
+// log line, and the others keep their events.
+func (c *Client) WatchEvents(ctx context.Context, onEvent func(Event), registerTimeout time.Duration) (err error) {
 	c.mu.Lock()
-	open, devices, lib := c.open, c.devices, c.lib
+	open, devices, lib, calls := c.open, c.devices, c.lib, c.calls
 	c.mu.Unlock()
 	if !open {
 		return ErrNotOpen
 	}
+	calls.begin()
+	defer calls.end()
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic in the NVML event loop: %v", p)
@@ -41,25 +45,15 @@ func (c *Client) WatchEvents(ctx context.Context, onEvent func(Event)) (err erro
 	if ret != nvml.SUCCESS {
 		return fmt.Errorf("nvmlEventSetCreate: %w", ret)
 	}
-	defer set.Free()
-
-	byUUID := map[string]DeviceInfo{}
-	for _, d := range devices {
-		supported, ret := d.handle.GetSupportedEventTypes()
-		if ret != nvml.SUCCESS || supported&watchedEvents == 0 {
-			d.logger.Info("GPU reports no XID or ECC events; none are watched on it")
-			continue
-		}
-		if ret := d.handle.RegisterEvents(supported&watchedEvents, set); ret != nvml.SUCCESS {
-			d.logger.Warn("Cannot register for XID and ECC events on this GPU", zap.String("nvml.return", ret.Error()))
-			continue
-		}
-		byUUID[d.Info.UUID] = d.Info
+	byUUID, stuck := registerEvents(c.logger, devices, set, calls, registerTimeout)
+	if stuck == 0 {
+		// Freeing the set under a registration still running in it is not
+		// safe: a stuck one leaves the set behind.
+		defer set.Free()
 	}
 	if len(byUUID) == 0 {
 		return ErrNoEvents
 	}
-
 	for ctx.Err() == nil {
 		data, ret := set.Wait(eventWaitMillis)
 		switch ret {
@@ -85,15 +79,102 @@ func (c *Client) WatchEvents(ctx context.Context, onEvent func(Event)) (err erro
 		default:
 			continue
 		}
-		if data.Device != nil {
-			if uuid, ret := data.Device.GetUUID(); ret == nvml.SUCCESS {
-				ev.Device = byUUID[uuid]
-			}
-		}
+		ev.Device = eventDevice(data.Device, devices, byUUID)
 		if ev.Device.UUID == "" {
 			continue // not one of ours
 		}
 		onEvent(ev)
 	}
 	return nil
+}
+
+// registerEvents registers each device on its own goroutine and waits for
+// them at most timeout. It returns the registered devices and how many
+// registrations are still running.
+func registerEvents(logger *zap.Logger, devices []*Device, set nvml.EventSet, calls *inflight, timeout time.Duration) (map[string]DeviceInfo, int) {
+	type result struct {
+		d      *Device
+		reason string // empty: registered
+	}
+	results := make(chan result, len(devices))
+	for _, d := range devices {
+		calls.begin()
+		go func() {
+			defer calls.end()
+			defer func() {
+				if p := recover(); p != nil {
+					results <- result{d, fmt.Sprintf("panic: %v", p)}
+				}
+			}()
+			supported, ret := d.handle.GetSupportedEventTypes()
+			if ret != nvml.SUCCESS || supported&watchedEvents == 0 {
+				d.logger.Info("GPU reports no XID or ECC events; none are watched on it")
+				results <- result{d, "unsupported"}
+				return
+			}
+			if ret := d.handle.RegisterEvents(supported&watchedEvents, set); ret != nvml.SUCCESS {
+				results <- result{d, "nvmlDeviceRegisterEvents: " + ret.Error()}
+				return
+			}
+			results <- result{d, ""}
+		}()
+	}
+	byUUID := map[string]DeviceInfo{}
+	answered := map[*Device]bool{}
+	var failed []string
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+wait:
+	for range devices {
+		select {
+		case r := <-results:
+			answered[r.d] = true
+			switch r.reason {
+			case "":
+				byUUID[r.d.Info.UUID] = r.d.Info
+			case "unsupported":
+			default:
+				failed = append(failed, r.d.Info.UUID+" ("+r.reason+")")
+			}
+		case <-timer.C:
+			break wait
+		}
+	}
+	stuck := 0
+	for _, d := range devices {
+		if !answered[d] {
+			stuck++
+			failed = append(failed, d.Info.UUID+" (nvmlDeviceRegisterEvents did not return in "+timeout.String()+")")
+		}
+	}
+	if len(failed) > 0 {
+		logger.Warn("Not watching XID and ECC events on these GPUs; the others keep theirs",
+			zap.Strings("gpus", failed))
+	}
+	return byUUID, stuck
+}
+
+// eventDevice finds the watched device an event names: by its handle
+// first, as a GPU that just fell off the bus (Xid 79) no longer answers
+// nvmlDeviceGetUUID, then by UUID.
+func eventDevice(h nvml.Device, devices []*Device, byUUID map[string]DeviceInfo) (info DeviceInfo) {
+	if h == nil {
+		return DeviceInfo{}
+	}
+	func() {
+		defer func() { _ = recover() }() // a handle type that is not comparable
+		for _, d := range devices {
+			if d.handle == h {
+				info = byUUID[d.Info.UUID]
+				return
+			}
+		}
+	}()
+	if info.UUID != "" {
+		return info
+	}
+	if uuid, ret := h.GetUUID(); ret == nvml.SUCCESS {
+		return byUUID[uuid]
+	}
+	return DeviceInfo{}
 }

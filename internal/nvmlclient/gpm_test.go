@@ -3,6 +3,7 @@
 package nvmlclient
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -22,7 +23,8 @@ func openGPM(t *testing.T, m *nvmltest.Machine) (*Client, *nvmltest.Clock, *obse
 	core, logs := observer.New(zapcore.InfoLevel)
 	c := New(m, zap.New(core), WithClock(clock.Now))
 	require.NoError(t, c.Open(nil))
-	t.Cleanup(func() { _ = c.Close() })
+	c.PrimeAll()
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	return c, clock, logs
 }
 

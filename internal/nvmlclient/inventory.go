@@ -63,20 +63,9 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, o
 	}
 	for _, d := range selected {
 		d.configure(opts) // only calls that feed an enabled metric
-		d.primeWindows()
-		if d.wanted[callGPMSampleGet] {
-			d.initGPM(lib, symbols)
-		}
-		d.takeMIGInventory(lib, symbols)
-		d.support.flushLogs(d.logger)
-		if opts.processes {
-			d.readProcesses = true
-			d.primeProcessWindow()
-		}
+		d.lib, d.opts = lib, opts
+		d.readProcesses = opts.processes
 		inv.Devices = append(inv.Devices, d.Info)
-		for _, m := range d.migs {
-			inv.MIGDevices = append(inv.MIGDevices, m.info)
-		}
 	}
 	return inv, selected, nil
 }

@@ -26,7 +26,8 @@ import (
 type migDevice struct {
 	info   MIGInfo
 	handle nvml.Device
-	gpm    gpmState // per GPU instance, on the first MIG device of it only
+	raw    rawDevice // the C handle, for the bounded list calls
+	gpm    gpmState  // per GPU instance, on the first MIG device of it only
 	// first marks the GPU instance's lowest compute instance: the MIG
 	// device that reads the instance's memory and GPM.
 	first bool
@@ -174,7 +175,7 @@ func (r *reading) readMIG(s *Sample) {
 func (r *reading) migProcesses(m *migDevice, parent []Process) []Process {
 	var out []Process
 	if !m.ownListFailed {
-		if infos, ret := m.handle.GetComputeRunningProcesses(); ret == nvml.SUCCESS {
+		if infos, ret := runningProcesses(m.raw, m.handle, false); ret == nvml.SUCCESS {
 			for _, in := range infos {
 				out = append(out, Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
 					GPUInstanceID: m.info.GPUInstanceID, ComputeInstanceID: m.info.ComputeInstanceID})

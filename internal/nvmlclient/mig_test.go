@@ -3,6 +3,7 @@
 package nvmlclient
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -32,7 +33,8 @@ func TestMIGInventoryH100(t *testing.T) {
 	migs := m.GPUs[0].EnableMIG(nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_3_SLICE)
 	c := New(m, zap.NewNop())
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	inv := c.Inventory()
 	require.Len(t, inv.MIGDevices, 2)
 	assert.Equal(t, MIGInfo{UUID: migs[0].UUID, ParentUUID: nvmltest.UUID(0), GPUInstanceID: uint32(migs[0].GPUInstanceID),
@@ -47,7 +49,8 @@ func TestMIGInventoryA100(t *testing.T) {
 	m.GPUs[5].EnableMIG(nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_2_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE)
 	c := New(m, zap.NewNop())
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	var profiles []string
 	for _, mi := range c.Inventory().MIGDevices {
 		assert.Equal(t, nvmltest.UUID(5), mi.ParentUUID)
@@ -66,7 +69,8 @@ func TestMIGRead(t *testing.T) {
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
 	c := New(m, zap.NewNop(), WithProcesses(true), WithClock(clock.Now))
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	clock.Advance(10 * time.Second)
 	s, err := c.Devices()[1].Read()
 	require.NoError(t, err)
@@ -100,7 +104,8 @@ func TestMIGProfileIDIsNotTheIndex(t *testing.T) {
 	}
 	c := New(m, zap.NewNop())
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	var profiles []string
 	for _, mi := range c.Inventory().MIGDevices {
 		profiles = append(profiles, mi.Profile)
@@ -115,7 +120,8 @@ func TestMIGProfileWithoutPrivilege(t *testing.T) {
 	g.GetGpuInstanceByIdFunc = func(int) (nvml.GpuInstance, nvml.Return) { return nil, nvml.ERROR_NO_PERMISSION }
 	c := New(m, zap.NewNop())
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	assert.Equal(t, "2g.35gb", c.Inventory().MIGDevices[0].Profile, "from the MIG device's own attributes")
 }
 
@@ -138,7 +144,8 @@ func TestMIGInstanceMemoryAndGPMReadOnce(t *testing.T) {
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
 	c := New(m, zap.NewNop(), WithClock(clock.Now))
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	clock.Advance(10 * time.Second)
 	s, err := c.Devices()[0].Read()
 	require.NoError(t, err)

@@ -4,6 +4,7 @@ package nvmlclient
 
 import (
 	"context"
+	"time"
 
 	"go.uber.org/zap"
 )
@@ -49,7 +50,7 @@ func NewSystem(_ string, logger *zap.Logger, opts ...Option) *Client {
 func (c *Client) Open([]string) error { return ErrNoCgo }
 
 // Close does nothing: nothing was opened.
-func (c *Client) Close() error { return nil }
+func (c *Client) Close(context.Context) error { return nil }
 
 // Inventory is empty.
 func (c *Client) Inventory() Inventory { return Inventory{} }
@@ -58,10 +59,13 @@ func (c *Client) Inventory() Inventory { return Inventory{} }
 func (c *Client) Devices() []*Device { return nil }
 
 // WatchEvents returns ErrNotOpen.
-func (c *Client) WatchEvents(context.Context, func(Event)) error { return ErrNotOpen }
+func (c *Client) WatchEvents(context.Context, func(Event), time.Duration) error { return ErrNotOpen }
 
 // Lost is false: there is no device to lose.
 func (d *Device) Lost() bool { return false }
+
+// Prime returns ErrNotOpen.
+func (d *Device) Prime() error { return ErrNotOpen }
 
 // Read returns ErrNotOpen.
 func (d *Device) Read() (Sample, error) { return Sample{}, ErrNotOpen }

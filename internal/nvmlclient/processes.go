@@ -66,9 +66,18 @@ func (r *reading) readProcesses(s *Sample) {
 		}
 		return p
 	}
-	listed := false
+	listed, tooMany := false, false
 	var infos []nvml.ProcessInfo
-	if r.do(callComputeProcesses, func() (ret nvml.Return) { infos, ret = h.GetComputeRunningProcesses(); return }) {
+	list := func(c call, graphics bool) bool {
+		ret, made := r.call(c, func() (ret nvml.Return) { infos, ret = runningProcesses(r.d.raw, h, graphics); return })
+		if made && ret == errTooMany {
+			tooMany = true
+			r.tooManyProcesses(c)
+			return false
+		}
+		return made && r.result(c, ret)
+	}
+	if list(callComputeProcesses, false) {
 		listed = true
 		for _, in := range infos {
 			p := get(in.Pid, in.GpuInstanceId, in.ComputeInstanceId)
@@ -76,7 +85,7 @@ func (r *reading) readProcesses(s *Sample) {
 			p.ComputeMemoryBytes = addOpt(p.ComputeMemoryBytes, memoryOpt(in.UsedGpuMemory))
 		}
 	}
-	if r.do(callGraphicsProcesses, func() (ret nvml.Return) { infos, ret = h.GetGraphicsRunningProcesses(); return }) {
+	if !tooMany && list(callGraphicsProcesses, true) {
 		listed = true
 		for _, in := range infos {
 			p := get(in.Pid, in.GpuInstanceId, in.ComputeInstanceId)
@@ -84,8 +93,8 @@ func (r *reading) readProcesses(s *Sample) {
 			p.GraphicsMemoryBytes = addOpt(p.GraphicsMemoryBytes, memoryOpt(in.UsedGpuMemory))
 		}
 	}
-	if !listed || len(r.failed) > failures {
-		return
+	if !listed || tooMany || len(r.failed) > failures {
+		return // a partial list would undercount: none rather than some
 	}
 
 	// GetProcessUtilization costs 1.4-1.6 ms: asked only when a list holds
@@ -95,12 +104,12 @@ func (r *reading) readProcesses(s *Sample) {
 	if len(byPID) > 0 {
 		var samples []nvml.ProcessUtilizationSample
 		ret, made := r.call(callProcessUtilization, func() (ret nvml.Return) {
-			samples, ret = h.GetProcessUtilization(r.d.procWindow.lastSeen)
+			samples, ret = r.d.processUtilization(r.d.procWindow.lastSeen)
 			return ret
 		})
 		switch {
 		case !made:
-		case noNewProcessSample(ret, samples):
+		case ret == nvml.ERROR_NOT_FOUND:
 			utilOK = true // no sample since the last read: every process idle
 		case r.result(callProcessUtilization, ret):
 			util = r.d.procWindow.fold(samples)
@@ -129,10 +138,10 @@ func (d *Device) primeProcessWindow() {
 	r := &reading{d: d}
 	var samples []nvml.ProcessUtilizationSample
 	ret, made := r.call(callProcessUtilization, func() (ret nvml.Return) {
-		samples, ret = d.handle.GetProcessUtilization(0)
+		samples, ret = d.processUtilization(0)
 		return ret
 	})
-	if made && !noNewProcessSample(ret, samples) && r.result(callProcessUtilization, ret) {
+	if made && ret != nvml.ERROR_NOT_FOUND && r.result(callProcessUtilization, ret) {
 		d.procWindow.fold(samples)
 	}
 	d.support.flushLogs(d.logger)
@@ -155,11 +164,4 @@ func memoryOpt(v uint64) Opt[uint64] {
 		return Opt[uint64]{}
 	}
 	return some(v)
-}
-
-// noNewProcessSample reports whether GetProcessUtilization found nothing
-// newer than the timestamp asked: NOT_FOUND, or, through go-nvml, an empty
-// INSUFFICIENT_SIZE answer.
-func noNewProcessSample(ret nvml.Return, samples []nvml.ProcessUtilizationSample) bool {
-	return ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INSUFFICIENT_SIZE && len(samples) == 0
 }

@@ -3,6 +3,7 @@
 package nvmlclient
 
 import (
+	"context"
 	"math"
 	"testing"
 
@@ -19,7 +20,8 @@ func openWithProcesses(t *testing.T) (*nvmltest.Machine, *Client) {
 	m := nvmltest.NewH200()
 	c := New(m, zap.NewNop(), WithProcesses(true))
 	require.NoError(t, c.Open(nil))
-	t.Cleanup(func() { _ = c.Close() })
+	c.PrimeAll()
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	return m, c
 }
 
@@ -89,7 +91,8 @@ func TestProcessWindowStartsAtOpen(t *testing.T) {
 	m.GPUs[1].AddProcessSamples(nvml.ProcessUtilizationSample{Pid: 5, TimeStamp: 10, SmUtil: 100})
 	c := New(m, zap.NewNop(), WithProcesses(true))
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	m.GPUs[1].AddProcessSamples(nvml.ProcessUtilizationSample{Pid: 5, TimeStamp: 20, SmUtil: 20})
 	s, err := c.Devices()[1].Read()
 	require.NoError(t, err)

@@ -37,6 +37,7 @@ func (r *reading) call(c call, fn func() nvml.Return) (ret nvml.Return, made boo
 	defer func() {
 		r.d.stats[c].observe(time.Since(start))
 		if p := recover(); p != nil {
+			r.d.countPanic(p)
 			r.fail(c, nvml.ERROR_UNKNOWN, fmt.Sprintf("panic: %v", p))
 			ret, made = panicked, true
 		}
@@ -90,6 +91,7 @@ func (r *reading) fail(c call, ret nvml.Return, detail string) {
 func (r *reading) guard(read func(*reading, *Sample), s *Sample) {
 	defer func() {
 		if p := recover(); p != nil {
+			r.d.countPanic(p)
 			r.fail(callNone, nvml.ERROR_UNKNOWN, fmt.Sprintf("panic in NVML read: %v", p))
 		}
 	}()

@@ -3,6 +3,7 @@
 package nvmlclient
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -25,7 +26,8 @@ func TestUnsupportedAnswerExpiresWithBackoff(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	c := New(m, zap.New(core), WithClock(clock.Now))
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	g := m.GPUs[0]
 	asked := 0
 	answer := nvml.ERROR_NO_PERMISSION
@@ -94,7 +96,8 @@ func TestEnergyOnItsOwnCadence(t *testing.T) {
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
 	c := New(m, zap.NewNop(), WithClock(clock.Now), WithCounterInterval(10*time.Second))
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	g := m.GPUs[0]
 	reads := make(chan struct{}, 10)
 	energy := g.GetTotalEnergyConsumptionFunc
@@ -159,6 +162,7 @@ func TestEnergyReadOffTheScrapePath(t *testing.T) {
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
 	c := New(m, zap.NewNop(), WithClock(clock.Now), WithCounterInterval(time.Second))
 	require.NoError(t, c.Open(nil))
+	c.PrimeAll()
 	g := m.GPUs[0]
 	d := c.Devices()[0]
 	_, err := d.Read()
@@ -181,7 +185,7 @@ func TestEnergyReadOffTheScrapePath(t *testing.T) {
 	}
 	close(release)
 	require.True(t, d.waitBackground(time.Second))
-	require.NoError(t, c.Close())
+	require.NoError(t, c.Close(context.Background()))
 }
 
 func TestGPMAsksOnlyEnabledMetrics(t *testing.T) {
@@ -201,7 +205,8 @@ func TestGPMAsksOnlyEnabledMetrics(t *testing.T) {
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
 	c := New(m, zap.NewNop(), WithClock(clock.Now), WithMetrics(func(n string) bool { return on[n] }))
 	require.NoError(t, c.Open(nil))
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	clock.Advance(time.Second)
 	s, err := c.Devices()[1].Read()
 	require.NoError(t, err)

@@ -242,3 +242,9 @@ type MIGSample struct {
 	// and GPM; false on the other compute instances of that GPU instance.
 	FirstInInstance bool
 }
+
+// MaxProcessesPerGPU caps the process list read from one GPU. go-nvml
+// v0.13.4-1 doubles its buffer for as long as NVML answers
+// INSUFFICIENT_SIZE, without a limit (a soak took the collector to 9.9 GB);
+// past this many processes the list is dropped for the scrape instead.
+const MaxProcessesPerGPU = 4096

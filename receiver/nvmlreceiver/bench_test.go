@@ -61,7 +61,7 @@ func benchmarkPdata(b *testing.B, procs int) {
 	ts.logs = nil
 	ts.start(b)
 	ts.clock.Advance(time.Second)
-	devices := ts.client.Devices()
+	devices := ts.session.client.Devices()
 	reports := make([]gpuReport, len(devices))
 	for i, d := range devices {
 		ts.clock.Advance(time.Second)
@@ -69,16 +69,16 @@ func benchmarkPdata(b *testing.B, procs int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		reports[i] = ts.report(d.Info, &s, nil)
+		reports[i] = ts.reporter.report(d.Info, &s, nil)
 	}
 	b.ReportAllocs()
 	var ms runtimeAllocs
 	ms.start()
 	for b.Loop() {
 		for _, r := range reports {
-			recordGPU(ts.mb, r)
+			recordGPU(ts.reporter.mb, r)
 		}
-		_ = ts.mb.Emit()
+		_ = ts.reporter.mb.Emit()
 	}
 	perGPU(b, len(devices), func() float64 { return ms.perOp(b.N) })
 }
@@ -93,7 +93,8 @@ func BenchmarkRead(b *testing.B) {
 	if err := c.Open(nil); err != nil {
 		b.Fatal(err)
 	}
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	d := c.Devices()[0]
 	b.ReportAllocs()
 	var ms runtimeAllocs

@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -55,7 +56,9 @@ type ProcessesConfig struct {
 	// Enabled turns the per-process metrics and their attribution on.
 	Enabled bool `mapstructure:"enabled"`
 	// MaxPerGPU caps the processes reported per GPU, largest memory first;
-	// the rest are counted in nvidia.gpu.process.dropped. 0 means no cap.
+	// the rest are counted in nvidia.gpu.process.dropped. 0 means no cap
+	// other than the client's listing limit (nvmlclient.MaxProcessesPerGPU,
+	// 4096), which is also the highest value accepted.
 	MaxPerGPU int `mapstructure:"max_per_gpu"`
 	// ProcRoot is where the host's /proc is mounted. NVML reports host PIDs,
 	// so a containerized collector needs hostPID or the host /proc here.
@@ -81,13 +84,29 @@ type KubernetesConfig struct {
 	ResourcePrefixes []string `mapstructure:"resource_prefixes"`
 }
 
+// minCollectionInterval is the shortest collection_interval accepted.
+const minCollectionInterval = 100 * time.Millisecond
+
 var uuidPattern = regexp.MustCompile(`^GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
 // Validate checks the configuration; every message names its field.
 func (cfg *Config) Validate() error {
 	var errs []error
-	if cfg.CollectionInterval <= 0 {
-		errs = append(errs, errors.New("collection_interval: must be greater than 0"))
+	if cfg.CollectionInterval < minCollectionInterval {
+		// A bare number is nanoseconds: "collection_interval: 10" would
+		// scrape every 10 ns and burn cores.
+		errs = append(errs, fmt.Errorf("collection_interval: %v is below the minimum of %v (a bare number is nanoseconds; write a unit, e.g. 10s)",
+			cfg.CollectionInterval, minCollectionInterval))
+	}
+	if cfg.Timeout < 0 {
+		errs = append(errs, fmt.Errorf("timeout: %v must not be negative (0 means the collection interval)", cfg.Timeout))
+	} else if cfg.Timeout > cfg.CollectionInterval && cfg.CollectionInterval > 0 {
+		// A read still running when the next scrape starts makes that GPU
+		// skip the next scrape: a longer timeout only widens the gap.
+		errs = append(errs, fmt.Errorf("timeout: %v must not exceed collection_interval (%v)", cfg.Timeout, cfg.CollectionInterval))
+	}
+	if cfg.InitialDelay < 0 {
+		errs = append(errs, fmt.Errorf("initial_delay: %v must not be negative", cfg.InitialDelay))
 	}
 	if cfg.LibraryPath != "" {
 		if strings.ContainsRune(cfg.LibraryPath, 0) {
@@ -103,8 +122,9 @@ func (cfg *Config) Validate() error {
 	if cfg.CounterInterval < 0 {
 		errs = append(errs, errors.New("counter_interval: must be 0 (every scrape) or more"))
 	}
-	if cfg.Processes.MaxPerGPU < 0 {
-		errs = append(errs, errors.New("processes::max_per_gpu: must be 0 (no cap) or more"))
+	if cfg.Processes.MaxPerGPU < 0 || cfg.Processes.MaxPerGPU > nvmlclient.MaxProcessesPerGPU {
+		errs = append(errs, fmt.Errorf("processes::max_per_gpu: %d must be between 0 (no cap but NVML's listing limit) and %d",
+			cfg.Processes.MaxPerGPU, nvmlclient.MaxProcessesPerGPU))
 	}
 	if cfg.Processes.Enabled && !filepath.IsAbs(cfg.Processes.ProcRoot) {
 		errs = append(errs, fmt.Errorf("processes::proc_root: %q must be an absolute path", cfg.Processes.ProcRoot))

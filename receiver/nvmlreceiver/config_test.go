@@ -69,6 +69,11 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 		{"bad_library", []string{`library_path: "libnvidia-ml.so.1" is a bare name`}},
 		{"bad_resource_prefixes", []string{"kubernetes::resource_prefixes[1]: must not be empty"}},
 		{"bad_cgroup_root", []string{`processes::cgroup_root: "sys/fs/cgroup" must be an absolute path`}},
+		// Defect 6 of issue 9: each of these passed validation.
+		{"bare_number_interval", []string{"collection_interval: 10ns is below the minimum of 100ms"}},
+		{"timeout_above_interval", []string{"timeout: 10s must not exceed collection_interval (1s)"}},
+		{"negative_initial_delay", []string{"initial_delay: -1s must not be negative"}},
+		{"max_per_gpu_too_large", []string{"processes::max_per_gpu: 100000 must be between 0"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
-	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
@@ -26,31 +28,56 @@ type eventWatcher struct {
 	done   chan struct{}
 }
 
-// startEvents starts the watcher on the open client.
-func (s *nvmlScraper) startEvents() {
-	if s.watcher != nil {
+// eventCounter runs the event watcher while NVML is open, counts XIDs per
+// GPU and code, and passes each event on as a log record.
+type eventCounter struct {
+	cfg          *Config
+	set          receiver.Settings
+	logger       *zap.Logger
+	client       *nvmlclient.Client
+	logsConsumer consumer.Logs // nil outside a logs pipeline
+
+	mu      sync.Mutex
+	watcher *eventWatcher
+	xids    map[string]map[int64]int64 // per GPU UUID, per Xid code
+	logged  map[string]struct{}        // GPU/kind/code already in the collector's log
+	lb      *metadata.LogsBuilder      // the watcher goroutine's
+}
+
+func newEventCounter(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *eventCounter {
+	return &eventCounter{cfg: cfg, set: set, logger: set.Logger, client: client,
+		xids: map[string]map[int64]int64{}, logged: map[string]struct{}{}}
+}
+
+// start starts the watcher on the open client.
+func (e *eventCounter) start() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.watcher != nil {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	w := &eventWatcher{cancel: cancel, done: make(chan struct{})}
-	s.watcher = w
+	e.watcher = w
 	go func() {
 		defer close(w.done)
-		err := s.client.WatchEvents(ctx, s.onEvent)
+		err := e.client.WatchEvents(ctx, e.onEvent, eventRegisterTimeout)
 		if err != nil && ctx.Err() == nil {
-			s.logger.Warn("Not watching XID and ECC events; nvidia.gpu.xid.errors and the event log records are absent",
+			e.logger.Warn("Not watching XID and ECC events; nvidia.gpu.xid.errors and the event log records are absent",
 				zap.Error(err))
 		}
 	}()
 }
 
-// stopEvents stops the watcher, waiting at most until ctx is done.
-func (s *nvmlScraper) stopEvents(ctx context.Context) error {
-	w := s.watcher
+// stop stops the watcher, waiting at most until ctx is done.
+func (e *eventCounter) stop(ctx context.Context) error {
+	e.mu.Lock()
+	w := e.watcher
+	e.watcher = nil
+	e.mu.Unlock()
 	if w == nil {
 		return nil
 	}
-	s.watcher = nil
 	w.cancel()
 	select {
 	case <-w.done:
@@ -60,44 +87,47 @@ func (s *nvmlScraper) stopEvents(ctx context.Context) error {
 	}
 }
 
+// eventRegisterTimeout bounds each GPU's nvmlDeviceRegisterEvents: a GPU
+// whose registration hangs is named in one log line, and the others keep
+// their events.
+var eventRegisterTimeout = 5 * time.Second
+
 // onEvent runs on the watcher goroutine.
-func (s *nvmlScraper) onEvent(ev nvmlclient.Event) {
-	if ev.Kind == nvmlclient.EventXID {
-		s.xidMu.Lock()
-		byCode := s.xids[ev.Device.UUID]
-		if byCode == nil {
-			byCode = map[int64]int64{}
-			s.xids[ev.Device.UUID] = byCode
-		}
-		byCode[int64(ev.XID)]++
-		s.xidMu.Unlock()
-	}
+func (e *eventCounter) onEvent(ev nvmlclient.Event) {
 	// The collector's own log gets the first event of each GPU, kind and
 	// code; the rest (an ECC storm) are counted and sent as log records.
 	key := fmt.Sprintf("%s/%s/%d", ev.Device.UUID, ev.Kind, ev.XID)
-	s.xidMu.Lock()
-	_, seen := s.eventsLogged[key]
-	s.eventsLogged[key] = struct{}{}
-	s.xidMu.Unlock()
+	e.mu.Lock()
+	if ev.Kind == nvmlclient.EventXID {
+		byCode := e.xids[ev.Device.UUID]
+		if byCode == nil {
+			byCode = map[int64]int64{}
+			e.xids[ev.Device.UUID] = byCode
+		}
+		byCode[int64(ev.XID)]++
+	}
+	_, seen := e.logged[key]
+	e.logged[key] = struct{}{}
+	e.mu.Unlock()
 	if !seen {
-		s.logger.Warn("GPU event (later ones of this GPU, kind and code are not logged here)",
+		e.logger.Warn("GPU event (later ones of this GPU, kind and code are not logged here)",
 			zap.String("hw.id", ev.Device.UUID), zap.String("event", ev.Kind.String()), zap.Uint64("xid", ev.XID))
 	}
-	if s.logsConsumer != nil {
-		if logs := s.eventLogs(ev); logs.LogRecordCount() > 0 {
-			if err := s.logsConsumer.ConsumeLogs(context.Background(), logs); err != nil {
-				s.logger.Debug("Cannot pass a GPU event on", zap.Error(err))
+	if e.logsConsumer != nil {
+		if logs := e.eventLogs(ev); logs.LogRecordCount() > 0 {
+			if err := e.logsConsumer.ConsumeLogs(context.Background(), logs); err != nil {
+				e.logger.Debug("Cannot pass a GPU event on", zap.Error(err))
 			}
 		}
 	}
 }
 
-// xidCounts copies the XID counts of one GPU.
-func (s *nvmlScraper) xidCounts(uuid string) map[int64]int64 {
-	s.xidMu.Lock()
-	defer s.xidMu.Unlock()
-	out := make(map[int64]int64, len(s.xids[uuid]))
-	for code, n := range s.xids[uuid] {
+// counts copies the XID counts of one GPU.
+func (e *eventCounter) counts(uuid string) map[int64]int64 {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make(map[int64]int64, len(e.xids[uuid]))
+	for code, n := range e.xids[uuid] {
 		out[code] = n
 	}
 	return out
@@ -113,12 +143,12 @@ func recordXIDs(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, counts map[in
 // the LogsBuilder that metadata.yaml's events generate (event name, time,
 // attributes, and the events:: switches of the configuration); severity
 // and body are the receiver's. It returns no record for a disabled event.
-// It runs on the watcher goroutine only, which owns s.lb.
-func (s *nvmlScraper) eventLogs(ev nvmlclient.Event) plog.Logs {
-	if s.lb == nil {
-		s.lb = metadata.NewLogsBuilder(metadata.LogsBuilderConfig{
-			Events: s.cfg.Events, ResourceAttributes: s.cfg.ResourceAttributes,
-		}, s.set)
+// It runs on the watcher goroutine only, which owns e.lb.
+func (e *eventCounter) eventLogs(ev nvmlclient.Event) plog.Logs {
+	if e.lb == nil {
+		e.lb = metadata.NewLogsBuilder(metadata.LogsBuilderConfig{
+			Events: e.cfg.Events, ResourceAttributes: e.cfg.ResourceAttributes,
+		}, e.set)
 	}
 	ts := pcommon.NewTimestampFromTime(ev.Time)
 	var opts []metadata.EventAttributeOption
@@ -132,19 +162,19 @@ func (s *nvmlScraper) eventLogs(ev nvmlclient.Event) plog.Logs {
 	severity, text, body := plog.SeverityNumberError, "ERROR", ""
 	switch ev.Kind {
 	case nvmlclient.EventXID:
-		s.lb.RecordNvidiaGpuXidEvent(ctx, ts, metadata.AttributeNvidiaGpuEventTypeXid, int64(ev.XID), opts...)
+		e.lb.RecordNvidiaGpuXidEvent(ctx, ts, metadata.AttributeNvidiaGpuEventTypeXid, int64(ev.XID), opts...)
 		body = fmt.Sprintf("Xid %d on GPU %s", ev.XID, ev.Device.UUID)
 	case nvmlclient.EventDoubleBitECC:
-		s.lb.RecordNvidiaGpuEccDoubleBitEvent(ctx, ts, metadata.AttributeNvidiaGpuEventTypeEccDoubleBit, opts...)
+		e.lb.RecordNvidiaGpuEccDoubleBitEvent(ctx, ts, metadata.AttributeNvidiaGpuEventTypeEccDoubleBit, opts...)
 		body = "Double-bit (uncorrectable) ECC error on GPU " + ev.Device.UUID
 	default:
-		s.lb.RecordNvidiaGpuEccSingleBitEvent(ctx, ts, metadata.AttributeNvidiaGpuEventTypeEccSingleBit, opts...)
+		e.lb.RecordNvidiaGpuEccSingleBitEvent(ctx, ts, metadata.AttributeNvidiaGpuEventTypeEccSingleBit, opts...)
 		severity, text = plog.SeverityNumberWarn, "WARN"
 		body = "Single-bit (corrected) ECC error on GPU " + ev.Device.UUID
 	}
-	rb := s.lb.NewResourceBuilder()
+	rb := e.lb.NewResourceBuilder()
 	setGPUAttributes(rb, ev.Device, owner{})
-	logs := s.lb.Emit(metadata.WithLogsResource(rb.Emit()))
+	logs := e.lb.Emit(metadata.WithLogsResource(rb.Emit()))
 	for i := 0; i < logs.ResourceLogs().Len(); i++ {
 		sls := logs.ResourceLogs().At(i).ScopeLogs()
 		for j := 0; j < sls.Len(); j++ {
@@ -159,46 +189,4 @@ func (s *nvmlScraper) eventLogs(ev nvmlclient.Event) plog.Logs {
 		}
 	}
 	return logs
-}
-
-// logsReceiver is the receiver's logs side: it shares the metrics side's
-// NVML client and event watcher (see shared.go).
-type logsReceiver struct {
-	s      *nvmlScraper
-	ticker chan struct{} // closed to stop the availability loop of a logs-only receiver
-	done   chan struct{}
-}
-
-func (l *logsReceiver) Start(ctx context.Context, host component.Host) error {
-	if err := l.s.start(ctx, host); err != nil {
-		return err
-	}
-	if l.s.hasMetrics {
-		return nil // the scrapes open NVML and retry
-	}
-	// Logs alone: keep trying to open NVML on the collection interval.
-	l.ticker, l.done = make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(l.done)
-		t := time.NewTicker(l.s.cfg.CollectionInterval)
-		defer t.Stop()
-		for {
-			select {
-			case <-l.ticker:
-				return
-			case <-t.C:
-				l.s.ensureOpen()
-			}
-		}
-	}()
-	return nil
-}
-
-func (l *logsReceiver) Shutdown(ctx context.Context) error {
-	if l.ticker != nil {
-		close(l.ticker)
-		<-l.done
-		l.ticker = nil
-	}
-	return l.s.shutdown(ctx)
 }

@@ -28,7 +28,7 @@ func TestXIDsAreCountedAndLogged(t *testing.T) {
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m)
 	logs := new(consumertest.LogsSink)
-	ts.logsConsumer = logs
+	ts.events.logsConsumer = logs
 	ts.start(t)
 
 	m.XID(4, 79)
@@ -60,9 +60,9 @@ func TestEventLoopStopsAtShutdown(t *testing.T) {
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m)
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
-	require.NotNil(t, ts.watcher)
+	require.NotNil(t, ts.events.watcher)
 	require.NoError(t, ts.nvmlScraper.shutdown(context.Background()))
-	assert.Nil(t, ts.watcher)
+	assert.Nil(t, ts.events.watcher)
 	assert.Equal(t, int32(1), m.EventSetsFreed.Load(), "the event set is freed")
 	// goleak (TestMain) fails the package if the loop's goroutine is left.
 }
@@ -79,7 +79,7 @@ func TestMetricsAndLogsShareOneNVML(t *testing.T) {
 	s := shared.m[cfg]
 	shared.Unlock()
 	assert.True(t, s.hasMetrics)
-	assert.NotNil(t, s.logsConsumer)
+	assert.NotNil(t, s.events.logsConsumer)
 
 	host := componenttest.NewNopHost()
 	require.NoError(t, mr.Start(context.Background(), host))
@@ -96,7 +96,7 @@ func TestDisabledEventIsCountedButNotLogged(t *testing.T) {
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m, func(cfg *Config) { cfg.Events.NvidiaGpuXid.Enabled = false })
 	logs := new(consumertest.LogsSink)
-	ts.logsConsumer = logs
+	ts.events.logsConsumer = logs
 	ts.start(t)
 
 	m.XID(2, 79)

@@ -54,7 +54,9 @@ func createMetrics(_ context.Context, set receiver.Settings, baseCfg component.C
 		return nil, errors.New("nvml: unexpected config type")
 	}
 	s := sharedScraper(cfg, set)
+	s.mu.Lock()
 	s.hasMetrics = true
+	s.mu.Unlock()
 	sc, err := scraper.NewMetrics(s.scrape, scraper.WithStart(s.start), scraper.WithShutdown(s.shutdown))
 	if err != nil {
 		return nil, err
@@ -68,6 +70,6 @@ func createLogs(_ context.Context, set receiver.Settings, baseCfg component.Conf
 		return nil, errors.New("nvml: unexpected config type")
 	}
 	s := sharedScraper(cfg, set)
-	s.logsConsumer = next
+	s.events.logsConsumer = next
 	return &logsReceiver{s: s}, nil
 }

@@ -51,11 +51,11 @@ func TestScrapeGoldenEveryMetric(t *testing.T) {
 	})
 	ts.start(t)
 	require.Eventually(t, func() bool {
-		_, o := ts.owners.Attribute(nvmltest.UUID(0), nil)
+		_, o := ts.reporter.owners.Attribute(nvmltest.UUID(0), nil)
 		return o.PodName != ""
 	}, 5*time.Second, 5*time.Millisecond, "the kubelet's allocation is listed")
 	m.XID(0, 79)
-	require.Eventually(t, func() bool { return ts.xidCounts(nvmltest.UUID(0))[79] == 1 }, 5*time.Second, 5*time.Millisecond)
+	require.Eventually(t, func() bool { return ts.events.counts(nvmltest.UUID(0))[79] == 1 }, 5*time.Second, 5*time.Millisecond)
 
 	m.GPUs[0].AddProcessSamples(
 		nvml.ProcessUtilizationSample{Pid: 4242, TimeStamp: 150, SmUtil: 70, MemUtil: 20, EncUtil: 3, DecUtil: 1},

@@ -9,274 +9,181 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
-	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/scraper/scrapererror"
 	"go.uber.org/zap"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
-	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
-// nvmlScraper drives one NVML client: it opens NVML (retrying while it is
-// unavailable), reads every GPU concurrently each scrape and records the
-// samples through the generated metrics builder.
+// nvmlScraper is one configured receiver: an NVML session (session.go),
+// the event counter (events.go) and the reporter (reporter.go), driven by
+// the scrapes. Each scrape reads every GPU concurrently and never waits
+// past its deadline, whatever NVML does.
 type nvmlScraper struct {
-	cfg    *Config
-	set    receiver.Settings
-	logger *zap.Logger
-	client *nvmlclient.Client
-	mb     *metadata.MetricsBuilder
-	host   component.Host
-	now    func() time.Time
+	cfg      *Config
+	set      receiver.Settings
+	logger   *zap.Logger
+	session  *nvmlSession
+	events   *eventCounter
+	reporter *reporter
 
-	ready     bool
-	fatal     error // a configuration error found once NVML came up
-	backoff   retryBackoff
-	lastCause string
-
-	// inflight counts device reads still running, possibly past a scrape's
-	// deadline; shutdown waits for them before closing NVML.
-	inflight sync.WaitGroup
-	// logged holds the "device/cause" keys already logged; scrapes never
-	// overlap, so it needs no lock.
-	logged map[string]struct{}
-
-	owners  *attribution.Attributor // made at start
-	dropped map[string]int64        // per GPU UUID: processes left out, cumulative
-	cpu     *containerCPU           // nil when processes are off
+	// Used from the scrape goroutine only.
+	logged  map[string]struct{} // "device/cause" keys already logged
+	stalled bool                // the component status says a read is stuck
 
 	// Shared by the metrics and logs sides of one configured receiver
 	// (shared.go): starts counts their Start calls.
-	starts       int
-	hasMetrics   bool
-	logsConsumer consumer.Logs
-	watcher      *eventWatcher
-	lb           *metadata.LogsBuilder // the watcher goroutine's, made on the first event
-	xidMu        sync.Mutex
-	xids         map[string]map[int64]int64 // per GPU UUID, per Xid code
-	eventsLogged map[string]struct{}        // guarded by xidMu
-	onLastStop   func()
+	mu         sync.Mutex
+	starts     int
+	hasMetrics bool
+	onLastStop func()
 }
 
 func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *nvmlScraper {
-	return &nvmlScraper{
-		cfg:          cfg,
-		set:          set,
-		logger:       set.Logger,
-		client:       client,
-		now:          time.Now,
-		logged:       map[string]struct{}{},
-		dropped:      map[string]int64{},
-		xids:         map[string]map[int64]int64{},
-		eventsLogged: map[string]struct{}{},
+	s := &nvmlScraper{
+		cfg:      cfg,
+		set:      set,
+		logger:   set.Logger,
+		session:  newSession(cfg, set.Logger, client),
+		events:   newEventCounter(cfg, set, client),
+		reporter: newReporter(cfg),
+		logged:   map[string]struct{}{},
 	}
+	s.session.onOpen = s.events.start
+	return s
 }
 
-func (s *nvmlScraper) start(_ context.Context, host component.Host) error {
+func (s *nvmlScraper) start(ctx context.Context, host component.Host) error {
+	s.mu.Lock()
 	s.starts++
-	if s.starts > 1 {
+	first := s.starts == 1
+	s.mu.Unlock()
+	if !first {
 		return nil // the other side of this receiver started it
 	}
-	s.host = host
-	s.mb = metadata.NewMetricsBuilder(s.cfg.MetricsBuilderConfig, s.set)
-	s.owners = newAttributor(s.cfg, s.logger)
-	if s.cfg.Processes.Enabled {
-		s.cpu = &containerCPU{logger: s.logger, warned: map[string]bool{},
-			reader: attribution.NewCgroupCPUReader(s.cfg.Processes.ProcRoot, s.cfg.Processes.CgroupRoot)}
-	}
-	err := s.client.Open(s.cfg.Devices)
-	var selErr *nvmlclient.SelectorError
-	if errors.As(err, &selErr) {
+	s.reporter.start(s.set)
+	if err := s.session.start(ctx, host); err != nil {
 		return err // a devices entry that matches no GPU is a configuration error
 	}
-	if perr := s.owners.Start(context.Background()); perr != nil {
-		return perr
-	}
-	if err != nil {
-		s.unavailable(err)
-		return nil
-	}
-	s.available()
-	return nil
+	return s.reporter.owners.Start(context.Background())
 }
 
+// shutdown returns within shutdownTimeout whatever NVML does.
 func (s *nvmlScraper) shutdown(ctx context.Context) error {
+	s.mu.Lock()
 	if s.starts > 1 {
 		s.starts--
+		s.mu.Unlock()
 		return nil
 	}
 	s.starts = 0
+	s.mu.Unlock()
 	if s.onLastStop != nil {
 		s.onLastStop()
 	}
-	if err := s.stopEvents(ctx); err != nil {
-		s.logger.Warn("Not shutting NVML down", zap.Error(err))
-		return nil
-	}
-	if s.owners != nil {
-		if err := s.owners.Shutdown(ctx); err != nil {
+	ctx, cancel := context.WithTimeout(ctx, shutdownTimeout)
+	defer cancel()
+	_ = s.events.stop(ctx) // a stuck watcher keeps NVML from being shut down: session.shutdown says so
+	if owners := s.reporter.owners; owners != nil {
+		if err := owners.Shutdown(ctx); err != nil {
 			s.logger.Warn("PodResources client did not stop in time", zap.Error(err))
 		}
 	}
-	done := make(chan struct{})
-	go func() { s.inflight.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		// A read is stuck inside NVML; shutting NVML down under it could
-		// crash the process, so leave the library to the process's exit.
-		s.logger.Warn("An NVML call is still running at shutdown; not shutting NVML down")
-		return nil
-	}
-	return s.client.Close()
+	s.session.shutdown(ctx)
+	return nil
 }
 
-// unavailable records a failed Open: one warning per distinct cause, a
-// recoverable error status, and the time of the next attempt.
-func (s *nvmlScraper) unavailable(err error) {
-	delay := s.backoff.failed(s.now())
-	if cause := err.Error(); cause != s.lastCause {
-		s.lastCause = cause
-		s.logger.Warn("NVML is unavailable; the receiver keeps running, emits no GPU metrics and retries with backoff",
-			zap.Error(err), zap.Duration("next_retry_in", delay), zap.Duration("max_retry_interval", maxRetryDelay))
+// deadline is when the scrape must return.
+func (s *nvmlScraper) deadline(ctx context.Context) time.Time {
+	if dl, ok := ctx.Deadline(); ok {
+		return dl
 	}
-	s.reportStatus(componentstatus.NewRecoverableErrorEvent(err))
-}
-
-func (s *nvmlScraper) available() {
-	inv := s.client.Inventory()
-	s.ready, s.lastCause = true, ""
-	s.backoff.succeeded()
-	fields := []zap.Field{
-		zap.String("driver_version", inv.DriverVersion),
-		zap.String("nvml_version", inv.NVMLVersion),
-		zap.String("cuda_version", inv.CUDAVersion),
-		zap.Int("gpus", len(inv.Devices)),
-	}
-	s.logger.Info("NVML initialized", fields...)
-	for _, d := range inv.Devices {
-		s.logger.Info("GPU found", zap.Int("index", d.Index), zap.String("uuid", d.UUID), zap.String("name", d.Name),
-			zap.String("pci_bus_id", d.PCIBusID), zap.Int("minor_number", d.MinorNumber),
-			zap.String("architecture", d.Architecture), zap.String("compute_capability", d.ComputeCapability))
-	}
-	s.reportStatus(componentstatus.NewEvent(componentstatus.StatusOK))
-	s.startEvents()
-}
-
-func (s *nvmlScraper) reportStatus(ev *componentstatus.Event) {
-	if s.host != nil {
-		componentstatus.ReportStatus(s.host, ev)
-	}
-}
-
-// ensureOpen opens NVML when it is not open and a retry is due.
-func (s *nvmlScraper) ensureOpen() bool {
-	if s.ready {
-		return true
-	}
-	if s.fatal != nil || !s.backoff.due(s.now()) {
-		return false
-	}
-	err := s.client.Open(s.cfg.Devices)
-	var selErr *nvmlclient.SelectorError
-	if errors.As(err, &selErr) {
-		// Found only now that NVML came up: it will not heal by retrying.
-		s.fatal = err
-		s.logger.Error("Invalid receiver configuration; no GPU metrics until it is fixed", zap.Error(err))
-		s.reportStatus(componentstatus.NewPermanentErrorEvent(err))
-		_ = s.client.Close()
-		return false
-	}
-	if err != nil {
-		s.unavailable(err)
-		return false
-	}
-	s.available()
-	return true
+	return time.Now().Add(s.session.scrapeTimeout())
 }
 
 func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
-	if !s.ensureOpen() {
-		return pmetric.NewMetrics(), nil
+	deadline := s.deadline(ctx)
+	if !s.session.isReady() {
+		// (Re)open in the background; report in this scrape if it is done
+		// before the deadline.
+		done := s.session.open()
+		if done == nil {
+			return pmetric.NewMetrics(), nil
+		}
+		timer := time.NewTimer(time.Until(deadline))
+		select {
+		case <-done:
+		case <-timer.C:
+		case <-ctx.Done():
+		}
+		timer.Stop()
+		if !s.session.isReady() {
+			return pmetric.NewMetrics(), nil
+		}
 	}
-	devices := s.client.Devices()
+	devices := s.session.client.Devices()
 	// XIDs counted so far: taken before the reads, so that no count is
 	// stamped with a time before its event.
 	xids := make(map[string]map[int64]int64, len(devices))
 	for _, d := range devices {
-		xids[d.Info.UUID] = s.xidCounts(d.Info.UUID)
+		xids[d.Info.UUID] = s.events.counts(d.Info.UUID)
 	}
-	samples, readErr := s.readAll(ctx, devices)
+	samples, stuck, readErr := s.readAll(ctx, deadline, devices)
 	lost := 0
+	var stuckIDs []string
 	now := pcommon.NewTimestampFromTime(time.Now())
-	containers := map[string]gpuContainer{} // those holding a GPU, for their CPU
 	for i, d := range devices {
-		if d.Lost() {
+		switch {
+		case d.Lost():
 			lost++
-			recordLost(s.mb, now, d.Info, xids[d.Info.UUID])
-			continue
-		}
-		if samples[i] != nil {
-			r := s.report(d.Info, samples[i], xids[d.Info.UUID])
-			recordGPU(s.mb, r)
-			containersOf(r, containers)
+			s.reporter.lost(now, d.Info, xids[d.Info.UUID])
+		case samples[i] != nil:
+			s.reporter.gpu(d.Info, samples[i], xids[d.Info.UUID])
+		case stuck[i]:
+			s.reporter.stuck(now, d.Info, xids[d.Info.UUID])
+			stuckIDs = append(stuckIDs, d.Info.UUID)
 		}
 	}
-	if s.cpu != nil {
-		s.cpu.record(s.mb, now, containers)
-	}
-	if lost == len(devices) {
+	s.reportStalled(stuckIDs)
+	md := s.reporter.emit(now)
+	if len(devices) > 0 && lost == len(devices) {
 		// Every GPU is gone (driver reload, reset): start over with a new
 		// Init and inventory once NVML answers again.
-		s.ready = false
-		stopCtx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := s.stopEvents(stopCtx)
+		stopCtx, cancel := context.WithTimeout(context.Background(), resetTimeout)
+		_ = s.events.stop(stopCtx)
 		cancel()
-		if err == nil {
-			_ = s.client.Close()
-		}
-		s.unavailable(errors.New("every GPU is lost"))
+		s.stalled = false
+		s.session.reset(errors.New("every GPU is lost"))
 	}
-	return s.mb.Emit(), readErr
+	return md, readErr
 }
 
-// report attributes one GPU's sample: its processes' owners and, when they
-// all share one, the GPU's own. In MIG mode the processes go to their MIG
-// devices instead.
-func (s *nvmlScraper) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) gpuReport {
-	r := gpuReport{info: info, sample: smp, xids: xids}
-	if !smp.ProcessesListed {
-		for i := range smp.MIG {
-			r.migs = append(r.migs, migReport{sample: &smp.MIG[i]})
-		}
-		return r
+// reportStalled turns the component status to a recoverable error while a
+// GPU's read is stuck in NVML, so that a health check built on component
+// status sees it, and back to OK once every read returns.
+func (s *nvmlScraper) reportStalled(uuids []string) {
+	switch {
+	case len(uuids) > 0 && !s.stalled:
+		s.stalled = true
+		s.session.reportStatus(componentstatus.NewRecoverableErrorEvent(
+			fmt.Errorf("a read of GPU(s) %v is stuck in NVML", uuids)))
+	case len(uuids) == 0 && s.stalled:
+		s.stalled = false
+		s.session.reportStatus(componentstatus.NewEvent(componentstatus.StatusOK))
 	}
-	limit, dropped := s.cfg.Processes.MaxPerGPU, 0
-	if len(smp.MIG) == 0 {
-		r.processes, r.owner, dropped = attribute(s.owners, info.UUID, smp.Processes, limit)
-	}
-	for i := range smp.MIG {
-		m := migReport{sample: &smp.MIG[i]}
-		var n int
-		m.processes, m.owner, n = attribute(s.owners, m.sample.Info.UUID, m.sample.Processes, limit)
-		dropped += n
-		r.migs = append(r.migs, m)
-	}
-	s.dropped[info.UUID] += int64(dropped)
-	r.dropped = s.dropped[info.UUID]
-	return r
 }
 
 // readAll reads every device concurrently and returns the samples that
-// arrived before the scrape's deadline (nil for the others). A slow or
-// failing GPU never holds back the others. A GPU read in part comes with
-// its sample; the calls that failed make a partial scrape error that counts
-// the metrics left out (otelcol_scraper_errored_metric_points).
-func (s *nvmlScraper) readAll(ctx context.Context, devices []*nvmlclient.Device) ([]*nvmlclient.Sample, error) {
+// arrived before the deadline (nil for the others), and which devices are
+// stuck: still reading (or priming) at the deadline, or busy with an
+// earlier read. A slow or failing GPU never holds back the others. A GPU
+// read in part comes with its sample; the calls that failed make a partial
+// scrape error that counts the metrics left out
+// (otelcol_scraper_errored_metric_points).
+func (s *nvmlScraper) readAll(ctx context.Context, deadline time.Time, devices []*nvmlclient.Device) ([]*nvmlclient.Sample, []bool, error) {
 	type result struct {
 		i      int
 		sample nvmlclient.Sample
@@ -284,22 +191,18 @@ func (s *nvmlScraper) readAll(ctx context.Context, devices []*nvmlclient.Device)
 	}
 	results := make(chan result, len(devices))
 	for i, d := range devices {
-		s.inflight.Add(1)
 		go func() {
-			defer s.inflight.Done()
 			smp, err := d.Read()
 			results <- result{i: i, sample: smp, err: err}
 		}()
 	}
 
-	deadline := s.cfg.CollectionInterval
-	if dl, ok := ctx.Deadline(); ok {
-		deadline = time.Until(dl)
-	}
-	timer := time.NewTimer(deadline)
+	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 
 	samples := make([]*nvmlclient.Sample, len(devices))
+	stuck := make([]bool, len(devices))
+	answered := make([]bool, len(devices))
 	var errs []error
 	failedMetrics := 0
 	partial := func() error {
@@ -311,6 +214,7 @@ func (s *nvmlScraper) readAll(ctx context.Context, devices []*nvmlclient.Device)
 	for pending := len(devices); pending > 0; pending-- {
 		select {
 		case r := <-results:
+			answered[r.i] = true
 			var readErr *nvmlclient.ReadError
 			if errors.As(r.err, &readErr) {
 				errs = append(errs, fmt.Errorf("GPU %s: %w", devices[r.i].Info.UUID, readErr))
@@ -323,24 +227,26 @@ func (s *nvmlScraper) readAll(ctx context.Context, devices []*nvmlclient.Device)
 				continue
 			}
 			if errors.Is(r.err, nvmlclient.ErrBusy) {
-				s.logOnce(devices[r.i], "slow", "A read of this GPU is still running from an earlier scrape; skipping it until that read returns")
+				stuck[r.i] = true
+				s.logOnce(devices[r.i], "slow", "A read of this GPU is still running from an earlier scrape; it is reported degraded until that read returns")
 			}
 			// Lost GPUs and call errors are logged once by the client.
 		case <-timer.C:
-			s.logPending(devices, samples)
-			return samples, partial()
+			s.logPending(devices, answered, stuck)
+			return samples, stuck, partial()
 		case <-ctx.Done():
-			s.logPending(devices, samples)
-			return samples, partial()
+			s.logPending(devices, answered, stuck)
+			return samples, stuck, partial()
 		}
 	}
-	return samples, partial()
+	return samples, stuck, partial()
 }
 
-func (s *nvmlScraper) logPending(devices []*nvmlclient.Device, samples []*nvmlclient.Sample) {
+func (s *nvmlScraper) logPending(devices []*nvmlclient.Device, answered, stuck []bool) {
 	for i, d := range devices {
-		if samples[i] == nil && !d.Lost() {
-			s.logOnce(d, "slow", "Reading this GPU did not finish before the scrape timeout; the other GPUs are reported without it")
+		if !answered[i] && !d.Lost() {
+			stuck[i] = true
+			s.logOnce(d, "slow", "Reading this GPU did not finish before the scrape timeout; it is reported degraded, the other GPUs as usual")
 		}
 	}
 }

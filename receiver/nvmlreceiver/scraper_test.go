@@ -61,7 +61,7 @@ func newTestScraper(t testing.TB, m *nvmltest.Machine, mods ...func(*Config)) *t
 	set.Logger = zap.New(core)
 	clock := nvmltest.NewClock(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
 	s := newScraper(cfg, set, nvmlclient.New(m, set.Logger, append(clientOptions(cfg), nvmlclient.WithClock(clock.Now))...))
-	s.now = clock.Now
+	s.session.now = clock.Now
 	return &testScraper{nvmlScraper: s, machine: m, logs: logs, clock: clock}
 }
 
@@ -427,19 +427,27 @@ func TestSlowGPUDoesNotHoldBackTheOthers(t *testing.T) {
 	defer cancel()
 	md, err := ts.scrape(ctx)
 	require.NoError(t, err)
-	assert.Len(t, resourceIDs(md), 7)
+	assertStuck := func(md pmetric.Metrics) {
+		t.Helper()
+		require.Len(t, resourceIDs(md), 8, "a stuck GPU never silently vanishes (issue 9, defect 10)")
+		assert.Equal(t, []string{"hw.status"}, gpuMetricNames(md, nvmltest.UUID(1)))
+		v, _ := statusValue(md, nvmltest.UUID(1), "degraded")
+		assert.Equal(t, int64(1), v, "a GPU whose read is stuck is degraded")
+		assert.Contains(t, gpuMetricNames(md, nvmltest.UUID(0)), "hw.temperature")
+	}
+	assertStuck(md)
 
 	// While the stuck call lasts, the GPU is skipped, not read again.
 	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel2()
 	md, err = ts.scrape(ctx2)
 	require.NoError(t, err)
-	assert.Len(t, resourceIDs(md), 7)
+	assertStuck(md)
 	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("did not finish").Len())
 
 	close(release)
 	require.Eventually(t, func() bool {
-		return len(resourceIDs(ts.scrapeOK(t))) == 8
+		return len(gpuMetricNames(ts.scrapeOK(t), nvmltest.UUID(1))) > 1
 	}, 5*time.Second, 10*time.Millisecond)
 }
 

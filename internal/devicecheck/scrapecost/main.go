@@ -6,6 +6,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
@@ -62,7 +63,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	defer c.Close()
+	c.PrimeAll()
+	defer c.Close(context.Background())
 	out := summary{Rounds: *rounds, OpenMillis: float64(time.Since(t0).Microseconds()) / 1000}
 	inv := c.Inventory()
 	out.Driver, out.NVML, out.CUDA, out.GPUs = inv.DriverVersion, inv.NVMLVersion, inv.CUDAVersion, len(inv.Devices)

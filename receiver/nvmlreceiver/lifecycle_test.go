@@ -1,0 +1,294 @@
+//go:build cgo
+
+package nvmlreceiver
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
+)
+
+// Issue 9: the receiver never hangs and never goes dark, whatever NVML
+// does. Each test names the defect it covers; each hung before the fix.
+
+// shorten sets the lifecycle bounds for a test.
+func shorten(t *testing.T) {
+	old := []time.Duration{shutdownTimeout, startTimeout, resetTimeout, eventRegisterTimeout}
+	shutdownTimeout, startTimeout, resetTimeout, eventRegisterTimeout =
+		time.Second, 500*time.Millisecond, 300*time.Millisecond, 200*time.Millisecond
+	t.Cleanup(func() {
+		shutdownTimeout, startTimeout, resetTimeout, eventRegisterTimeout = old[0], old[1], old[2], old[3]
+	})
+}
+
+// within runs f and fails the test when it takes longer than d.
+func within(t *testing.T, d time.Duration, what string, f func()) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() { defer close(done); f() }()
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatalf("%s did not return within %v", what, d)
+	}
+}
+
+// stuckCall makes a mock call block until release (at cleanup at the
+// latest), and says whether one is blocked now.
+type stuckCall struct {
+	ch      chan struct{}
+	once    sync.Once
+	running atomic.Bool
+}
+
+func newStuckCall(t *testing.T) *stuckCall {
+	s := &stuckCall{ch: make(chan struct{})}
+	t.Cleanup(s.release)
+	return s
+}
+
+func (s *stuckCall) block() {
+	s.running.Store(true)
+	defer s.running.Store(false)
+	<-s.ch
+}
+
+func (s *stuckCall) release() { s.once.Do(func() { close(s.ch) }) }
+
+// countShutdowns counts nvmlShutdown calls, and those made while a hung
+// call was still running.
+func countShutdowns(m *nvmltest.Machine, hung *atomic.Bool) (total, underCall *atomic.Int32) {
+	total, underCall = new(atomic.Int32), new(atomic.Int32)
+	m.ShutdownFunc = func() nvml.Return {
+		total.Add(1)
+		if hung.Load() {
+			underCall.Add(1)
+		}
+		return nvml.SUCCESS
+	}
+	return total, underCall
+}
+
+// Defect 1: SIGTERM and SIGHUP hung for ever while an NVML call was stuck.
+func TestShutdownIsBoundedWhileACallHangs(t *testing.T) {
+	shorten(t)
+	m := nvmltest.NewH200()
+	stuck := newStuckCall(t)
+	m.GPUs[2].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { stuck.block(); return 1, nvml.SUCCESS }
+	total, underCall := countShutdowns(m, &stuck.running)
+	ts := newTestScraper(t, m)
+	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := ts.scrape(ctx)
+	require.NoError(t, err)
+	require.True(t, stuck.running.Load())
+
+	within(t, shutdownTimeout+time.Second, "Shutdown", func() {
+		require.NoError(t, ts.shutdown(context.Background()))
+	})
+	assert.Equal(t, int32(0), total.Load(), "nvmlShutdown is never called under a running call")
+	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("Not shutting NVML down").Len(), "skipped, in one log line")
+
+	// A reload: the new receiver reports, beside the old one's stuck call.
+	ts2 := newTestScraper(t, m)
+	within(t, 2*startTimeout, "Start after a reload", func() {
+		require.NoError(t, ts2.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
+	})
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel2()
+	md, err := ts2.scrape(ctx2)
+	require.NoError(t, err)
+	assert.Len(t, resourceIDs(md), 8)
+	assert.Contains(t, gpuMetricNames(md, nvmltest.UUID(0)), "hw.temperature")
+
+	stuck.release()
+	require.Eventually(t, func() bool { return total.Load() == 1 }, 5*time.Second, 10*time.Millisecond,
+		"the old session is shut down once its stuck call returns")
+	assert.Equal(t, int32(0), underCall.Load())
+	within(t, shutdownTimeout+time.Second, "the new receiver's Shutdown", func() {
+		require.NoError(t, ts2.shutdown(context.Background()))
+	})
+}
+
+// Defect 1, the event side: a hung nvmlDeviceRegisterEvents kept shutdown
+// waiting for the watcher.
+func TestShutdownIsBoundedWhileRegistrationHangs(t *testing.T) {
+	shorten(t)
+	m := nvmltest.NewH200()
+	stuck := newStuckCall(t)
+	m.GPUs[5].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { stuck.block(); return nvml.SUCCESS }
+	total, underCall := countShutdowns(m, &stuck.running)
+	ts := newTestScraper(t, m)
+	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
+	require.Eventually(t, stuck.running.Load, 5*time.Second, 5*time.Millisecond)
+	within(t, shutdownTimeout+time.Second, "Shutdown", func() {
+		require.NoError(t, ts.shutdown(context.Background()))
+	})
+	assert.Equal(t, int32(0), total.Load())
+	stuck.release()
+	require.Eventually(t, func() bool { return total.Load() == 1 }, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, int32(0), underCall.Load())
+}
+
+// Defect 2: one hung call while priming the GPUs blocked Start for all.
+func TestStartDoesNotWaitForAHungGPU(t *testing.T) {
+	shorten(t)
+	m := nvmltest.NewH200()
+	stuck := newStuckCall(t)
+	getSamples := m.GPUs[1].GetSamplesFunc
+	m.GPUs[1].GetSamplesFunc = func(st nvml.SamplingType, last uint64) (nvml.ValueType, []nvml.Sample, nvml.Return) {
+		stuck.block()
+		return getSamples(st, last)
+	}
+	ts := newTestScraper(t, m, func(c *Config) { c.CollectionInterval, c.Timeout = time.Second, 300*time.Millisecond })
+	within(t, startTimeout+time.Second, "Start", func() {
+		require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
+	})
+	assert.Equal(t, 1, ts.logs.FilterMessage("NVML initialized").Len())
+	md, err := ts.scrape(context.Background())
+	require.NoError(t, err)
+	assert.Contains(t, gpuMetricNames(md, nvmltest.UUID(0)), "hw.temperature", "the healthy GPUs are reported")
+	assert.Equal(t, []string{"hw.status"}, gpuMetricNames(md, nvmltest.UUID(1)), "the GPU still priming is degraded")
+
+	stuck.release()
+	require.Eventually(t, func() bool {
+		md, err := ts.scrape(context.Background())
+		return err == nil && len(gpuMetricNames(md, nvmltest.UUID(1))) > 1
+	}, 5*time.Second, 10*time.Millisecond, "the GPU is reported once it is ready")
+	require.NoError(t, ts.shutdown(context.Background()))
+}
+
+// Defect 4: one GPU's hung registration stopped XID counting on every GPU.
+func TestHungRegistrationKeepsTheOtherGPUsEvents(t *testing.T) {
+	shorten(t)
+	m := nvmltest.NewH200()
+	stuck := newStuckCall(t)
+	m.GPUs[3].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { stuck.block(); return nvml.SUCCESS }
+	m.GPUs[6].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { return nvml.ERROR_UNKNOWN }
+	ts := newTestScraper(t, m)
+	logs := new(consumertest.LogsSink)
+	ts.events.logsConsumer = logs
+	ts.start(t)
+
+	m.XID(4, 79)
+	require.Eventually(t, func() bool { return logs.LogRecordCount() == 1 }, 5*time.Second, 10*time.Millisecond)
+	assert.Equal(t, int64(1), xidValue(t, ts, nvmltest.UUID(4), 79))
+	failed := ts.logs.FilterMessageSnippet("Not watching XID and ECC events on these GPUs").All()
+	require.Len(t, failed, 1, "one log line")
+	gpus := failed[0].ContextMap()["gpus"].([]any)
+	require.Len(t, gpus, 2)
+	assert.Contains(t, gpus[0], nvmltest.UUID(6))
+	assert.Contains(t, gpus[1], nvmltest.UUID(3))
+	assert.Contains(t, gpus[1], "did not return")
+}
+
+// Defect 8: every GPU lost while the watcher hung in a registration: the
+// next Open skipped nvmlInit, and a later Close shut NVML down under the
+// registration.
+func TestEveryGPULostWhileRegistrationHangs(t *testing.T) {
+	shorten(t)
+	m := nvmltest.NewH200()
+	stuck := newStuckCall(t)
+	m.GPUs[5].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { stuck.block(); return nvml.SUCCESS }
+	var inits atomic.Int32
+	m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
+	total, underCall := countShutdowns(m, &stuck.running)
+	var lost atomic.Bool
+	for _, g := range m.GPUs {
+		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+			if lost.Load() {
+				return 0, nvml.ERROR_GPU_IS_LOST
+			}
+			return 40, nvml.SUCCESS
+		}
+	}
+	ts := newTestScraper(t, m)
+	ts.start(t)
+	require.Eventually(t, stuck.running.Load, 5*time.Second, 5*time.Millisecond)
+
+	lost.Store(true)
+	md := ts.scrapeOK(t)
+	for i := range 8 {
+		v, _ := statusValue(md, nvmltest.UUID(i), "failed")
+		assert.Equal(t, int64(1), v)
+	}
+	assert.Equal(t, int32(0), total.Load(), "no nvmlShutdown under the hung registration")
+	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("without shutting the old session down").Len())
+
+	lost.Store(false) // the driver came back
+	ts.session.now = func() time.Time { return time.Now().Add(time.Hour) }
+	md = ts.scrapeOK(t)
+	assert.Equal(t, int32(2), inits.Load(), "the next Open initializes NVML again")
+	assert.Len(t, resourceIDs(md), 8)
+	assert.Contains(t, gpuMetricNames(md, nvmltest.UUID(0)), "hw.temperature")
+	assert.Equal(t, int32(0), total.Load())
+
+	stuck.release()
+	require.Eventually(t, func() bool { return total.Load() == 1 }, 5*time.Second, 10*time.Millisecond,
+		"the old session is shut down once the registration returns")
+	assert.Equal(t, int32(0), underCall.Load())
+}
+
+// statusHost records the component status events reported to it.
+type statusHost struct {
+	component.Host
+	mu     sync.Mutex
+	events []*componentstatus.Event
+}
+
+func (h *statusHost) Report(ev *componentstatus.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.events = append(h.events, ev)
+}
+
+func (h *statusHost) last() *componentstatus.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.events) == 0 {
+		return nil
+	}
+	return h.events[len(h.events)-1]
+}
+
+// Defect 12 (the receiver's side): a stuck read turns the component status
+// to a recoverable error, which the health_check extension serves as
+// unhealthy behind its extension.healthcheck.useComponentStatus gate.
+func TestStuckReadIsReportedInComponentStatus(t *testing.T) {
+	shorten(t)
+	m := nvmltest.NewH200()
+	stuck := newStuckCall(t)
+	ts := newTestScraper(t, m)
+	host := &statusHost{Host: componenttest.NewNopHost()}
+	require.NoError(t, ts.nvmlScraper.start(context.Background(), host))
+	t.Cleanup(func() { require.NoError(t, ts.shutdown(context.Background())) })
+	require.Equal(t, componentstatus.StatusOK, host.last().Status())
+
+	m.GPUs[1].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { stuck.block(); return 1, nvml.SUCCESS }
+	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	_, err := ts.scrape(ctx)
+	require.NoError(t, err)
+	ev := host.last()
+	require.Equal(t, componentstatus.StatusRecoverableError, ev.Status())
+	assert.ErrorContains(t, ev.Err(), nvmltest.UUID(1))
+
+	stuck.release()
+	require.Eventually(t, func() bool {
+		_, err := ts.scrape(context.Background())
+		return err == nil && host.last().Status() == componentstatus.StatusOK
+	}, 5*time.Second, 10*time.Millisecond)
+}

@@ -1,0 +1,53 @@
+package nvmlreceiver
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+)
+
+// logsReceiver is the receiver's logs side: it shares the metrics side's
+// NVML client and event watcher (see shared.go).
+type logsReceiver struct {
+	s      *nvmlScraper
+	ticker chan struct{} // closed to stop the availability loop of a logs-only receiver
+	done   chan struct{}
+}
+
+func (l *logsReceiver) Start(ctx context.Context, host component.Host) error {
+	if err := l.s.start(ctx, host); err != nil {
+		return err
+	}
+	l.s.mu.Lock()
+	hasMetrics := l.s.hasMetrics
+	l.s.mu.Unlock()
+	if hasMetrics {
+		return nil // the scrapes open NVML and retry
+	}
+	// Logs alone: keep trying to open NVML on the collection interval.
+	l.ticker, l.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(l.done)
+		t := time.NewTicker(l.s.cfg.CollectionInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-l.ticker:
+				return
+			case <-t.C:
+				l.s.session.open()
+			}
+		}
+	}()
+	return nil
+}
+
+func (l *logsReceiver) Shutdown(ctx context.Context) error {
+	if l.ticker != nil {
+		close(l.ticker)
+		<-l.done
+		l.ticker = nil
+	}
+	return l.s.shutdown(ctx)
+}

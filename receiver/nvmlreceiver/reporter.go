@@ -1,0 +1,99 @@
+package nvmlreceiver
+
+import (
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/receiver"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+)
+
+// reporter turns samples into pdata: it attributes each GPU's processes to
+// their owners and records the points through the generated builder. It
+// is used from the scrape goroutine only.
+type reporter struct {
+	cfg     *Config
+	mb      *metadata.MetricsBuilder
+	owners  *attribution.Attributor // made at start
+	dropped map[string]int64        // per GPU UUID: processes left out, cumulative
+	cpu     *containerCPU           // nil when processes are off
+	// containers holds, within one scrape, the containers holding a GPU,
+	// for their CPU.
+	containers map[string]gpuContainer
+}
+
+func newReporter(cfg *Config) *reporter {
+	return &reporter{
+		cfg:        cfg,
+		dropped:    map[string]int64{},
+		containers: map[string]gpuContainer{},
+	}
+}
+
+func (r *reporter) start(set receiver.Settings) {
+	r.mb = metadata.NewMetricsBuilder(r.cfg.MetricsBuilderConfig, set)
+	r.owners = newAttributor(r.cfg, set.Logger)
+	if r.cfg.Processes.Enabled {
+		r.cpu = &containerCPU{logger: set.Logger, warned: map[string]bool{},
+			reader: attribution.NewCgroupCPUReader(r.cfg.Processes.ProcRoot, r.cfg.Processes.CgroupRoot)}
+	}
+}
+
+// gpu records one GPU's sample.
+func (r *reporter) gpu(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) {
+	rep := r.report(info, smp, xids)
+	recordGPU(r.mb, rep)
+	containersOf(rep, r.containers)
+}
+
+// lost records a lost GPU: hw.status failed and its XID counts.
+func (r *reporter) lost(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids map[int64]int64) {
+	recordLost(r.mb, ts, info, xids)
+}
+
+// stuck records a GPU whose read is stuck in NVML: hw.status degraded and
+// its XID counts, so that it never silently vanishes.
+func (r *reporter) stuck(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids map[int64]int64) {
+	recordStatus(r.mb, ts, metadata.AttributeHwStateDegraded)
+	recordXIDs(r.mb, ts, xids)
+	r.mb.EmitForResource(metadata.WithResource(gpuResource(r.mb, info, owner{}).Emit()))
+}
+
+// emit records the CPU of the containers holding a GPU in this scrape, and
+// returns the scrape's metrics.
+func (r *reporter) emit(now pcommon.Timestamp) pmetric.Metrics {
+	if r.cpu != nil {
+		r.cpu.record(r.mb, now, r.containers)
+	}
+	clear(r.containers)
+	return r.mb.Emit()
+}
+
+// report attributes one GPU's sample: its processes' owners and, when they
+// all share one, the GPU's own. In MIG mode the processes go to their MIG
+// devices instead.
+func (r *reporter) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) gpuReport {
+	rep := gpuReport{info: info, sample: smp, xids: xids}
+	if !smp.ProcessesListed {
+		for i := range smp.MIG {
+			rep.migs = append(rep.migs, migReport{sample: &smp.MIG[i]})
+		}
+		return rep
+	}
+	limit, dropped := r.cfg.Processes.MaxPerGPU, 0
+	if len(smp.MIG) == 0 {
+		rep.processes, rep.owner, dropped = attribute(r.owners, info.UUID, smp.Processes, limit)
+	}
+	for i := range smp.MIG {
+		m := migReport{sample: &smp.MIG[i]}
+		var n int
+		m.processes, m.owner, n = attribute(r.owners, m.sample.Info.UUID, m.sample.Processes, limit)
+		dropped += n
+		rep.migs = append(rep.migs, m)
+	}
+	r.dropped[info.UUID] += int64(dropped)
+	rep.dropped = r.dropped[info.UUID]
+	return rep
+}

@@ -1,0 +1,249 @@
+package nvmlreceiver
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+)
+
+// The NVML session: opening NVML (retrying while it is unavailable),
+// priming the GPUs, and shutting NVML down within a bound. NVML calls can
+// hang for seconds or for ever (a GPU falling off the bus, a wedged
+// driver); none of them runs on Start's, a scrape's or Shutdown's goroutine
+// beyond a deadline. (Variables only so that tests can shorten them.)
+var (
+	// shutdownTimeout bounds Shutdown, whatever NVML does: calls still
+	// running then are left behind, and NVML is not shut down under them.
+	shutdownTimeout = 5 * time.Second
+	// startTimeout bounds how long Start waits for nvmlInit and the
+	// inventory; NVML that is not ready by then is reported once it is.
+	startTimeout = 2 * time.Second
+	// resetTimeout bounds how long a scrape that found every GPU lost waits
+	// for the old session's calls before re-initializing NVML.
+	resetTimeout = time.Second
+)
+
+type nvmlSession struct {
+	cfg    *Config
+	logger *zap.Logger
+	client *nvmlclient.Client
+	now    func() time.Time
+	// onOpen runs once NVML is up, on the opener's goroutine.
+	onOpen func()
+
+	mu        sync.Mutex
+	host      component.Host
+	ready     bool
+	closed    bool
+	opening   chan struct{} // closed when the running Open ends; nil when none runs
+	fatal     error         // a configuration error found once NVML came up
+	backoff   retryBackoff
+	lastCause string
+}
+
+func newSession(cfg *Config, logger *zap.Logger, client *nvmlclient.Client) *nvmlSession {
+	return &nvmlSession{cfg: cfg, logger: logger, client: client, now: time.Now}
+}
+
+// scrapeTimeout is the deadline of one scrape, which also bounds each GPU's
+// priming.
+func (s *nvmlSession) scrapeTimeout() time.Duration {
+	if s.cfg.Timeout > 0 {
+		return s.cfg.Timeout
+	}
+	return s.cfg.CollectionInterval
+}
+
+// start opens NVML, waiting at most startTimeout. Only a configuration
+// error (a devices entry that matches no GPU) fails it.
+func (s *nvmlSession) start(ctx context.Context, host component.Host) error {
+	s.mu.Lock()
+	s.host, s.closed = host, false
+	s.mu.Unlock()
+	done := s.open()
+	timer := time.NewTimer(startTimeout)
+	defer timer.Stop()
+	select {
+	case <-done:
+	case <-timer.C:
+		s.logger.Warn("NVML is still initializing; the receiver starts without it and reports the GPUs once it is ready",
+			zap.Duration("waited", startTimeout))
+	case <-ctx.Done():
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var selErr *nvmlclient.SelectorError
+	if errors.As(s.fatal, &selErr) {
+		return s.fatal
+	}
+	return nil
+}
+
+func (s *nvmlSession) isReady() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.ready
+}
+
+// open starts an Open in the background unless NVML is up, one is running,
+// a retry is not due yet or the configuration is wrong. It returns a
+// channel closed when that Open ends, or nil when none runs.
+func (s *nvmlSession) open() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ready || s.closed || s.fatal != nil {
+		return nil
+	}
+	if s.opening != nil {
+		return s.opening
+	}
+	if !s.backoff.due(s.now()) {
+		return nil
+	}
+	done := make(chan struct{})
+	s.opening = done
+	go s.runOpen(done)
+	return done
+}
+
+// runOpen initializes NVML and primes each GPU, each under the scrape's
+// deadline: a GPU still priming then is skipped by the scrapes (it is busy)
+// and reported once it is primed.
+func (s *nvmlSession) runOpen(done chan struct{}) {
+	defer close(done)
+	err := s.client.Open(s.cfg.Devices)
+	if err == nil {
+		s.prime()
+	}
+
+	s.mu.Lock()
+	s.opening = nil
+	if s.closed {
+		s.mu.Unlock()
+		if err == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			_ = s.client.Close(ctx)
+			cancel()
+		}
+		return
+	}
+	var selErr *nvmlclient.SelectorError
+	switch {
+	case errors.As(err, &selErr):
+		// It will not heal by retrying.
+		s.fatal = err
+		s.mu.Unlock()
+		s.logger.Error("Invalid receiver configuration; no GPU metrics until it is fixed", zap.Error(err))
+		s.reportStatus(componentstatus.NewPermanentErrorEvent(err))
+		return
+	case err != nil:
+		s.mu.Unlock()
+		s.unavailable(err)
+		return
+	}
+	s.ready, s.lastCause = true, ""
+	s.backoff.succeeded()
+	s.mu.Unlock()
+	s.available()
+	if s.onOpen != nil {
+		s.onOpen()
+	}
+}
+
+func (s *nvmlSession) prime() {
+	devices := s.client.Devices()
+	primed := make(chan struct{}, len(devices))
+	for _, d := range devices {
+		go func() {
+			_ = d.Prime()
+			primed <- struct{}{}
+		}()
+	}
+	timer := time.NewTimer(s.scrapeTimeout())
+	defer timer.Stop()
+	for range devices {
+		select {
+		case <-primed:
+		case <-timer.C:
+			return // the scrapes log the GPUs still busy
+		}
+	}
+}
+
+// unavailable records a failed Open: one warning per distinct cause, a
+// recoverable error status, and the time of the next attempt.
+func (s *nvmlSession) unavailable(err error) {
+	s.mu.Lock()
+	delay := s.backoff.failed(s.now())
+	cause := err.Error()
+	newCause := cause != s.lastCause
+	s.lastCause = cause
+	s.mu.Unlock()
+	if newCause {
+		s.logger.Warn("NVML is unavailable; the receiver keeps running, emits no GPU metrics and retries with backoff",
+			zap.Error(err), zap.Duration("next_retry_in", delay), zap.Duration("max_retry_interval", maxRetryDelay))
+	}
+	s.reportStatus(componentstatus.NewRecoverableErrorEvent(err))
+}
+
+func (s *nvmlSession) available() {
+	inv := s.client.Inventory()
+	s.logger.Info("NVML initialized",
+		zap.String("driver_version", inv.DriverVersion),
+		zap.String("nvml_version", inv.NVMLVersion),
+		zap.String("cuda_version", inv.CUDAVersion),
+		zap.Int("gpus", len(inv.Devices)))
+	for _, d := range inv.Devices {
+		s.logger.Info("GPU found", zap.Int("index", d.Index), zap.String("uuid", d.UUID), zap.String("name", d.Name),
+			zap.String("pci_bus_id", d.PCIBusID), zap.Int("minor_number", d.MinorNumber),
+			zap.String("architecture", d.Architecture), zap.String("compute_capability", d.ComputeCapability))
+	}
+	s.reportStatus(componentstatus.NewEvent(componentstatus.StatusOK))
+}
+
+func (s *nvmlSession) reportStatus(ev *componentstatus.Event) {
+	s.mu.Lock()
+	host := s.host
+	s.mu.Unlock()
+	if host != nil {
+		componentstatus.ReportStatus(host, ev)
+	}
+}
+
+// reset gives up the session after every GPU was lost: the next Open
+// initializes NVML again. Calls still stuck in the old session keep it
+// from being shut down until they return.
+func (s *nvmlSession) reset(cause error) {
+	s.mu.Lock()
+	s.ready = false
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), resetTimeout)
+	defer cancel()
+	if err := s.client.Close(ctx); nvmlclient.IsInFlight(err) {
+		s.logger.Warn("Re-initializing NVML without shutting the old session down: calls are still running in it", zap.Error(err))
+	}
+	s.unavailable(cause)
+}
+
+// shutdown shuts NVML down, never for longer than shutdownTimeout and
+// never under a running NVML call: that is skipped, in one log line.
+func (s *nvmlSession) shutdown(ctx context.Context) {
+	s.mu.Lock()
+	s.closed, s.ready = true, false
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, shutdownTimeout)
+	defer cancel()
+	if err := s.client.Close(ctx); nvmlclient.IsInFlight(err) {
+		s.logger.Warn("Not shutting NVML down: calls are still running inside it; the process may exit with them",
+			zap.Error(err))
+	} else if err != nil {
+		s.logger.Warn("nvmlShutdown failed", zap.Error(err))
+	}
+}
