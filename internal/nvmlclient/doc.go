@@ -5,9 +5,14 @@
 // (Sample, DeviceInfo, Event, the errors) holds no go-nvml type. To follow
 // one GPU sample from NVML to the receiver:
 //
-//   - client.go opens NVML (and says why it cannot), inventory.go takes the
-//     inventory (info.go), symbols.go checks which newer entry points the
-//     library has;
+//   - client.go opens NVML (and says why it cannot; library.go refuses a
+//     library that is missing or not NVML before nvmlInit), inventory.go
+//     takes the inventory (info.go), symbols.go checks which newer entry
+//     points the library has, prime.go takes each GPU's baselines;
+//   - inflight.go counts the calls inside NVML, so that Close never shuts
+//     NVML down under one; panics.go recovers a read that panics;
+//     rawcalls.go and listcalls.go make the list calls with bounded
+//     buffers;
 //   - calls.go is the read table: each NVML call, the metrics it feeds and
 //     what NOT_SUPPORTED does to it; support.go caches those answers, for a
 //     while; reading.go is one read's bookkeeping;
