@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
@@ -36,7 +35,7 @@ type Client struct {
 
 // New returns a Client on lib, which is not touched until Open.
 func New(lib nvml.Interface, logger *zap.Logger, opts ...Option) *Client {
-	c := &Client{lib: lib, logger: logger, opts: options{now: time.Now, counterInterval: DefaultCounterInterval}}
+	c := &Client{lib: lib, logger: logger, opts: defaultOptions()}
 	for _, o := range opts {
 		o(&c.opts)
 	}

@@ -14,10 +14,6 @@ import (
 
 const watchedEvents = nvml.EventTypeXidCriticalError | nvml.EventTypeSingleBitEccError | nvml.EventTypeDoubleBitEccError
 
-// eventWaitMillis bounds one wait, hence how long Shutdown waits for the
-// watcher to notice.
-const eventWaitMillis = 500
-
 // WatchEvents registers every device for XID and ECC events and calls
 // onEvent for each, from this goroutine, until ctx is done. It returns nil
 // when ctx ends it. Each GPU registers on its own goroutine, under
@@ -55,7 +51,9 @@ func (c *Client) WatchEvents(ctx context.Context, onEvent func(Event), registerT
 		return ErrNoEvents
 	}
 	for ctx.Err() == nil {
-		data, ret := set.Wait(eventWaitMillis)
+		// nvmlEventSetWait cannot be interrupted: ctx is seen between
+		// waits, so one wait bounds how long a stop takes to be noticed.
+		data, ret := set.Wait(uint32(c.opts.eventWait / time.Millisecond))
 		switch ret {
 		case nvml.SUCCESS:
 		case nvml.ERROR_TIMEOUT:

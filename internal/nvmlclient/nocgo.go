@@ -39,7 +39,7 @@ type Device struct {
 
 // NewSystem returns a Client whose Open says that NVML cannot be loaded.
 func NewSystem(_ string, logger *zap.Logger, opts ...Option) *Client {
-	c := &Client{logger: logger}
+	c := &Client{logger: logger, opts: defaultOptions()}
 	for _, o := range opts {
 		o(&c.opts)
 	}

@@ -9,6 +9,14 @@ type options struct {
 	metricOn        func(string) bool
 	counterInterval time.Duration
 	memCtrlOnGPM    bool
+	eventWait       time.Duration
+}
+
+// DefaultEventWait is how long one wait for NVML's events lasts.
+const DefaultEventWait = 500 * time.Millisecond
+
+func defaultOptions() options {
+	return options{now: time.Now, counterInterval: DefaultCounterInterval, eventWait: DefaultEventWait}
 }
 
 // Option configures a Client.
@@ -32,6 +40,13 @@ func WithMemoryControllerOnGPM(on bool) Option { return func(o *options) { o.mem
 // WithProcesses makes every Read also list the GPU's processes, with their
 // memory and windowed utilization.
 func WithProcesses(on bool) Option { return func(o *options) { o.processes = on } }
+
+// WithEventWait sets how long one wait for NVML's events lasts (at least
+// 1 ms): the watcher sees a stop between waits, so this bounds how long
+// stopping it takes. Tests shorten it.
+func WithEventWait(d time.Duration) Option {
+	return func(o *options) { o.eventWait = max(d, time.Millisecond) }
+}
 
 // WithClock replaces the wall clock that times GPM windows, for tests.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }

@@ -27,6 +27,7 @@ func loadConfig(t *testing.T, name string) (*Config, error) {
 }
 
 func TestDefaultConfig(t *testing.T) {
+	t.Parallel()
 	cfg, err := loadConfig(t, "")
 	require.NoError(t, err)
 	assert.Equal(t, 10*time.Second, cfg.CollectionInterval)
@@ -41,6 +42,7 @@ func TestDefaultConfig(t *testing.T) {
 }
 
 func TestCustomConfig(t *testing.T) {
+	t.Parallel()
 	cfg, err := loadConfig(t, "custom")
 	require.NoError(t, err)
 	assert.Equal(t, 30*time.Second, cfg.CollectionInterval)
@@ -56,6 +58,7 @@ func TestCustomConfig(t *testing.T) {
 }
 
 func TestInvalidConfigNamesTheField(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name string
 		want []string
@@ -87,6 +90,7 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 }
 
 func TestLibraryPathDirectoryIsRejected(t *testing.T) {
+	t.Parallel()
 	cfg := createDefaultConfig().(*Config)
 	cfg.LibraryPath = t.TempDir()
 	assert.ErrorContains(t, cfg.Validate(), "library_path")

@@ -38,6 +38,7 @@ func containerResources(md pmetric.Metrics) map[string]map[string]any {
 }
 
 func TestContainerCPUBesideTheGPU(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	// 4242 runs in a pod's container (testdata/proc/4242/cgroup) and uses
 	// two GPUs; 4343 is a host process.
@@ -59,6 +60,7 @@ func TestContainerCPUBesideTheGPU(t *testing.T) {
 }
 
 func TestContainerCPUUnreadableWarnsOnce(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	m.GPUs[0].SetProcesses(proc(4242, 8<<30))
 	ts := newTestScraper(t, m, func(cfg *Config) { cfg.Processes.CgroupRoot = t.TempDir() })
@@ -72,6 +74,7 @@ func TestContainerCPUUnreadableWarnsOnce(t *testing.T) {
 }
 
 func TestContainerCPUOffWithProcesses(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	m.GPUs[0].SetProcesses(proc(4242, 8<<30))
 	ts := newTestScraper(t, m, func(cfg *Config) { cfg.Processes.Enabled = false })

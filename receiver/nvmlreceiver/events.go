@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"time"
 
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -35,6 +34,7 @@ type eventCounter struct {
 	set          receiver.Settings
 	logger       *zap.Logger
 	client       *nvmlclient.Client
+	bounds       *lifecycleBounds
 	logsConsumer consumer.Logs // nil outside a logs pipeline
 
 	mu      sync.Mutex
@@ -44,8 +44,8 @@ type eventCounter struct {
 	lb      *metadata.LogsBuilder      // the watcher goroutine's
 }
 
-func newEventCounter(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *eventCounter {
-	return &eventCounter{cfg: cfg, set: set, logger: set.Logger, client: client,
+func newEventCounter(cfg *Config, set receiver.Settings, client *nvmlclient.Client, bounds *lifecycleBounds) *eventCounter {
+	return &eventCounter{cfg: cfg, set: set, logger: set.Logger, client: client, bounds: bounds,
 		xids: map[string]map[int64]int64{}, logged: map[string]struct{}{}}
 }
 
@@ -61,7 +61,7 @@ func (e *eventCounter) start() {
 	e.watcher = w
 	go func() {
 		defer close(w.done)
-		err := e.client.WatchEvents(ctx, e.onEvent, eventRegisterTimeout)
+		err := e.client.WatchEvents(ctx, e.onEvent, e.bounds.register)
 		if err != nil && ctx.Err() == nil {
 			e.logger.Warn("Not watching XID and ECC events; nvidia.gpu.xid.errors and the event log records are absent",
 				zap.Error(err))
@@ -86,11 +86,6 @@ func (e *eventCounter) stop(ctx context.Context) error {
 		return errors.New("the NVML event loop did not stop in time")
 	}
 }
-
-// eventRegisterTimeout bounds each GPU's nvmlDeviceRegisterEvents: a GPU
-// whose registration hangs is named in one log line, and the others keep
-// their events.
-var eventRegisterTimeout = 5 * time.Second
 
 // onEvent runs on the watcher goroutine.
 func (e *eventCounter) onEvent(ev nvmlclient.Event) {

@@ -25,6 +25,7 @@ func xidValue(t *testing.T, ts *testScraper, uuid string, code int64) int64 {
 }
 
 func TestXIDsAreCountedAndLogged(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m)
 	logs := new(consumertest.LogsSink)
@@ -57,6 +58,7 @@ func TestXIDsAreCountedAndLogged(t *testing.T) {
 }
 
 func TestEventLoopStopsAtShutdown(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m)
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
@@ -68,6 +70,7 @@ func TestEventLoopStopsAtShutdown(t *testing.T) {
 }
 
 func TestMetricsAndLogsShareOneNVML(t *testing.T) {
+	t.Parallel()
 	cfg := createDefaultConfig().(*Config)
 	set := newTestSettings()
 	mr, err := NewFactory().CreateMetrics(context.Background(), set, cfg, consumertest.NewNop())
@@ -93,6 +96,7 @@ func TestMetricsAndLogsShareOneNVML(t *testing.T) {
 }
 
 func TestDisabledEventIsCountedButNotLogged(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m, func(cfg *Config) { cfg.Events.NvidiaGpuXid.Enabled = false })
 	logs := new(consumertest.LogsSink)

@@ -34,6 +34,7 @@ func everyMetric(t *testing.T) func(*Config) {
 //   - GPU 1, in MIG mode: a host process on one instance, the other
 //     instance idle and allocated to a pod.
 func TestScrapeGoldenEveryMetric(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200GPUs(2)
 	m.GPUs[0].FanSupported, m.GPUs[0].FanPercent = true, 35
 	m.GPUs[0].SetProcesses(proc(4242, 8<<30), proc(4343, 1<<30))

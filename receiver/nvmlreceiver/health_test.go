@@ -13,6 +13,7 @@ import (
 )
 
 func TestHwStatusTransitions(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m)
 	ts.start(t)
@@ -48,6 +49,7 @@ func TestHwStatusTransitions(t *testing.T) {
 }
 
 func TestHealthMetrics(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	m.GPUs[2].Set(func(g *nvmltest.GPU) {
 		g.ECCCorrected, g.ECCUncorrected = 7, 0
@@ -71,6 +73,7 @@ func TestHealthMetrics(t *testing.T) {
 }
 
 func TestHealthCallMissingFromLibrary(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	m.LookupSymbolFunc = func(name string) error {
 		if strings.HasPrefix(name, "nvmlDeviceGetCurrentClocksEventReasons") {

@@ -60,6 +60,7 @@ func hungSocket(t *testing.T) string {
 }
 
 func TestSlowKubeletNeverDelaysGPUMetrics(t *testing.T) {
+	t.Parallel()
 	socket := hungSocket(t)
 	m := nvmltest.NewH200()
 	m.GPUs[0].SetProcesses(proc(4242, 1))
@@ -83,6 +84,7 @@ func TestSlowKubeletNeverDelaysGPUMetrics(t *testing.T) {
 // process and its GPU keep their container and pod UID, get no pod names,
 // and the missing socket is said once.
 func TestMissingKubeletSocket(t *testing.T) {
+	t.Parallel()
 	socket := filepath.Join(t.TempDir(), "absent.sock")
 	m := nvmltest.NewH200()
 	m.GPUs[0].SetProcesses(proc(4242, 1))

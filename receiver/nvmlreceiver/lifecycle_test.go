@@ -23,15 +23,10 @@ import (
 // Issue 9: the receiver never hangs and never goes dark, whatever NVML
 // does. Each test names the defect it covers; each hung before the fix.
 
-// shorten sets the lifecycle bounds for a test.
-func shorten(t *testing.T) {
-	old := []time.Duration{shutdownTimeout, startTimeout, resetTimeout, eventRegisterTimeout}
-	shutdownTimeout, startTimeout, resetTimeout, eventRegisterTimeout =
-		time.Second, 500*time.Millisecond, 300*time.Millisecond, 200*time.Millisecond
-	t.Cleanup(func() {
-		shutdownTimeout, startTimeout, resetTimeout, eventRegisterTimeout = old[0], old[1], old[2], old[3]
-	})
-}
+// shortBounds are the lifecycle bounds of these tests: each waits for
+// them to pass.
+var shortBounds = lifecycleBounds{shutdown: 300 * time.Millisecond, start: 500 * time.Millisecond,
+	reset: 200 * time.Millisecond, register: 250 * time.Millisecond}
 
 // within runs f and fails the test when it takes longer than d.
 func within(t *testing.T, d time.Duration, what string, f func()) {
@@ -83,12 +78,13 @@ func countShutdowns(m *nvmltest.Machine, hung *atomic.Bool) (total, underCall *a
 
 // Defect 1: SIGTERM and SIGHUP hung for ever while an NVML call was stuck.
 func TestShutdownIsBoundedWhileACallHangs(t *testing.T) {
-	shorten(t)
+	t.Parallel()
 	m := nvmltest.NewH200()
 	stuck := newStuckCall(t)
 	m.GPUs[2].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { stuck.block(); return 1, nvml.SUCCESS }
 	total, underCall := countShutdowns(m, &stuck.running)
 	ts := newTestScraper(t, m)
+	ts.bounds = shortBounds
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -96,7 +92,7 @@ func TestShutdownIsBoundedWhileACallHangs(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, stuck.running.Load())
 
-	within(t, shutdownTimeout+time.Second, "Shutdown", func() {
+	within(t, shortBounds.shutdown+time.Second, "Shutdown", func() {
 		require.NoError(t, ts.shutdown(context.Background()))
 	})
 	assert.Equal(t, int32(0), total.Load(), "nvmlShutdown is never called under a running call")
@@ -104,10 +100,11 @@ func TestShutdownIsBoundedWhileACallHangs(t *testing.T) {
 
 	// A reload: the new receiver reports, beside the old one's stuck call.
 	ts2 := newTestScraper(t, m)
-	within(t, 2*startTimeout, "Start after a reload", func() {
+	ts2.bounds = shortBounds
+	within(t, shortBounds.start+500*time.Millisecond, "Start after a reload", func() {
 		require.NoError(t, ts2.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
 	})
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 350*time.Millisecond)
 	defer cancel2()
 	md, err := ts2.scrape(ctx2)
 	require.NoError(t, err)
@@ -118,7 +115,7 @@ func TestShutdownIsBoundedWhileACallHangs(t *testing.T) {
 	require.Eventually(t, func() bool { return total.Load() == 1 }, 5*time.Second, 10*time.Millisecond,
 		"the old session is shut down once its stuck call returns")
 	assert.Equal(t, int32(0), underCall.Load())
-	within(t, shutdownTimeout+time.Second, "the new receiver's Shutdown", func() {
+	within(t, shortBounds.shutdown+time.Second, "the new receiver's Shutdown", func() {
 		require.NoError(t, ts2.shutdown(context.Background()))
 	})
 }
@@ -126,15 +123,16 @@ func TestShutdownIsBoundedWhileACallHangs(t *testing.T) {
 // Defect 1, the event side: a hung nvmlDeviceRegisterEvents kept shutdown
 // waiting for the watcher.
 func TestShutdownIsBoundedWhileRegistrationHangs(t *testing.T) {
-	shorten(t)
+	t.Parallel()
 	m := nvmltest.NewH200()
 	stuck := newStuckCall(t)
 	m.GPUs[5].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { stuck.block(); return nvml.SUCCESS }
 	total, underCall := countShutdowns(m, &stuck.running)
 	ts := newTestScraper(t, m)
+	ts.bounds = shortBounds
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
 	require.Eventually(t, stuck.running.Load, 5*time.Second, 5*time.Millisecond)
-	within(t, shutdownTimeout+time.Second, "Shutdown", func() {
+	within(t, shortBounds.shutdown+time.Second, "Shutdown", func() {
 		require.NoError(t, ts.shutdown(context.Background()))
 	})
 	assert.Equal(t, int32(0), total.Load())
@@ -145,7 +143,7 @@ func TestShutdownIsBoundedWhileRegistrationHangs(t *testing.T) {
 
 // Defect 2: one hung call while priming the GPUs blocked Start for all.
 func TestStartDoesNotWaitForAHungGPU(t *testing.T) {
-	shorten(t)
+	t.Parallel()
 	m := nvmltest.NewH200()
 	stuck := newStuckCall(t)
 	getSamples := m.GPUs[1].GetSamplesFunc
@@ -154,7 +152,8 @@ func TestStartDoesNotWaitForAHungGPU(t *testing.T) {
 		return getSamples(st, last)
 	}
 	ts := newTestScraper(t, m, func(c *Config) { c.CollectionInterval, c.Timeout = time.Second, 300*time.Millisecond })
-	within(t, startTimeout+time.Second, "Start", func() {
+	ts.bounds = shortBounds
+	within(t, shortBounds.start+time.Second, "Start", func() {
 		require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
 	})
 	assert.Equal(t, 1, ts.logs.FilterMessage("NVML initialized").Len())
@@ -173,12 +172,13 @@ func TestStartDoesNotWaitForAHungGPU(t *testing.T) {
 
 // Defect 4: one GPU's hung registration stopped XID counting on every GPU.
 func TestHungRegistrationKeepsTheOtherGPUsEvents(t *testing.T) {
-	shorten(t)
+	t.Parallel()
 	m := nvmltest.NewH200()
 	stuck := newStuckCall(t)
 	m.GPUs[3].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { stuck.block(); return nvml.SUCCESS }
 	m.GPUs[6].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { return nvml.ERROR_UNKNOWN }
 	ts := newTestScraper(t, m)
+	ts.bounds = shortBounds
 	logs := new(consumertest.LogsSink)
 	ts.events.logsConsumer = logs
 	ts.start(t)
@@ -199,7 +199,7 @@ func TestHungRegistrationKeepsTheOtherGPUsEvents(t *testing.T) {
 // next Open skipped nvmlInit, and a later Close shut NVML down under the
 // registration.
 func TestEveryGPULostWhileRegistrationHangs(t *testing.T) {
-	shorten(t)
+	t.Parallel()
 	m := nvmltest.NewH200()
 	stuck := newStuckCall(t)
 	m.GPUs[5].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { stuck.block(); return nvml.SUCCESS }
@@ -216,6 +216,7 @@ func TestEveryGPULostWhileRegistrationHangs(t *testing.T) {
 		}
 	}
 	ts := newTestScraper(t, m)
+	ts.bounds = shortBounds
 	ts.start(t)
 	require.Eventually(t, stuck.running.Load, 5*time.Second, 5*time.Millisecond)
 
@@ -268,10 +269,11 @@ func (h *statusHost) last() *componentstatus.Event {
 // to a recoverable error, which the health_check extension serves as
 // unhealthy behind its extension.healthcheck.useComponentStatus gate.
 func TestStuckReadIsReportedInComponentStatus(t *testing.T) {
-	shorten(t)
+	t.Parallel()
 	m := nvmltest.NewH200()
 	stuck := newStuckCall(t)
 	ts := newTestScraper(t, m)
+	ts.bounds = shortBounds
 	host := &statusHost{Host: componenttest.NewNopHost()}
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), host))
 	t.Cleanup(func() { require.NoError(t, ts.shutdown(context.Background())) })

@@ -31,6 +31,7 @@ func migResources(md pmetric.Metrics) map[string]map[string]any {
 }
 
 func TestMIGDevicesAreTheirOwnResources(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH100()
 	migs := m.GPUs[2].EnableMIG(nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE)
 	m.GPUs[2].SetProcesses(nvml.ProcessInfo{Pid: 4242, UsedGpuMemory: 3 << 30,
@@ -66,6 +67,7 @@ func TestMIGDevicesAreTheirOwnResources(t *testing.T) {
 }
 
 func TestMIGInstanceMemoryCountedOnce(t *testing.T) {
+	t.Parallel()
 	// A 3g GPU instance hosts two compute instances: two MIG devices that
 	// NVML both answers with the instance's memory.
 	m := nvmltest.NewH100()
@@ -107,6 +109,7 @@ func TestMIGInstanceMemoryCountedOnce(t *testing.T) {
 }
 
 func TestScrapeGoldenMIG(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewA100()
 	migs := m.GPUs[0].EnableMIG(nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_2_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE)
 	m.GPUs[0].SetProcesses(nvml.ProcessInfo{Pid: 4343, UsedGpuMemory: 1 << 30,

@@ -61,6 +61,7 @@ func metricValue(md pmetric.Metrics, uuid string, pid int64, name string) (float
 }
 
 func TestProcessesAreTheirOwnResources(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	m.GPUs[0].SetProcesses(proc(4242, 8<<30), proc(4343, 1<<30))
 	ts := newTestScraper(t, m)
@@ -87,6 +88,7 @@ func TestProcessesAreTheirOwnResources(t *testing.T) {
 }
 
 func TestCommandLineWhenTurnedOn(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	m.GPUs[0].SetProcesses(proc(4242, 1))
 	ts := newTestScraper(t, m, func(cfg *Config) { cfg.ResourceAttributes.ProcessCommandLine.Enabled = true })
@@ -96,6 +98,7 @@ func TestCommandLineWhenTurnedOn(t *testing.T) {
 }
 
 func TestProcessLimitKeepsTheLargestAndCountsTheRest(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	m.GPUs[3].SetProcesses(proc(4343, 1<<20), proc(4242, 4<<30), proc(5555, 2<<30))
 	ts := newTestScraper(t, m)
@@ -116,6 +119,7 @@ func TestProcessLimitKeepsTheLargestAndCountsTheRest(t *testing.T) {
 }
 
 func TestExitedProcessLeavesNoSeries(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	m.GPUs[0].SetProcesses(proc(4242, 1), proc(4343, 1))
 	ts := newTestScraper(t, m)
@@ -128,6 +132,7 @@ func TestExitedProcessLeavesNoSeries(t *testing.T) {
 }
 
 func TestForeignPIDNamespaceWarnsOnce(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	m.GPUs[0].SetProcesses(proc(999, 1))
 	m.GPUs[1].SetProcesses(proc(998, 1))
@@ -158,6 +163,7 @@ func cgroupProcRoot(t *testing.T, pods map[uint32]struct{ digit, podUID string }
 }
 
 func TestSingleOwnerGoesOnTheGPUResource(t *testing.T) {
+	t.Parallel()
 	const pod1, pod2 = "11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"
 	root := cgroupProcRoot(t, map[uint32]struct{ digit, podUID string }{4242: {"1", pod1}, 4343: {"2", pod2}})
 	m := nvmltest.NewH200()
@@ -173,6 +179,7 @@ func TestSingleOwnerGoesOnTheGPUResource(t *testing.T) {
 }
 
 func TestProcessesDisabled(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	m.GPUs[0].SetProcesses(proc(4242, 1))
 	ts := newTestScraper(t, m, func(cfg *Config) { cfg.Processes.Enabled = false })

@@ -29,6 +29,7 @@ type nvmlScraper struct {
 	session  *nvmlSession
 	events   *eventCounter
 	reporter *reporter
+	bounds   lifecycleBounds // how long each step waits on NVML
 
 	// Used from the scrape goroutine only.
 	logged  map[string]struct{} // "device/cause" keys already logged
@@ -47,11 +48,12 @@ func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *
 		cfg:      cfg,
 		set:      set,
 		logger:   set.Logger,
-		session:  newSession(cfg, set.Logger, client),
-		events:   newEventCounter(cfg, set, client),
 		reporter: newReporter(cfg),
+		bounds:   defaultBounds,
 		logged:   map[string]struct{}{},
 	}
+	s.session = newSession(cfg, set.Logger, client, &s.bounds)
+	s.events = newEventCounter(cfg, set, client, &s.bounds)
 	s.session.onOpen = s.events.start
 	return s
 }
@@ -71,7 +73,7 @@ func (s *nvmlScraper) start(ctx context.Context, host component.Host) error {
 	return s.reporter.owners.Start(context.Background())
 }
 
-// shutdown returns within shutdownTimeout whatever NVML does.
+// shutdown returns within bounds.shutdown whatever NVML does.
 func (s *nvmlScraper) shutdown(ctx context.Context) error {
 	s.mu.Lock()
 	if s.starts > 1 {
@@ -84,7 +86,7 @@ func (s *nvmlScraper) shutdown(ctx context.Context) error {
 	if s.onLastStop != nil {
 		s.onLastStop()
 	}
-	ctx, cancel := context.WithTimeout(ctx, shutdownTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.bounds.shutdown)
 	defer cancel()
 	_ = s.events.stop(ctx) // a stuck watcher keeps NVML from being shut down: session.shutdown says so
 	if owners := s.reporter.owners; owners != nil {
@@ -152,7 +154,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	if len(devices) > 0 && lost == len(devices) {
 		// Every GPU is gone (driver reload, reset): start over with a new
 		// Init and inventory once NVML answers again.
-		stopCtx, cancel := context.WithTimeout(context.Background(), resetTimeout)
+		stopCtx, cancel := context.WithTimeout(context.Background(), s.bounds.reset)
 		_ = s.events.stop(stopCtx)
 		cancel()
 		s.stalled = false

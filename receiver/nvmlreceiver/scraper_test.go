@@ -60,7 +60,7 @@ func newTestScraper(t testing.TB, m *nvmltest.Machine, mods ...func(*Config)) *t
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.Logger = zap.New(core)
 	clock := nvmltest.NewClock(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
-	s := newScraper(cfg, set, nvmlclient.New(m, set.Logger, append(clientOptions(cfg), nvmlclient.WithClock(clock.Now))...))
+	s := newScraper(cfg, set, nvmlclient.New(m, set.Logger, append(clientOptions(cfg), nvmlclient.WithClock(clock.Now), nvmlclient.WithEventWait(5*time.Millisecond))...))
 	s.session.now = clock.Now
 	return &testScraper{nvmlScraper: s, machine: m, logs: logs, clock: clock}
 }
@@ -115,14 +115,15 @@ func processResources(md pmetric.Metrics, uuid string) map[int64]map[string]any 
 }
 
 func TestScrapeGolden(t *testing.T) {
-	m := nvmltest.NewH200()
-	m.GPUs[7].GPMOff = true // no GPM on this board
+	t.Parallel()
+	m := nvmltest.NewH200GPUs(4)
+	m.GPUs[3].GPMOff = true // no GPM on this board
 	for i, g := range m.GPUs {
 		g.FanSupported, g.FanPercent = i%2 == 0, uint32(30+i) // fans on half the boards
 		g.EncoderUtil = uint32(i)                             // busy encoders: their window is read
 	}
 	// GPU 0 is shared by two processes, GPU 1 belongs to one, GPU 2 runs a
-	// process from another PID namespace; the rest are idle.
+	// process from another PID namespace; GPU 3 is idle.
 	m.GPUs[0].SetProcesses(proc(4242, 8<<30), proc(4343, 1<<30))
 	m.GPUs[1].SetProcesses(proc(4242, 2<<30))
 	m.GPUs[2].SetProcesses(proc(999, 1<<30))
@@ -146,6 +147,7 @@ func TestScrapeGolden(t *testing.T) {
 }
 
 func TestScrapeEveryGPUIsItsOwnResource(t *testing.T) {
+	t.Parallel()
 	ts := newTestScraper(t, nvmltest.NewH200())
 	ts.start(t)
 	md := ts.scrapeOK(t)
@@ -157,6 +159,7 @@ func TestScrapeEveryGPUIsItsOwnResource(t *testing.T) {
 }
 
 func TestLibraryAppearsLater(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	present := false
 	inits := 0
@@ -192,6 +195,7 @@ func TestLibraryAppearsLater(t *testing.T) {
 }
 
 func TestBackoffIsCappedAtAMinute(t *testing.T) {
+	t.Parallel()
 	var b retryBackoff
 	now := time.Unix(0, 0)
 	var delays []time.Duration
@@ -207,6 +211,7 @@ func TestBackoffIsCappedAtAMinute(t *testing.T) {
 }
 
 func TestOneGPULostOthersReported(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m)
 	ts.start(t)
@@ -230,6 +235,7 @@ func TestOneGPULostOthersReported(t *testing.T) {
 }
 
 func TestEveryGPULostReinitializes(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m)
 	ts.start(t)
@@ -327,6 +333,7 @@ func compareGolden(t *testing.T, file string, actual pmetric.Metrics) {
 }
 
 func TestNotSupportedLoggedOnceAcrossScrapes(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m)
 	ts.start(t)
@@ -349,6 +356,7 @@ func TestNotSupportedLoggedOnceAcrossScrapes(t *testing.T) {
 }
 
 func TestFailedCallDropsOnlyItsMetrics(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m)
 	ts.start(t)
@@ -372,6 +380,7 @@ func TestFailedCallDropsOnlyItsMetrics(t *testing.T) {
 }
 
 func TestCountersCarryTheTimeOfTheirReading(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m, func(cfg *Config) { cfg.CounterInterval = time.Hour })
 	ts.start(t)
@@ -407,6 +416,7 @@ func scrapeTime(t *testing.T, md pmetric.Metrics) pcommon.Timestamp {
 // Every metric the read table names is a metric of metadata.yaml, so that
 // renaming one cannot silently stop its calls.
 func TestReadTableNamesRealMetrics(t *testing.T) {
+	t.Parallel()
 	on := enabledMetrics(metadata.NewDefaultMetricsBuilderConfig().Metrics)
 	for _, name := range nvmlclient.FedMetrics() {
 		_, ok := on[name]
@@ -415,6 +425,7 @@ func TestReadTableNamesRealMetrics(t *testing.T) {
 }
 
 func TestSlowGPUDoesNotHoldBackTheOthers(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m)
 	ts.start(t)
@@ -423,7 +434,7 @@ func TestSlowGPUDoesNotHoldBackTheOthers(t *testing.T) {
 		<-release
 		return 5, nvml.SUCCESS
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel()
 	md, err := ts.scrape(ctx)
 	require.NoError(t, err)
@@ -438,12 +449,13 @@ func TestSlowGPUDoesNotHoldBackTheOthers(t *testing.T) {
 	assertStuck(md)
 
 	// While the stuck call lasts, the GPU is skipped, not read again.
-	ctx2, cancel2 := context.WithTimeout(context.Background(), 200*time.Millisecond)
+	ctx2, cancel2 := context.WithTimeout(context.Background(), 400*time.Millisecond)
 	defer cancel2()
 	md, err = ts.scrape(ctx2)
 	require.NoError(t, err)
 	assertStuck(md)
-	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("did not finish").Len())
+	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("did not finish").FilterField(zap.String("hw.id", nvmltest.UUID(1))).Len(),
+		"said once for the stuck GPU")
 
 	close(release)
 	require.Eventually(t, func() bool {
@@ -452,6 +464,7 @@ func TestSlowGPUDoesNotHoldBackTheOthers(t *testing.T) {
 }
 
 func TestStartFailsOnUnmatchedDevice(t *testing.T) {
+	t.Parallel()
 	ts := newTestScraper(t, nvmltest.NewH200())
 	ts.cfg.Devices = []string{"0", "9"}
 	err := ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost())
@@ -460,6 +473,7 @@ func TestStartFailsOnUnmatchedDevice(t *testing.T) {
 }
 
 func TestDevicesFilter(t *testing.T) {
+	t.Parallel()
 	ts := newTestScraper(t, nvmltest.NewH200())
 	ts.cfg.Devices = []string{nvmltest.UUID(7), "0"}
 	ts.start(t)
@@ -467,6 +481,7 @@ func TestDevicesFilter(t *testing.T) {
 }
 
 func TestShutdownShutsNVMLDown(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	shutdowns := 0
 	m.ShutdownFunc = func() nvml.Return { shutdowns++; return nvml.SUCCESS }
@@ -478,6 +493,7 @@ func TestShutdownShutsNVMLDown(t *testing.T) {
 }
 
 func TestDisabledMetricsCostNoNVMLCall(t *testing.T) {
+	t.Parallel()
 	m := nvmltest.NewH200()
 	for _, g := range m.GPUs {
 		g.GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) {

@@ -17,24 +17,33 @@ import (
 // priming the GPUs, and shutting NVML down within a bound. NVML calls can
 // hang for seconds or for ever (a GPU falling off the bus, a wedged
 // driver); none of them runs on Start's, a scrape's or Shutdown's goroutine
-// beyond a deadline. (Variables only so that tests can shorten them.)
-var (
-	// shutdownTimeout bounds Shutdown, whatever NVML does: calls still
-	// running then are left behind, and NVML is not shut down under them.
-	shutdownTimeout = 5 * time.Second
-	// startTimeout bounds how long Start waits for nvmlInit and the
-	// inventory; NVML that is not ready by then is reported once it is.
-	startTimeout = 2 * time.Second
-	// resetTimeout bounds how long a scrape that found every GPU lost waits
-	// for the old session's calls before re-initializing NVML.
-	resetTimeout = time.Second
-)
+// beyond a deadline.
+
+// lifecycleBounds are those deadlines; tests shorten them.
+type lifecycleBounds struct {
+	// shutdown bounds Shutdown, whatever NVML does: calls still running
+	// then are left behind, and NVML is not shut down under them.
+	shutdown time.Duration
+	// start bounds how long Start waits for nvmlInit and the inventory;
+	// NVML that is not ready by then is reported once it is.
+	start time.Duration
+	// reset bounds how long a scrape that found every GPU lost waits for
+	// the old session's calls before re-initializing NVML.
+	reset time.Duration
+	// register bounds each GPU's nvmlDeviceRegisterEvents: a GPU whose
+	// registration hangs is named in one log line, and the others keep
+	// their events.
+	register time.Duration
+}
+
+var defaultBounds = lifecycleBounds{shutdown: 5 * time.Second, start: 2 * time.Second, reset: time.Second, register: 5 * time.Second}
 
 type nvmlSession struct {
 	cfg    *Config
 	logger *zap.Logger
 	client *nvmlclient.Client
 	now    func() time.Time
+	bounds *lifecycleBounds
 	// onOpen runs once NVML is up, on the opener's goroutine.
 	onOpen func()
 
@@ -48,8 +57,8 @@ type nvmlSession struct {
 	lastCause string
 }
 
-func newSession(cfg *Config, logger *zap.Logger, client *nvmlclient.Client) *nvmlSession {
-	return &nvmlSession{cfg: cfg, logger: logger, client: client, now: time.Now}
+func newSession(cfg *Config, logger *zap.Logger, client *nvmlclient.Client, bounds *lifecycleBounds) *nvmlSession {
+	return &nvmlSession{cfg: cfg, logger: logger, client: client, now: time.Now, bounds: bounds}
 }
 
 // scrapeTimeout is the deadline of one scrape, which also bounds each GPU's
@@ -61,20 +70,20 @@ func (s *nvmlSession) scrapeTimeout() time.Duration {
 	return s.cfg.CollectionInterval
 }
 
-// start opens NVML, waiting at most startTimeout. Only a configuration
+// start opens NVML, waiting at most bounds.start. Only a configuration
 // error (a devices entry that matches no GPU) fails it.
 func (s *nvmlSession) start(ctx context.Context, host component.Host) error {
 	s.mu.Lock()
 	s.host, s.closed = host, false
 	s.mu.Unlock()
 	done := s.open()
-	timer := time.NewTimer(startTimeout)
+	timer := time.NewTimer(s.bounds.start)
 	defer timer.Stop()
 	select {
 	case <-done:
 	case <-timer.C:
 		s.logger.Warn("NVML is still initializing; the receiver starts without it and reports the GPUs once it is ready",
-			zap.Duration("waited", startTimeout))
+			zap.Duration("waited", s.bounds.start))
 	case <-ctx.Done():
 	}
 	s.mu.Lock()
@@ -128,7 +137,7 @@ func (s *nvmlSession) runOpen(done chan struct{}) {
 	if s.closed {
 		s.mu.Unlock()
 		if err == nil {
-			ctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+			ctx, cancel := context.WithTimeout(context.Background(), s.bounds.shutdown)
 			_ = s.client.Close(ctx)
 			cancel()
 		}
@@ -224,7 +233,7 @@ func (s *nvmlSession) reset(cause error) {
 	s.mu.Lock()
 	s.ready = false
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), resetTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.bounds.reset)
 	defer cancel()
 	if err := s.client.Close(ctx); nvmlclient.IsInFlight(err) {
 		s.logger.Warn("Re-initializing NVML without shutting the old session down: calls are still running in it", zap.Error(err))
@@ -232,13 +241,13 @@ func (s *nvmlSession) reset(cause error) {
 	s.unavailable(cause)
 }
 
-// shutdown shuts NVML down, never for longer than shutdownTimeout and
+// shutdown shuts NVML down, never for longer than bounds.shutdown and
 // never under a running NVML call: that is skipped, in one log line.
 func (s *nvmlSession) shutdown(ctx context.Context) {
 	s.mu.Lock()
 	s.closed, s.ready = true, false
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, shutdownTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.bounds.shutdown)
 	defer cancel()
 	if err := s.client.Close(ctx); nvmlclient.IsInFlight(err) {
 		s.logger.Warn("Not shutting NVML down: calls are still running inside it; the process may exit with them",
