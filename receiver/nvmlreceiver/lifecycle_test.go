@@ -25,7 +25,7 @@ import (
 
 // shortBounds are the lifecycle bounds of these tests: each waits for
 // them to pass.
-var shortBounds = lifecycleBounds{shutdown: 300 * time.Millisecond, start: 500 * time.Millisecond,
+var shortBounds = lifecycleBounds{shutdown: 200 * time.Millisecond, start: 500 * time.Millisecond,
 	reset: 200 * time.Millisecond, register: 250 * time.Millisecond}
 
 // within runs f and fails the test when it takes longer than d.
