@@ -116,7 +116,7 @@ func (a *Attributor) Attribute(deviceID string, pids []int) ([]Process, Owner) {
 			case err == nil && !o.IsZero():
 				p.Owner = o
 				fromCgroups = append(fromCgroups, o)
-			case errors.Is(err, ErrPIDNamespace):
+			case errors.Is(err, errPIDNamespace):
 				a.hiddenWarned.Store(true) // the resolver has said so, once
 			}
 		}

@@ -21,13 +21,13 @@ var ErrProcessNotFound = errors.New("process not found under the proc root")
 // stays under 16 KiB.
 const maxCgroupFile = 64 << 10
 
-// ResolveProcess reads <procRoot>/<pid>/cgroup and returns the process's
+// resolveProcess reads <procRoot>/<pid>/cgroup and returns the process's
 // container id and pod UID. A host process, outside any container, gets a
 // zero Owner and no error. A process that is gone (or invisible from
 // procRoot) gets an error that matches ErrProcessNotFound.
 //
-// ResolveProcess does not check the PID namespace: resolver does.
-func ResolveProcess(procRoot string, pid int) (Owner, error) {
+// resolveProcess does not check the PID namespace: resolver does.
+func resolveProcess(procRoot string, pid int) (Owner, error) {
 	if pid <= 0 {
 		return Owner{}, fmt.Errorf("pid %d: %w", pid, ErrProcessNotFound)
 	}
@@ -39,22 +39,22 @@ func ResolveProcess(procRoot string, pid int) (Owner, error) {
 		return Owner{}, fmt.Errorf("pid %d: %w", pid, err)
 	}
 	defer f.Close()
-	o, err := ParseCgroup(io.LimitReader(f, maxCgroupFile))
+	o, err := parseCgroup(io.LimitReader(f, maxCgroupFile))
 	if err != nil {
 		return Owner{}, fmt.Errorf("pid %d: %w", pid, err)
 	}
 	return o, nil
 }
 
-// ParseCgroup parses the contents of a /proc/<pid>/cgroup file, cgroup v1,
+// parseCgroup parses the contents of a /proc/<pid>/cgroup file, cgroup v1,
 // v2 or hybrid, with containerd/cgroups' parser (on Linux), and returns the container
-// id and pod UID found in its paths (see ParseCgroupPath).
+// id and pod UID found in its paths (see parseCgroupPath).
 //
 // The cgroup v2 path ("0::/...") is tried first, then the v1 controllers'
 // paths in name order. The first path that names a container wins; failing
 // that, the first that names a pod. An empty file gives a zero Owner; a line
 // that is not "id:controllers:path" gives an error.
-func ParseCgroup(r io.Reader) (Owner, error) {
+func parseCgroup(r io.Reader) (Owner, error) {
 	v1, unified, err := parseCgroupFile(r)
 	if err != nil {
 		return Owner{}, fmt.Errorf("parse cgroup file: %w", err)
@@ -73,7 +73,7 @@ func ParseCgroup(r io.Reader) (Owner, error) {
 	}
 	var podOnly Owner
 	for _, p := range paths {
-		o := ParseCgroupPath(p)
+		o := parseCgroupPath(p)
 		if o.ContainerID != "" {
 			return o, nil
 		}
@@ -84,7 +84,7 @@ func ParseCgroup(r io.Reader) (Owner, error) {
 	return podOnly, nil
 }
 
-// ParseCgroupPath returns the container id and pod UID that one cgroup path
+// parseCgroupPath returns the container id and pod UID that one cgroup path
 // names; it never fails, and gives a zero Owner for a host path.
 //
 // The path is cut into segments at "/" (and at ":", for the
@@ -110,7 +110,7 @@ func ParseCgroup(r io.Reader) (Owner, error) {
 // seen through a cgroup namespace ("/../../kubepods-...") and nested setups
 // (kind's kubelet.slice inside a node container, docker in docker) resolve
 // to the innermost container.
-func ParseCgroupPath(path string) Owner {
+func parseCgroupPath(path string) Owner {
 	segs := strings.FieldsFunc(path, func(r rune) bool { return r == '/' || r == ':' })
 	var o Owner
 	ctr := -1

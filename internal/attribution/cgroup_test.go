@@ -88,7 +88,7 @@ func TestParseCgroupFiles(t *testing.T) {
 		t.Run(strings.TrimSuffix(tt.file, ".txt"), func(t *testing.T) {
 			data, err := os.ReadFile(filepath.Join("testdata", "cgroup", tt.file))
 			require.NoError(t, err)
-			got, err := ParseCgroup(bytes.NewReader(data))
+			got, err := parseCgroup(bytes.NewReader(data))
 			if tt.wantErr {
 				require.Error(t, err)
 				assert.Zero(t, got)
@@ -135,7 +135,7 @@ func TestParseCgroupPath(t *testing.T) {
 	}
 	for i, tt := range tests {
 		t.Run(strconv.Itoa(i), func(t *testing.T) {
-			assert.Equal(t, tt.want, ParseCgroupPath(tt.path), tt.path)
+			assert.Equal(t, tt.want, parseCgroupPath(tt.path), tt.path)
 		})
 	}
 }
@@ -146,23 +146,23 @@ func TestResolveProcess(t *testing.T) {
 		77:   "host-v2-user-session.txt",
 		9:    "garbage.txt",
 	})
-	o, err := ResolveProcess(root, 4242)
+	o, err := resolveProcess(root, 4242)
 	require.NoError(t, err)
 	assert.Equal(t, Owner{ContainerID: idBurstable, PodUID: uidBurstable}, o)
 
-	o, err = ResolveProcess(root, 77)
+	o, err = resolveProcess(root, 77)
 	require.NoError(t, err)
 	assert.True(t, o.IsZero())
 
-	_, err = ResolveProcess(root, 9)
+	_, err = resolveProcess(root, 9)
 	require.Error(t, err)
 	assert.False(t, errors.Is(err, ErrProcessNotFound))
 
 	for _, pid := range []int{5, 0, -1} {
-		_, err = ResolveProcess(root, pid)
+		_, err = resolveProcess(root, pid)
 		assert.ErrorIs(t, err, ErrProcessNotFound, "pid %d", pid)
 	}
-	_, err = ResolveProcess(root, 5)
+	_, err = resolveProcess(root, 5)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 

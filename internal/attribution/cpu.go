@@ -85,7 +85,7 @@ func (r *CgroupCPUReader) readV2(unified string) (ContainerCPU, error) {
 	if err != nil {
 		return cpu, err
 	}
-	usec, err := ParseCPUStatUsage(strings.NewReader(stat))
+	usec, err := parseCPUStatUsage(strings.NewReader(stat))
 	if err != nil {
 		return cpu, fmt.Errorf("%s: %w", filepath.Join(dir, "cpu.stat"), err)
 	}
@@ -93,7 +93,7 @@ func (r *CgroupCPUReader) readV2(unified string) (ContainerCPU, error) {
 	// cpu.max is absent in the root cgroup, and where the cpu controller is
 	// not enabled: no quota.
 	if max, err := readSmall(filepath.Join(dir, "cpu.max")); err == nil {
-		quota, period, limited, err := ParseCPUMax(max)
+		quota, period, limited, err := parseCPUMax(max)
 		if err != nil {
 			return cpu, fmt.Errorf("%s: %w", filepath.Join(dir, "cpu.max"), err)
 		}
@@ -122,7 +122,7 @@ func (r *CgroupCPUReader) readV1(v1 map[string]string) (ContainerCPU, error) {
 	if err != nil {
 		return cpu, err
 	}
-	ns, err := ParseCPUAcctUsage(usage)
+	ns, err := parseCPUAcctUsage(usage)
 	if err != nil {
 		return cpu, fmt.Errorf("%s: %w", filepath.Join(dir, "cpuacct.usage"), err)
 	}
@@ -143,7 +143,7 @@ func (r *CgroupCPUReader) readV1(v1 map[string]string) (ContainerCPU, error) {
 	if err1 != nil || err2 != nil {
 		return cpu, nil
 	}
-	quota, period, limited, err := ParseCFSQuota(quotaStr, periodStr)
+	quota, period, limited, err := parseCFSQuota(quotaStr, periodStr)
 	if err != nil {
 		return cpu, fmt.Errorf("%s: %w", dir, err)
 	}
@@ -232,8 +232,8 @@ func readSmall(p string) (string, error) {
 	return string(b), err
 }
 
-// ParseCPUStatUsage returns usage_usec from a cgroup v2 cpu.stat file.
-func ParseCPUStatUsage(r io.Reader) (uint64, error) {
+// parseCPUStatUsage returns usage_usec from a cgroup v2 cpu.stat file.
+func parseCPUStatUsage(r io.Reader) (uint64, error) {
 	s := bufio.NewScanner(r)
 	for s.Scan() {
 		key, val, ok := strings.Cut(strings.TrimSpace(s.Text()), " ")
@@ -252,9 +252,9 @@ func ParseCPUStatUsage(r io.Reader) (uint64, error) {
 	return 0, errors.New("no usage_usec line")
 }
 
-// ParseCPUMax parses a cgroup v2 cpu.max file: "$MAX $PERIOD", MAX being
+// parseCPUMax parses a cgroup v2 cpu.max file: "$MAX $PERIOD", MAX being
 // "max" for no quota. limited is false without a quota.
-func ParseCPUMax(s string) (quota, period int64, limited bool, err error) {
+func parseCPUMax(s string) (quota, period int64, limited bool, err error) {
 	f := strings.Fields(s)
 	if len(f) != 2 {
 		return 0, 0, false, fmt.Errorf("cpu.max: want \"$MAX $PERIOD\", got %q", s)
@@ -273,9 +273,9 @@ func ParseCPUMax(s string) (quota, period int64, limited bool, err error) {
 	return quota, period, true, nil
 }
 
-// ParseCFSQuota parses cgroup v1 cpu.cfs_quota_us (-1: no quota) and
+// parseCFSQuota parses cgroup v1 cpu.cfs_quota_us (-1: no quota) and
 // cpu.cfs_period_us.
-func ParseCFSQuota(quotaStr, periodStr string) (quota, period int64, limited bool, err error) {
+func parseCFSQuota(quotaStr, periodStr string) (quota, period int64, limited bool, err error) {
 	quota, err = strconv.ParseInt(strings.TrimSpace(quotaStr), 10, 64)
 	if err != nil {
 		return 0, 0, false, fmt.Errorf("cpu.cfs_quota_us: %w", err)
@@ -293,8 +293,8 @@ func ParseCFSQuota(quotaStr, periodStr string) (quota, period int64, limited boo
 	return quota, period, true, nil
 }
 
-// ParseCPUAcctUsage parses cgroup v1 cpuacct.usage (nanoseconds).
-func ParseCPUAcctUsage(s string) (uint64, error) {
+// parseCPUAcctUsage parses cgroup v1 cpuacct.usage (nanoseconds).
+func parseCPUAcctUsage(s string) (uint64, error) {
 	n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("cpuacct.usage: %w", err)

@@ -12,7 +12,7 @@ func FuzzParseCPUStatUsage(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		n, err := ParseCPUStatUsage(strings.NewReader(s))
+		n, err := parseCPUStatUsage(strings.NewReader(s))
 		if err != nil && n != 0 {
 			t.Fatalf("error with a value: %d, %v", n, err)
 		}
@@ -24,7 +24,7 @@ func FuzzParseCPUMax(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		quota, period, limited, err := ParseCPUMax(s)
+		quota, period, limited, err := parseCPUMax(s)
 		if err != nil {
 			return
 		}
@@ -39,7 +39,7 @@ func FuzzParseCFSQuota(f *testing.F) {
 	f.Add("-1\n", "100000\n")
 	f.Add("0", "0")
 	f.Fuzz(func(t *testing.T, q, p string) {
-		quota, period, limited, err := ParseCFSQuota(q, p)
+		quota, period, limited, err := parseCFSQuota(q, p)
 		if err != nil {
 			return
 		}
@@ -54,7 +54,7 @@ func FuzzParseCPUAcctUsage(f *testing.F) {
 	f.Add("-1")
 	f.Add("99999999999999999999")
 	f.Fuzz(func(t *testing.T, s string) {
-		_, _ = ParseCPUAcctUsage(s)
+		_, _ = parseCPUAcctUsage(s)
 	})
 }
 

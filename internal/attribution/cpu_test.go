@@ -147,12 +147,12 @@ func TestCgroupCPUReaderProcessGone(t *testing.T) {
 
 func TestParseCPUMax(t *testing.T) {
 	for in, want := range map[string][3]int64{"max 100000": {0, 100000, 0}, "250000 100000\n": {250000, 100000, 1}} {
-		q, p, limited, err := ParseCPUMax(in)
+		q, p, limited, err := parseCPUMax(in)
 		require.NoError(t, err, in)
 		assert.Equal(t, want, [3]int64{q, p, map[bool]int64{true: 1}[limited]}, in)
 	}
 	for _, bad := range []string{"", "max", "1 2 3", "max 0", "-5 100000", "x 100000", "100 y"} {
-		_, _, _, err := ParseCPUMax(bad)
+		_, _, _, err := parseCPUMax(bad)
 		assert.Error(t, err, "%q", bad)
 	}
 }

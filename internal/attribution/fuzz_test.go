@@ -50,7 +50,7 @@ func FuzzParseCgroup(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		o, err := ParseCgroup(bytes.NewReader(data))
+		o, err := parseCgroup(bytes.NewReader(data))
 		if err != nil {
 			if !o.IsZero() {
 				t.Fatalf("an error with an owner: %+v", o)
@@ -74,7 +74,7 @@ func FuzzParseCgroupPath(f *testing.F) {
 	f.Add("kubepods-pod" + strings.Repeat("_", 36) + ".slice")
 	f.Add(":::-pod::-::.scope.slice")
 	f.Fuzz(func(t *testing.T, path string) {
-		o := ParseCgroupPath(path)
+		o := parseCgroupPath(path)
 		checkOwnerShape(t, o)
 		if o.ContainerID != "" && !strings.Contains(path, o.ContainerID) {
 			t.Fatalf("container id %q not in %q", o.ContainerID, path)

@@ -46,13 +46,13 @@ type PodResourcesConfig struct {
 	// MaxAge bounds the age of the allocation served: a kubelet that
 	// answered once and then hung must not keep stale pod names for ever.
 	// Past it, Owners answers nothing (cgroup-only attribution) until a List
-	// succeeds again. Zero means DefaultMaxAge of RefreshInterval and Timeout.
+	// succeeds again. Zero means defaultMaxAge of RefreshInterval and Timeout.
 	MaxAge time.Duration
 }
 
-// DefaultMaxAge is the age past which a cached allocation is dropped: three
+// defaultMaxAge is the age past which a cached allocation is dropped: three
 // refreshes missed (1m35s with the 30 s refresh and 5 s timeout).
-func DefaultMaxAge(refresh, timeout time.Duration) time.Duration {
+func defaultMaxAge(refresh, timeout time.Duration) time.Duration {
 	return 3*refresh + timeout
 }
 
@@ -110,7 +110,7 @@ func NewPodResourcesCache(cfg PodResourcesConfig, logger *zap.Logger) *PodResour
 		cfg.Timeout = def.Timeout
 	}
 	if cfg.MaxAge <= 0 {
-		cfg.MaxAge = DefaultMaxAge(cfg.RefreshInterval, cfg.Timeout)
+		cfg.MaxAge = defaultMaxAge(cfg.RefreshInterval, cfg.Timeout)
 	}
 	prefixes := cfg.ResourcePrefixes
 	if len(prefixes) == 0 {

@@ -335,7 +335,7 @@ func TestPodResourcesExpire(t *testing.T) {
 }
 
 func TestDefaultMaxAge(t *testing.T) {
-	assert.Equal(t, 95*time.Second, DefaultMaxAge(30*time.Second, 5*time.Second))
+	assert.Equal(t, 95*time.Second, defaultMaxAge(30*time.Second, 5*time.Second))
 	c := NewPodResourcesCache(PodResourcesConfig{Socket: "/x.sock"}, nil)
 	assert.Equal(t, 95*time.Second, c.cfg.MaxAge)
 }

@@ -13,11 +13,11 @@ import (
 	"go.uber.org/zap"
 )
 
-// ErrPIDNamespace is returned by resolver.resolve for every PID once the
+// errPIDNamespace is returned by resolver.resolve for every PID once the
 // proc root has been found to show only the collector's own PID namespace:
 // NVML's PIDs cannot be resolved there, and container attributes are left
 // off.
-var ErrPIDNamespace = errors.New("the proc root shows only the collector's own PID namespace; run with hostPID, or mount the host's /proc and point the proc root at it")
+var errPIDNamespace = errors.New("the proc root shows only the collector's own PID namespace; run with hostPID, or mount the host's /proc and point the proc root at it")
 
 // initialPIDNamespace is the inode number of the kernel's initial (host)
 // PID namespace, PROC_PID_INIT_INO; fixed since Linux 3.8.
@@ -31,7 +31,7 @@ type resolver struct {
 	logger   *zap.Logger
 
 	once   sync.Once
-	err    error // the verdict: nil, ErrPIDNamespace or an unreadable root
+	err    error // the verdict: nil, errPIDNamespace or an unreadable root
 	warned atomic.Bool
 }
 
@@ -51,7 +51,7 @@ func newResolver(procRoot string, logger *zap.Logger) *resolver {
 //
 //   - the proc root cannot be read: an error that wraps the os error;
 //   - it shows only the collector's own PID namespace, and that is not the
-//     host's: ErrPIDNamespace. That is a collector in a container without
+//     host's: errPIDNamespace. That is a collector in a container without
 //     hostPID and without the host's /proc mounted. NVML reports host PIDs
 //     (or, on newer drivers, hides processes outside the caller's
 //     namespace), so none of them can be attributed;
@@ -63,7 +63,7 @@ func newResolver(procRoot string, logger *zap.Logger) *resolver {
 func (r *resolver) check() error {
 	r.once.Do(func() { r.err = r.verdict() })
 	if r.err != nil && r.warned.CompareAndSwap(false, true) {
-		if errors.Is(r.err, ErrPIDNamespace) {
+		if errors.Is(r.err, errPIDNamespace) {
 			r.logger.Warn("GPU processes cannot be mapped to containers: the collector runs in its own PID namespace. "+
 				"Run it with hostPID: true, or mount the host's /proc and set the proc root to it; "+
 				"GPU metrics go on without container attributes",
@@ -89,7 +89,7 @@ func (r *resolver) verdict() error {
 	return pidNamespaceVerdict(r.procRoot)
 }
 
-// pidNamespaceVerdict returns ErrPIDNamespace when procRoot shows the
+// pidNamespaceVerdict returns errPIDNamespace when procRoot shows the
 // caller's own PID namespace and that namespace is not the initial one.
 // Whatever it cannot read counts as no problem: the PIDs then tell.
 func pidNamespaceVerdict(procRoot string) error {
@@ -104,7 +104,7 @@ func pidNamespaceVerdict(procRoot string) error {
 	if err != nil || link == initialPIDNamespace {
 		return nil
 	}
-	return ErrPIDNamespace
+	return errPIDNamespace
 }
 
 // selfNSpid returns the NSpid line of a status file: the process's PID in
@@ -130,7 +130,7 @@ func selfNSpid(statusPath string) ([]string, error) {
 // resolve returns the owner of the process pid (a host PID, as NVML
 // reports it). Errors:
 //
-//   - check's error (ErrPIDNamespace, or an unreadable root), for every
+//   - check's error (errPIDNamespace, or an unreadable root), for every
 //     PID: the caller carries on without container attributes;
 //   - ErrProcessNotFound: the process exited between NVML's list and this
 //     read (normal: the process is left out of the GPU's owner);
@@ -142,5 +142,5 @@ func (r *resolver) resolve(pid int) (Owner, error) {
 	if err := r.check(); err != nil {
 		return Owner{}, err
 	}
-	return ResolveProcess(r.procRoot, pid)
+	return resolveProcess(r.procRoot, pid)
 }

@@ -34,7 +34,7 @@ func TestResolverPIDNamespace(t *testing.T) {
 		{name: "not a procfs"},
 		{name: "host /proc with hostPID", nspid: "4242", nsLink: "pid:[4026531836]"},
 		{name: "host /proc mounted into the container", nspid: "4242\t42", nsLink: "pid:[4026532417]"},
-		{name: "own namespace without hostPID", nspid: "42", nsLink: "pid:[4026532417]", wantErr: ErrPIDNamespace},
+		{name: "own namespace without hostPID", nspid: "42", nsLink: "pid:[4026532417]", wantErr: errPIDNamespace},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -102,7 +102,7 @@ func TestResolverRealProc(t *testing.T) {
 	r := newResolver("/proc", nil)
 	o, err := r.resolve(os.Getpid())
 	switch {
-	case errors.Is(err, ErrPIDNamespace):
+	case errors.Is(err, errPIDNamespace):
 		t.Logf("this test runs in its own PID namespace")
 	case err != nil:
 		t.Fatalf("resolve self: %v", err)
