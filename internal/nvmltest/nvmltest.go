@@ -109,11 +109,16 @@ func wrap(s *server.Server) *Machine {
 	m.Events = make(chan nvml.EventData, 16)
 	s.EventSetCreateFunc = func() (nvml.EventSet, nvml.Return) {
 		return &mock.EventSet{
+			// Like nvmlEventSetWait, a wait cannot be interrupted: the
+			// watcher sees a stop between waits (nvmlclient.WithEventWait
+			// keeps them short in tests).
 			WaitFunc: func(timeoutMs uint32) (nvml.EventData, nvml.Return) {
+				timer := time.NewTimer(time.Duration(timeoutMs) * time.Millisecond)
+				defer timer.Stop()
 				select {
 				case e := <-m.Events:
 					return e, nvml.SUCCESS
-				case <-time.After(time.Duration(timeoutMs) * time.Millisecond):
+				case <-timer.C:
 					return nvml.EventData{}, nvml.ERROR_TIMEOUT
 				}
 			},
