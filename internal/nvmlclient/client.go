@@ -113,8 +113,9 @@ func (c *Client) initialize(selectors []string) (Inventory, []*Device, *inflight
 		c.lib.Shutdown()
 		return inv, nil, nil, err
 	}
+	gate := newGPMGate()
 	for _, d := range devices {
-		d.calls, d.rawLib = calls, raw
+		d.calls, d.rawLib, d.gpmGate = calls, raw, gate
 	}
 	return inv, devices, calls, nil
 }

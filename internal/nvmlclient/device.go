@@ -37,10 +37,11 @@ type Device struct {
 	primed atomic.Bool
 	panics atomic.Int64 // recovered inside reads (panics.go)
 
-	opts   options
-	calls  *inflight // the session's NVML calls in flight
-	rawLib *rawLib   // nil on go-nvml's mocks
-	raw    rawDevice // the C handle, for the bounded list calls (prime.go)
+	opts    options
+	calls   *inflight // the session's NVML calls in flight
+	rawLib  *rawLib   // nil on go-nvml's mocks
+	gpmGate gpmGate   // one GPM call sequence at a time across the session's GPUs
+	raw     rawDevice // the C handle, for the bounded list calls (prime.go)
 
 	// wanted says which calls feed an enabled metric; set at Open.
 	wanted [callCount]bool

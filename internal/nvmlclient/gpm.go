@@ -93,6 +93,11 @@ func (d *Device) initGPM(lib nvml.Interface, sym symbols) {
 		return
 	}
 	d.planGPM()
+	if !d.gpmGate.acquire(gpmGateWait) {
+		d.logger.Warn("Another GPU's GPM call is still running; GPM metrics are absent for this GPU until NVML is re-opened")
+		return
+	}
+	defer d.gpmGate.release()
 	if ret := d.gpm.start(lib, d.handle.GpmSampleGet, d.now); ret != nvml.SUCCESS {
 		d.logger.Warn("nvmlGpmSampleAlloc failed; GPM metrics are absent for this GPU", zap.String("nvml.return", ret.Error()))
 	}
@@ -146,6 +151,11 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 	if g.havePrev && now.Sub(g.prevTime) < minGPMWindow {
 		return nil // too short to mean anything; keep the older sample
 	}
+	if !r.d.gpmGate.acquire(gpmGateWait) {
+		r.fail(callGPMSampleGet, nvml.ERROR_TIMEOUT, "another GPU's GPM call is still running")
+		return nil
+	}
+	defer r.d.gpmGate.release()
 	if !r.do(callGPMSampleGet, func() nvml.Return { return take(g.cur) }) {
 		g.havePrev = false
 		return nil

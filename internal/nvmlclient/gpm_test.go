@@ -4,6 +4,8 @@ package nvmlclient
 
 import (
 	"context"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -135,4 +137,49 @@ func TestGPMNotInLibrary(t *testing.T) {
 	s, err := c.Devices()[0].Read()
 	require.NoError(t, err)
 	assert.Nil(t, s.GPM)
+}
+
+// Concurrent GPM calls on two GPUs crashed NVML on an H200 (SIGSEGV in
+// nvmlGpmMetricsGet while another GPU was in nvmlGpmSampleGet): the reads of
+// a session's GPUs never overlap in GPM, however they are scheduled.
+func TestGPMCallsNeverOverlapAcrossGPUs(t *testing.T) {
+	m := nvmltest.NewH200GPUs(4)
+	var inGPM, overlaps atomic.Int32
+	enter := func() {
+		if inGPM.Add(1) > 1 {
+			overlaps.Add(1)
+		}
+		time.Sleep(200 * time.Microsecond) // a firmware call's length
+		inGPM.Add(-1)
+	}
+	metricsGet := m.GpmMetricsGetFunc
+	m.GpmMetricsGetFunc = func(mg *nvml.GpmMetricsGetType) nvml.Return { enter(); return metricsGet(mg) }
+	for _, g := range m.GPUs {
+		sampleGet := g.GpmSampleGetFunc
+		g.GpmSampleGetFunc = func(s nvml.GpmSample) nvml.Return { enter(); return sampleGet(s) }
+	}
+	c, clock, _ := openGPM(t, m)
+	for range 5 {
+		clock.Advance(time.Second)
+		var wg sync.WaitGroup
+		for _, d := range c.Devices() {
+			wg.Go(func() {
+				s, err := d.Read()
+				assert.NoError(t, err)
+				assert.NotNil(t, s.GPM)
+			})
+		}
+		wg.Wait()
+	}
+	assert.Zero(t, overlaps.Load(), "GPM calls of two GPUs ran at once")
+}
+
+func TestGPMGateTimesOut(t *testing.T) {
+	g := newGPMGate()
+	require.True(t, g.acquire(time.Millisecond))
+	assert.False(t, g.acquire(10*time.Millisecond), "held: a second GPU gives up after the wait")
+	g.release()
+	assert.True(t, g.acquire(time.Millisecond))
+	var free gpmGate
+	assert.True(t, free.acquire(0), "devices without a session have no gate")
 }

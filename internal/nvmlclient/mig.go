@@ -86,7 +86,13 @@ func (d *Device) takeMIGInventory(lib nvml.Interface, sym symbols) {
 				continue
 			}
 			gi := int(m.info.GPUInstanceID)
+			if !d.gpmGate.acquire(gpmGateWait) {
+				d.logger.Warn("Another GPU's GPM call is still running; GPM metrics are absent for this MIG device until NVML is re-opened",
+					zap.String("mig.uuid", m.info.UUID))
+				continue
+			}
 			m.gpm.start(lib, func(smp nvml.GpmSample) nvml.Return { return d.handle.GpmMigSampleGet(gi, smp) }, d.now)
+			d.gpmGate.release()
 		}
 	}
 }
