@@ -29,7 +29,9 @@ done
 # libnvidia-ml.so.1 (mounted by the NVIDIA toolkit, driver libraries only)
 # links these glibc libraries by name; since glibc 2.34 they are stubs.
 for soname in libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1; do
-	path=$(ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64/ {print $NF; exit}')
+	# awk reads all of ldconfig's output: an early exit would SIGPIPE
+	# ldconfig, and pipefail would fail the build on a host with many libraries.
+	path=$(ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64/ && !found {print $NF; found = 1}')
 	[ -n "$path" ] || { echo "rootfs.sh: $soname not found" >&2; exit 1; }
 	copy_lib "$soname" "$path"
 done
