@@ -113,9 +113,9 @@ func (c *Client) initialize(selectors []string) (Inventory, []*Device, *inflight
 		c.lib.Shutdown()
 		return inv, nil, nil, err
 	}
-	gate := newGPMGate()
+	gate, lane := newGPMGate(), newLane(laneMaxHold)
 	for _, d := range devices {
-		d.calls, d.rawLib, d.gpmGate = calls, raw, gate
+		d.calls, d.rawLib, d.gpmGate, d.lane = calls, raw, gate, lane
 	}
 	return inv, devices, calls, nil
 }

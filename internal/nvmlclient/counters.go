@@ -58,6 +58,9 @@ func (r *reading) readCounters(s *Sample) {
 		go func() {
 			defer cs.pending.Done()
 			defer d.calls.end()
+			// In line after the GPUs this scrape is reading (lane.go).
+			leave := d.lane.enter()
+			defer leave()
 			d.takeCounters()
 		}()
 	}

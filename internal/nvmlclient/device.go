@@ -41,6 +41,7 @@ type Device struct {
 	calls   *inflight // the session's NVML calls in flight
 	rawLib  *rawLib   // nil on go-nvml's mocks
 	gpmGate gpmGate   // one GPM call sequence at a time across the session's GPUs
+	lane    *lane     // one GPU's reads at a time across the session (lane.go)
 	raw     rawDevice // the C handle, for the bounded list calls (prime.go)
 
 	// wanted says which calls feed an enabled metric; set at Open.
@@ -166,6 +167,8 @@ func (d *Device) Read() (Sample, error) {
 	defer d.busy.Store(false)
 	d.calls.begin()
 	defer d.calls.end()
+	leave := d.lane.enter()
+	defer leave()
 	d.prime()
 
 	s := Sample{Time: time.Now()}

@@ -27,6 +27,8 @@ func (d *Device) Prime() error {
 	defer d.busy.Store(false)
 	d.calls.begin()
 	defer d.calls.end()
+	leave := d.lane.enter()
+	defer leave()
 	d.prime()
 	return nil
 }

@@ -1,0 +1,109 @@
+//go:build cgo
+
+package nvmlclient
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
+)
+
+func TestLaneOneAtATimeInOrder(t *testing.T) {
+	l := newLane(time.Minute)
+	leaveFirst := l.enter()
+	var inside, overlaps atomic.Int32
+	var mu sync.Mutex
+	var order []int
+	var wg sync.WaitGroup
+	for i := range 5 {
+		wg.Go(func() {
+			leave := l.enter()
+			if inside.Add(1) > 1 {
+				overlaps.Add(1)
+			}
+			mu.Lock()
+			order = append(order, i)
+			mu.Unlock()
+			time.Sleep(time.Millisecond)
+			inside.Add(-1)
+			leave()
+		})
+		// Queue them in a known order behind the first holder.
+		require.Eventually(t, func() bool { l.mu.Lock(); defer l.mu.Unlock(); return len(l.queue) == i+1 },
+			time.Second, time.Millisecond)
+	}
+	leaveFirst()
+	wg.Wait()
+	assert.Zero(t, overlaps.Load(), "two holders at once")
+	assert.Equal(t, []int{0, 1, 2, 3, 4}, order, "first come, first served")
+}
+
+// A holder stuck in NVML delays the next in line by maxHold once; the
+// others then go one at a time again, and the stuck one's late leave takes
+// nothing from them.
+func TestLanePassesOverAStuckHolder(t *testing.T) {
+	l := newLane(20 * time.Millisecond)
+	leaveStuck := l.enter()
+	start := time.Now()
+	var inside, overlaps atomic.Int32
+	var wg sync.WaitGroup
+	for range 3 {
+		wg.Go(func() {
+			leave := l.enter()
+			if inside.Add(1) > 1 {
+				overlaps.Add(1)
+			}
+			time.Sleep(time.Millisecond)
+			inside.Add(-1)
+			leave()
+		})
+	}
+	wg.Wait()
+	waited := time.Since(start)
+	assert.GreaterOrEqual(t, waited, 20*time.Millisecond, "the stuck holder kept the lane for maxHold")
+	assert.Less(t, waited, time.Second, "and no longer")
+	assert.Zero(t, overlaps.Load(), "those behind it still went one at a time")
+	leaveStuck() // returns at last: the lane is not its to give
+	leave := l.enter()
+	leave()
+	var free *lane
+	free.enter()() // devices without a session have no lane
+}
+
+// The GPUs of a session are read one after the other: a read never runs
+// beside another GPU's, however the reads are scheduled.
+func TestReadsOfGPUsNeverOverlap(t *testing.T) {
+	m := nvmltest.NewH200GPUs(4)
+	var inside, overlaps atomic.Int32
+	for _, g := range m.GPUs {
+		power := g.GetPowerUsageFunc
+		g.GetPowerUsageFunc = func() (uint32, nvml.Return) {
+			if inside.Add(1) > 1 {
+				overlaps.Add(1)
+			}
+			time.Sleep(200 * time.Microsecond) // a firmware call's length
+			inside.Add(-1)
+			return power()
+		}
+	}
+	c, clock, _ := openGPM(t, m)
+	for range 5 {
+		clock.Advance(time.Second)
+		var wg sync.WaitGroup
+		for _, d := range c.Devices() {
+			wg.Go(func() {
+				_, err := d.Read()
+				assert.NoError(t, err)
+			})
+		}
+		wg.Wait()
+	}
+	assert.Zero(t, overlaps.Load(), "two GPUs were read at once")
+}
