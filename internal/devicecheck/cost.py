@@ -111,6 +111,48 @@ def proc_rss_mib(pid):
     return 0.0
 
 
+# Only the event watcher: the receiver in a logs pipeline waits on NVML
+# events (XID, ECC) and reads nothing else.
+EVENTS_CONFIG = """receivers:
+  nvml:
+exporters:
+  debug:
+    verbosity: basic
+service:
+  telemetry:
+    metrics:
+      level: none
+  pipelines:
+    logs:
+      receivers: [nvml]
+      exporters: [debug]
+"""
+
+
+def memory_map(pid, top=8):
+    """RssAnon/RssFile and the largest mappings by Rss (KiB), from smaps."""
+    out = {"top": []}
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            k = line.split(":")[0]
+            if k in ("RssAnon", "RssFile", "VmRSS"):
+                out[k] = int(line.split()[1])
+    maps, name = [], ""
+    with open(f"/proc/{pid}/smaps") as f:
+        for line in f:
+            parts = line.split()
+            if "-" in parts[0] and len(parts) >= 5 and ":" in parts[3]:
+                name = parts[5] if len(parts) > 5 else "[anon]"
+                perms = parts[1]
+            elif parts[0] == "Rss:":
+                maps.append((int(parts[1]), os.path.basename(name), perms))
+    byname = {}
+    for kib, n, perms in maps:
+        byname[(n, perms)] = byname.get((n, perms), 0) + kib
+    out["top"] = sorted(([k, n, p] for (n, p), k in byname.items()), reverse=True)[:top]
+    return out
+
+
 def collector(build, out, label, seconds, warmup=10, config=CONFIG):
     cfg = tempfile.NamedTemporaryFile("w", suffix=".yaml", delete=False)
     cfg.write(config)
@@ -127,7 +169,7 @@ def collector(build, out, label, seconds, warmup=10, config=CONFIG):
         c1, t1 = proc_cpu_s(p.pid), time.monotonic()
         cpu_pct = (c1 - c0) / (t1 - t0) * 100
         return {"cpu_pct": cpu_pct, "cpu_ms_per_scrape": cpu_pct * 10, "rss_mib_end": rss[-1],
-                "rss_mib_max": max(rss), "seconds": t1 - t0}
+                "rss_mib_max": max(rss), "seconds": t1 - t0, "memory": memory_map(p.pid)}
     finally:
         p.send_signal(signal.SIGTERM)
         try:
@@ -150,6 +192,7 @@ def main():
         res["builds"][label] = {"receiver": receiver(d, a.out, label), "collector": collector(d, a.out, label, a.seconds)}
     last = a.builds[-1].split("=", 1)[1]
     res["idle"] = collector(last, a.out, "idle", min(a.seconds, 20), config=IDLE_CONFIG)
+    res["events"] = collector(last, a.out, "events", min(a.seconds, 30), config=EVENTS_CONFIG)
     with open(os.path.join(a.out, "cost.json"), "w") as f:
         json.dump(res, f, indent=1)
     labels = list(res["builds"])
@@ -167,8 +210,17 @@ def main():
     for name, f in rows:
         print(f"| {name} | " + " | ".join(f(res["builds"][l]) for l in labels) + " |")
     print(f'| nvidia-smi --query-gpu, 15 fields: CPU / wall ms p50 | {s["cpu_ms_p50"]:.1f} / {s["wall_ms_p50"]:.1f} |')
-    i = res["idle"]
+    i, e = res["idle"], res["events"]
     print(f'| the last build idle (otlp -> debug): CPU % / RSS MiB | {i["cpu_pct"]:.2f} / {i["rss_mib_end"]:.0f} |')
+    print(f'| the last build, only the event watcher (nvml in a logs pipeline): CPU % / RSS MiB | {e["cpu_pct"]:.2f} / {e["rss_mib_end"]:.0f} |')
+    print()
+    print("Resident memory (KiB) at the end of each collector run: anonymous, file-backed, largest mappings")
+    print()
+    runs = [(l, res["builds"][l]["collector"]) for l in labels] + [("idle", i), ("events", e)]
+    for l, r in runs:
+        m = r["memory"]
+        top = ", ".join(f"{n} {p} {k}" for k, n, p in m["top"])
+        print(f'- {l}: anon {m.get("RssAnon")}, file {m.get("RssFile")}; {top}')
 
 
 if __name__ == "__main__":
