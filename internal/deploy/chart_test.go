@@ -240,6 +240,18 @@ func checkDaemonSet(t *testing.T, objs []object, v testValues) {
 	}
 	assert.Equal(t, "batch", metrics.Processors[len(metrics.Processors)-1], "batch goes last")
 	assert.Equal(t, "memory_limiter", metrics.Processors[0], "memory_limiter goes first")
+	// k8s.node.name (the dashboard's node variable) comes from the downward
+	// API, inserted where a resource lacks it.
+	assert.Contains(t, metrics.Processors, "resource")
+	assert.Equal(t, []any{map[string]any{"key": "k8s.node.name", "value": "${env:K8S_NODE_NAME}", "action": "insert"}},
+		cfg.Processors["resource"].(map[string]any)["attributes"])
+	nodeName := false
+	for _, e := range c.Env {
+		if e.Name == "K8S_NODE_NAME" {
+			nodeName = e.ValueFrom != nil && e.ValueFrom.FieldRef != nil && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+		}
+	}
+	assert.True(t, nodeName, "K8S_NODE_NAME comes from spec.nodeName")
 	if v.OTLP.Enabled {
 		exp := map[string]string{"grpc": "otlp_grpc", "http": "otlp_http"}[v.OTLP.Protocol]
 		assert.Contains(t, metrics.Exporters, exp)

@@ -54,12 +54,9 @@ func TestTrainingJob(t *testing.T) {
 		env[e.Name] = e
 	}
 	assert.NotContains(t, env, "NVIDIA_VISIBLE_DEVICES", "visibility comes from the claim, not from all")
-	for name, path := range map[string]string{"K8S_POD_NAME": "metadata.name", "K8S_NAMESPACE_NAME": "metadata.namespace", "K8S_POD_UID": "metadata.uid"} {
+	for name, path := range map[string]string{"K8S_POD_NAME": "metadata.name", "K8S_NAMESPACE_NAME": "metadata.namespace", "K8S_POD_UID": "metadata.uid", "K8S_NODE_NAME": "spec.nodeName"} {
 		require.Contains(t, env, name)
 		assert.Equal(t, path, env[name].ValueFrom.FieldRef.FieldPath, name)
-	}
-	for _, attr := range []string{"k8s.pod.name=$(K8S_POD_NAME)", "k8s.namespace.name=$(K8S_NAMESPACE_NAME)", "k8s.pod.uid=$(K8S_POD_UID)"} {
-		assert.Contains(t, env["OTEL_RESOURCE_ATTRIBUTES"].Value, attr)
 	}
 	assert.True(t, *sidecar.SecurityContext.RunAsNonRoot)
 	assert.True(t, *sidecar.SecurityContext.ReadOnlyRootFilesystem)
@@ -76,7 +73,16 @@ func TestTrainingJob(t *testing.T) {
 	var cfg collectorConfig
 	require.NoError(t, yaml.Unmarshal([]byte(raw), &cfg))
 	assert.Contains(t, cfg.Service.Pipelines["metrics"].Exporters, "otlp_grpc", "it exports OTLP")
-	assert.Contains(t, cfg.Service.Pipelines["metrics"].Processors, "resource_detection", "the downward API's attributes reach every resource")
+	// The downward API's attributes reach every resource that lacks them.
+	for _, pipeline := range []string{"metrics", "logs"} {
+		assert.Contains(t, cfg.Service.Pipelines[pipeline].Processors, "resource", pipeline)
+	}
+	assert.ElementsMatch(t, []any{
+		map[string]any{"key": "k8s.pod.name", "value": "${env:K8S_POD_NAME}", "action": "insert"},
+		map[string]any{"key": "k8s.namespace.name", "value": "${env:K8S_NAMESPACE_NAME}", "action": "insert"},
+		map[string]any{"key": "k8s.pod.uid", "value": "${env:K8S_POD_UID}", "action": "insert"},
+		map[string]any{"key": "k8s.node.name", "value": "${env:K8S_NODE_NAME}", "action": "insert"},
+	}, cfg.Processors["resource"].(map[string]any)["attributes"])
 	assert.Contains(t, cfg.Exporters, "otlp_grpc")
 }
 

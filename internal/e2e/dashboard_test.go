@@ -244,8 +244,9 @@ func TestDashboardAndRules(t *testing.T) {
     scrapers:
       cpu:
 processors:
-  resource_detection:
-    detectors: [env]
+  resource:
+    attributes:
+      - {key: k8s.node.name, value: "${env:K8S_NODE_NAME}", action: insert}
 exporters:
   prometheus:
     endpoint: %s
@@ -255,13 +256,13 @@ service:
   pipelines:
     metrics:
       receivers: [nvml, host_metrics]
-      processors: [resource_detection]
+      processors: [resource]
       exporters: [prometheus]
   telemetry:
     metrics:
       level: none
 `, testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath), procRoot, cgroupRoot, sock, promAddr)
-	col := startProcess(t, "otelcol-nvml", []string{scenarioEnv + "=" + scenario, "OTEL_RESOURCE_ATTRIBUTES=k8s.node.name=e2e-node"},
+	col := startProcess(t, "otelcol-nvml", []string{scenarioEnv + "=" + scenario, "K8S_NODE_NAME=e2e-node"},
 		testutil.AbsFlag(t, "otelcol", *otelcolPath), "--config="+writeFile(t, t.TempDir(), "collector.yaml", cfg))
 	prom := startPrometheus(t, promAddr, rules)
 

@@ -58,7 +58,8 @@ to the metrics pipeline.
 {{- $_ := set $receivers.nvml "kubernetes" (dict "enabled" true "pod_resources_socket" "/var/lib/kubelet/pod-resources/kubelet.sock") -}}
 {{- end -}}
 {{- $processors := dict "memory_limiter" (dict "check_interval" "1s" "limit_percentage" 80 "spike_limit_percentage" 20) "batch" (dict) -}}
-{{- $_ := set $processors "resource_detection" (dict "detectors" (list "env") "override" false) -}}
+{{- /* k8s.node.name from the downward API (K8S_NODE_NAME) on every resource that lacks it */ -}}
+{{- $_ := set $processors "resource" (dict "attributes" (list (dict "key" "k8s.node.name" "value" "${env:K8S_NODE_NAME}" "action" "insert"))) -}}
 {{- $procList := list "memory_limiter" -}}
 {{- if include "otelcol-nvml.k8sattributes" . -}}
 {{- $_ := set $processors "k8s_attributes" (dict
@@ -69,7 +70,7 @@ to the metrics pipeline.
       "pod_association" (list (dict "sources" (list (dict "from" "resource_attribute" "name" "k8s.pod.uid"))))) -}}
 {{- $procList = append $procList "k8s_attributes" -}}
 {{- end -}}
-{{- $procList = concat $procList (list "resource_detection" "batch") -}}
+{{- $procList = concat $procList (list "resource" "batch") -}}
 {{- $exp := dict -}}
 {{- if $v.otlp.enabled -}}
 {{- if not $v.otlp.endpoint -}}{{- fail "otlp.endpoint: required when otlp.enabled" -}}{{- end -}}
