@@ -20,8 +20,9 @@ import (
 
 // nvmlScraper is one configured receiver: an NVML session (session.go),
 // the event counter (events.go) and the reporter (reporter.go), driven by
-// the scrapes. Each scrape reads every GPU concurrently and never waits
-// past its deadline, whatever NVML does.
+// the scrapes. Each scrape starts every GPU's read at once (the client lets
+// them into the driver one at a time, lane.go) and never waits past its
+// deadline, whatever NVML does.
 type nvmlScraper struct {
 	cfg      *Config
 	set      receiver.Settings
@@ -178,7 +179,7 @@ func (s *nvmlScraper) reportStalled(uuids []string) {
 	}
 }
 
-// readAll reads every device concurrently and returns the samples that
+// readAll reads every device, each on its own goroutine, and returns the samples that
 // arrived before the deadline (nil for the others), and which devices are
 // stuck: still reading (or priming) at the deadline, or busy with an
 // earlier read. A slow or failing GPU never holds back the others. A GPU
