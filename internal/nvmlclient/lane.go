@@ -44,7 +44,12 @@ func (l *lane) enter() (leave func()) {
 	l.mu.Lock()
 	l.queue = append(l.queue, t)
 	l.advance(time.Now())
+	free := l.holder == t
 	l.mu.Unlock()
+	leave = func() { l.leave(t) }
+	if free {
+		return leave
+	}
 	for {
 		l.mu.Lock()
 		wait := time.Duration(0)
@@ -56,7 +61,7 @@ func (l *lane) enter() (leave func()) {
 		select {
 		case <-t.turn:
 			timer.Stop()
-			return func() { l.leave(t) }
+			return leave
 		case <-timer.C:
 			l.mu.Lock()
 			l.advance(time.Now())
