@@ -26,9 +26,11 @@ import time
 SMI_FIELDS = ("index,uuid,name,temperature.gpu,utilization.gpu,utilization.memory,memory.total,memory.used,"
               "memory.free,power.draw,power.limit,clocks.sm,clocks.mem,pstate,fan.speed")
 
-CONFIG = """receivers:
-  nvml:
-    collection_interval: 1s
+def collector_config(receiver, signal="metrics"):
+    """One receiver (a YAML block under receivers:) -> debug, self-telemetry off."""
+    name = receiver.split(":")[0]
+    return f"""receivers:
+  {receiver}
 exporters:
   debug:
     verbosity: basic
@@ -37,30 +39,19 @@ service:
     metrics:
       level: none
   pipelines:
-    metrics:
-      receivers: [nvml]
+    {signal}:
+      receivers: [{name}]
       exporters: [debug]
 """
 
 
+# The receiver with its defaults at a 1 s interval.
+CONFIG = collector_config("nvml:\n    collection_interval: 1s")
 # The same collector with nothing to do: what the binary costs by itself.
-IDLE_CONFIG = """receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:14317
-exporters:
-  debug:
-    verbosity: basic
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    metrics:
-      receivers: [otlp]
-      exporters: [debug]
-"""
+IDLE_CONFIG = collector_config("otlp:\n    protocols:\n      grpc:\n        endpoint: 127.0.0.1:14317")
+# Only the event watcher: the receiver in a logs pipeline waits on NVML
+# events (XID, ECC) and reads nothing else.
+EVENTS_CONFIG = collector_config("nvml:", signal="logs")
 
 
 def pct(xs, q):
@@ -109,24 +100,6 @@ def proc_rss_mib(pid):
             if line.startswith("VmRSS:"):
                 return int(line.split()[1]) / 1024
     return 0.0
-
-
-# Only the event watcher: the receiver in a logs pipeline waits on NVML
-# events (XID, ECC) and reads nothing else.
-EVENTS_CONFIG = """receivers:
-  nvml:
-exporters:
-  debug:
-    verbosity: basic
-service:
-  telemetry:
-    metrics:
-      level: none
-  pipelines:
-    logs:
-      receivers: [nvml]
-      exporters: [debug]
-"""
 
 
 def memory_map(pid, top=8):
