@@ -97,7 +97,7 @@ func (c *Client) initialize(selectors []string) (Inventory, []*Device, *inflight
 		}
 	}
 	calls := newInflight()
-	calls.begin()
+	calls.begin() // a new session's: it always begins
 	defer calls.end()
 	if ret := c.lib.Init(); ret != nvml.SUCCESS {
 		// After a failed Init no other NVML function may be called: with the
@@ -144,6 +144,7 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 		return nil
 	}
+	calls.close()
 	if calls.wait(ctx) {
 		return shutdown()
 	}

@@ -5,6 +5,8 @@ package nvmlclient
 import (
 	"context"
 	"errors"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -445,4 +447,45 @@ func TestCallStatsTimeEachCall(t *testing.T) {
 	assert.Less(t, stats["nvmlDeviceGetTemperature"].Max, 20*time.Millisecond)
 	assert.Equal(t, int64(8), stats["nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)"].Count, "priming only: GPM reads the general utilization")
 	assert.Equal(t, int64(16), stats["nvmlDeviceGetFieldValues"].Count, "the first read: the counters' batch and the scrape's")
+}
+
+// A device taken before Close (the scraper and the priming goroutines hold
+// the slice) calls nothing in NVML once Close has begun: no call after
+// nvmlShutdown, no GPM sample allocated and never freed.
+func TestNoNVMLCallAfterClose(t *testing.T) {
+	m := nvmltest.NewH200GPUs(1)
+	var shut atomic.Bool
+	var after atomic.Int32
+	m.ShutdownFunc = func() nvml.Return { shut.Store(true); return nvml.SUCCESS }
+	alloc := m.GpmSampleAllocFunc
+	m.GpmSampleAllocFunc = func() (nvml.GpmSample, nvml.Return) {
+		if shut.Load() {
+			after.Add(1)
+		}
+		return alloc()
+	}
+	c := New(m, zap.NewNop())
+	require.NoError(t, c.Open(nil))
+	d := c.Devices()[0]
+	require.NoError(t, c.Close(context.Background()))
+	assert.ErrorIs(t, d.Prime(), ErrNotOpen)
+	_, err := d.Read()
+	assert.ErrorIs(t, err, ErrNotOpen)
+	assert.Zero(t, after.Load(), "NVML called after nvmlShutdown")
+}
+
+// Priming that races Close never touches a GPU's GPM state while Close
+// frees it (run with -race).
+func TestPrimeRacingCloseIsSafe(t *testing.T) {
+	for range 50 {
+		m := nvmltest.NewH200GPUs(2)
+		c := New(m, zap.NewNop())
+		require.NoError(t, c.Open(nil))
+		var wg sync.WaitGroup
+		for _, d := range c.Devices() {
+			wg.Go(func() { _ = d.Prime() })
+		}
+		_ = c.Close(context.Background())
+		wg.Wait()
+	}
 }

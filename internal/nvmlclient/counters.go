@@ -53,8 +53,13 @@ func (r *reading) readCounters(s *Sample) {
 	case first && cs.busy.CompareAndSwap(false, true):
 		d.takeCounters()
 	case due && cs.busy.CompareAndSwap(false, true):
+		// Close waits for it, and never shuts NVML down under it; once
+		// Close has begun, no read starts.
+		if !d.calls.begin() {
+			cs.busy.Store(false)
+			break
+		}
 		cs.pending.Add(1)
-		d.calls.begin() // Close waits for it, and never shuts NVML down under it
 		go func() {
 			defer cs.pending.Done()
 			defer d.calls.end()

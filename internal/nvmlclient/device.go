@@ -40,7 +40,7 @@ type Device struct {
 	opts    options
 	calls   *inflight // the session's NVML calls in flight
 	rawLib  *rawLib   // nil on go-nvml's mocks
-	gpmGate gpmGate   // one GPM call sequence at a time across the session's GPUs
+	gpmGate *gpmGate  // one GPM call sequence at a time across the session's GPUs
 	lane    *lane     // one GPU's reads at a time across the session (lane.go)
 	raw     rawDevice // the C handle, for the bounded list calls (prime.go)
 
@@ -165,7 +165,9 @@ func (d *Device) Read() (Sample, error) {
 		return Sample{}, ErrBusy
 	}
 	defer d.busy.Store(false)
-	d.calls.begin()
+	if !d.calls.begin() {
+		return Sample{}, ErrNotOpen // the session is closing
+	}
 	defer d.calls.end()
 	leave := d.lane.enter()
 	defer leave()

@@ -23,10 +23,9 @@ func (c *Client) WatchEvents(ctx context.Context, onEvent func(Event), registerT
 	c.mu.Lock()
 	open, devices, lib, calls := c.open, c.devices, c.lib, c.calls
 	c.mu.Unlock()
-	if !open {
+	if !open || !calls.begin() {
 		return ErrNotOpen
 	}
-	calls.begin()
 	defer calls.end()
 	defer func() {
 		if p := recover(); p != nil {
@@ -54,6 +53,9 @@ func (c *Client) WatchEvents(ctx context.Context, onEvent func(Event), registerT
 		// nvmlEventSetWait cannot be interrupted: ctx is seen between
 		// waits, so one wait bounds how long a stop takes to be noticed.
 		data, ret := set.Wait(uint32(c.opts.eventWait / time.Millisecond))
+		if ctx.Err() != nil {
+			return nil // stopped during the wait: its event is not this watcher's to deliver
+		}
 		switch ret {
 		case nvml.SUCCESS:
 		case nvml.ERROR_TIMEOUT:
@@ -96,7 +98,10 @@ func registerEvents(logger *zap.Logger, devices []*Device, set nvml.EventSet, ca
 	}
 	results := make(chan result, len(devices))
 	for _, d := range devices {
-		calls.begin()
+		if !calls.begin() {
+			results <- result{d, "the session is closing"}
+			continue
+		}
 		go func() {
 			defer calls.end()
 			defer func() {

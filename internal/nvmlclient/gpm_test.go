@@ -174,12 +174,50 @@ func TestGPMCallsNeverOverlapAcrossGPUs(t *testing.T) {
 	assert.Zero(t, overlaps.Load(), "GPM calls of two GPUs ran at once")
 }
 
-func TestGPMGateTimesOut(t *testing.T) {
+func TestGPMGateGivesUpOnAHungHolder(t *testing.T) {
+	const allowance = 20 * time.Millisecond
 	g := newGPMGate()
-	require.True(t, g.acquire(time.Millisecond))
-	assert.False(t, g.acquire(10*time.Millisecond), "held: a second GPU gives up after the wait")
+	require.True(t, g.acquire(allowance))
+	start := time.Now()
+	assert.False(t, g.acquire(allowance), "held: a second GPU gives up after what is left of the holder's allowance")
+	assert.GreaterOrEqual(t, time.Since(start), allowance/2)
+	start = time.Now()
+	assert.False(t, g.acquire(allowance), "the holder is past its allowance: nobody waits on it again")
+	assert.Less(t, time.Since(start), allowance)
 	g.release()
-	assert.True(t, g.acquire(time.Millisecond))
-	var free gpmGate
+	assert.True(t, g.acquire(allowance), "released: free again")
+	go func() { time.Sleep(2 * time.Millisecond); g.release() }()
+	assert.True(t, g.acquire(time.Minute), "a holder that releases in time hands the gate over")
+	g.release()
+	var free *gpmGate
 	assert.True(t, free.acquire(0), "devices without a session have no gate")
+}
+
+// One GPU hung inside a GPM call delays the other GPUs' reads by the
+// gate's allowance once; later scrapes leave their GPM out at once, and the
+// rest of their figures arrive.
+func TestHungGPMCallDelaysTheOtherGPUsOnce(t *testing.T) {
+	m := nvmltest.NewH200GPUs(3)
+	c, clock, _ := openGPM(t, m)
+	hung, entered := make(chan struct{}), make(chan struct{})
+	get := m.GPUs[0].GpmSampleGetFunc
+	m.GPUs[0].GpmSampleGetFunc = func(s nvml.GpmSample) nvml.Return { close(entered); <-hung; return get(s) }
+	clock.Advance(time.Second)
+	done := make(chan struct{})
+	go func() { defer close(done); _, _ = c.Devices()[0].Read() }()
+	<-entered
+	defer func() { close(hung); <-done }()
+	for scrape, limit := range []time.Duration{laneMaxHold + 4*gpmGateWait, gpmGateWait} {
+		clock.Advance(time.Second)
+		start := time.Now()
+		var wg sync.WaitGroup
+		for _, d := range c.Devices()[1:] {
+			wg.Go(func() {
+				s, _ := d.Read()
+				assert.True(t, s.PowerWatts.OK, "the other figures arrive")
+			})
+		}
+		wg.Wait()
+		assert.Less(t, time.Since(start), limit, "scrape %d of the healthy GPUs", scrape)
+	}
 }

@@ -10,11 +10,15 @@ import (
 // inflight counts the NVML calls running on one session (from nvmlInit to
 // nvmlShutdown): reads, priming, event registration and waits. nvmlShutdown
 // under a running call can crash the process, so Close waits for them, and
-// gives up rather than shut NVML down under a stuck one.
+// gives up rather than shut NVML down under a stuck one. Once Close has
+// begun, no call may begin: a read or priming that was scheduled before
+// Close but starts after it would call NVML after nvmlShutdown, or prime a
+// GPU while Close frees its GPM samples.
 type inflight struct {
-	mu   sync.Mutex
-	n    int
-	idle chan struct{} // closed when n drops to 0
+	mu     sync.Mutex
+	n      int
+	idle   chan struct{} // closed when n drops to 0
+	closed bool          // Close has begun: begin refuses
 }
 
 func newInflight() *inflight {
@@ -23,15 +27,32 @@ func newInflight() *inflight {
 	return &inflight{idle: ch}
 }
 
-func (f *inflight) begin() {
+// begin counts a call about to run, and reports false (counting nothing)
+// once Close has begun. A nil inflight (devices built without a session, in
+// tests) always lets calls begin.
+func (f *inflight) begin() bool {
 	if f == nil {
-		return
+		return true
 	}
 	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return false
+	}
 	if f.n == 0 {
 		f.idle = make(chan struct{})
 	}
 	f.n++
+	return true
+}
+
+// close makes every later begin refuse.
+func (f *inflight) close() {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	f.closed = true
 	f.mu.Unlock()
 }
 

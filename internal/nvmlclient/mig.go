@@ -91,8 +91,10 @@ func (d *Device) takeMIGInventory(lib nvml.Interface, sym symbols) {
 					zap.String("mig.uuid", m.info.UUID))
 				continue
 			}
-			m.gpm.start(lib, func(smp nvml.GpmSample) nvml.Return { return d.handle.GpmMigSampleGet(gi, smp) }, d.now)
-			d.gpmGate.release()
+			func() {
+				defer d.gpmGate.release() // also when the driver's call panics
+				m.gpm.start(lib, func(smp nvml.GpmSample) nvml.Return { return d.handle.GpmMigSampleGet(gi, smp) }, d.now)
+			}()
 		}
 	}
 }

@@ -166,3 +166,20 @@ func TestMIGInstanceMemoryAndGPMReadOnce(t *testing.T) {
 	assert.True(t, other.FirstInInstance, "a GPU instance with one compute instance")
 	assert.Equal(t, some(migs[2].Memory.Used), other.MemoryUsedBytes)
 }
+
+// A panic in the driver's GPM call while priming a MIG GPU is recovered,
+// and leaves the session's GPM gate free: the other GPUs keep their GPM and
+// never wait on it.
+func TestMIGGPMPanicReleasesTheGate(t *testing.T) {
+	m := nvmltest.NewH100()
+	g := m.GPUs[0]
+	g.EnableMIG(nvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	g.GpmMigSampleGetFunc = func(int, nvml.GpmSample) nvml.Return { panic("nil sample from the driver") }
+	c, clock, _ := openGPM(t, m)
+	clock.Advance(time.Second)
+	start := time.Now()
+	s, err := c.Devices()[1].Read()
+	assert.NoError(t, err)
+	assert.NotNil(t, s.GPM, "GPU 1 keeps its GPM")
+	assert.Less(t, time.Since(start), gpmGateWait, "and does not wait on the gate")
+}

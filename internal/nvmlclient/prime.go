@@ -25,7 +25,9 @@ func (d *Device) Prime() error {
 		return ErrBusy
 	}
 	defer d.busy.Store(false)
-	d.calls.begin()
+	if !d.calls.begin() {
+		return ErrNotOpen // the session is closing
+	}
 	defer d.calls.end()
 	leave := d.lane.enter()
 	defer leave()
