@@ -26,6 +26,16 @@ type counterValues struct {
 	at           time.Time // wall time the reading was taken
 }
 
+// fresh says which counters the newest reading read: only those are
+// reported, stamped with its time. A counter it did not read (not supported
+// now, or failed) is left out rather than shown frozen at a newer time,
+// which rate() would take for a stop.
+type fresh struct {
+	energy    bool
+	violation [violationPolicyCount]bool
+	replays   bool
+}
+
 type counterState struct {
 	interval time.Duration
 
@@ -35,6 +45,7 @@ type counterState struct {
 
 	mu       sync.Mutex
 	last     counterValues
+	fresh    fresh
 	started  time.Time // by the device clock: when the last read began
 	failures []*CallError
 	lost     bool
@@ -82,16 +93,16 @@ func (r *reading) readCounters(s *Sample) {
 	if cs.lost && !r.lost {
 		r.lost, r.lostCall = true, cs.lostCall
 	}
-	v := cs.last
-	if !failed[callEnergy] {
+	v, f := cs.last, cs.fresh
+	if f.energy && !failed[callEnergy] {
 		s.EnergyJoules = v.energyJoules
 	}
 	for p, c := range violationCalls {
-		if !failed[c] && !failed[callFieldValues] {
+		if f.violation[p] && !failed[c] && !failed[callFieldValues] {
 			s.Health.ViolationSeconds[p] = v.violation[p]
 		}
 	}
-	if !failed[callPCIeReplays] && !failed[callFieldValues] {
+	if f.replays && !failed[callPCIeReplays] && !failed[callFieldValues] {
 		s.Health.PCIeReplays = v.pcieReplays
 	}
 	s.CountersTime = v.at
@@ -112,12 +123,12 @@ func (d *Device) takeCounters() {
 	if r.do(callEnergy, func() (ret nvml.Return) { mj, ret = d.handle.GetTotalEnergyConsumption(); return }) {
 		got.energyJoules = some(float64(mj) / 1000)
 	}
+	got.at = time.Now() // the batch below takes well under a millisecond
 	var s Sample
 	if !r.lost {
 		r.readFieldBatch(&s, &cs.fields, true)
 	}
 	got.violation, got.pcieReplays = s.Health.ViolationSeconds, s.Health.PCIeReplays
-	got.at = time.Now()
 	d.support.flushLogs(d.logger)
 
 	cs.mu.Lock()
@@ -131,16 +142,17 @@ func (d *Device) takeCounters() {
 	// keeps its last reading (and the reading time moves on only when one
 	// was read).
 	last := &cs.last
-	read := false
-	read = keepMax(&last.energyJoules, got.energyJoules) || read
+	f := fresh{energy: keepMax(&last.energyJoules, got.energyJoules), replays: got.pcieReplays.OK}
 	for p := range last.violation {
-		read = keepMax(&last.violation[p], got.violation[p]) || read
+		f.violation[p] = keepMax(&last.violation[p], got.violation[p])
 	}
 	if got.pcieReplays.OK && (!last.pcieReplays.OK || got.pcieReplays.Value >= last.pcieReplays.Value) {
-		last.pcieReplays, read = got.pcieReplays, true
+		last.pcieReplays = got.pcieReplays
 	}
-	if read {
-		last.at = got.at
+	if f != (fresh{}) {
+		// A reading that read nothing keeps the last one's time and
+		// counters: they are reported again as they were.
+		last.at, cs.fresh = got.at, f
 	}
 }
 

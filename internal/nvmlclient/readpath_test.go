@@ -252,3 +252,31 @@ func TestProcessesAllOrNothing(t *testing.T) {
 	assert.Empty(t, s.Processes)
 	assert.True(t, s.PowerWatts.OK)
 }
+
+// A counter the newest background reading did not read (not supported now,
+// or failed) is left out, rather than reported frozen at the newer reading's
+// time, which rate() would take for a stop.
+func TestACounterNotReadIsLeftOutNotFrozen(t *testing.T) {
+	m := nvmltest.NewH200GPUs(1)
+	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
+	c := New(m, zap.NewNop(), WithClock(clock.Now), WithCounterInterval(time.Second))
+	require.NoError(t, c.Open(nil))
+	defer c.Close(context.Background())
+	d := c.Devices()[0]
+	s1, err := d.Read()
+	require.NoError(t, err)
+	require.True(t, s1.Health.ViolationSeconds[ViolationLowUtilization].OK)
+	m.GPUs[0].Set(func(g *nvmltest.GPU) {
+		g.FieldErrors[nvml.FI_DEV_PERF_POLICY_LOW_UTILIZATION] = nvml.ERROR_NOT_SUPPORTED
+		g.EnergyMilliJ += 5_000_000
+	})
+	clock.Advance(2 * time.Second)
+	_, _ = d.Read() // starts the background read
+	require.True(t, d.waitBackground(time.Second))
+	s3, _ := d.Read()
+	require.True(t, s3.CountersTime.After(s1.CountersTime), "energy was read anew")
+	assert.True(t, s3.EnergyJoules.OK)
+	assert.False(t, s3.Health.ViolationSeconds[ViolationLowUtilization].OK,
+		"not read at %v: not reported with that time", s3.CountersTime)
+	assert.True(t, s3.Health.ViolationSeconds[ViolationPower].OK, "the others were read")
+}
