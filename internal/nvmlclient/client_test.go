@@ -5,6 +5,7 @@ package nvmlclient
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -488,4 +489,20 @@ func TestPrimeRacingCloseIsSafe(t *testing.T) {
 		_ = c.Close(context.Background())
 		wg.Wait()
 	}
+}
+
+// A call that fails the same way is logged once, however its detail varies
+// (a panic's message carries lengths and indexes).
+func TestAFailingCallIsLoggedOnceWhateverItsDetail(t *testing.T) {
+	m, c, logs := openH200(t)
+	n := 0
+	m.GPUs[7].GetPowerUsageFunc = func() (uint32, nvml.Return) {
+		n++
+		panic(fmt.Sprintf("slice bounds out of range [:%d] with capacity 5", n+5))
+	}
+	for range 3 {
+		_, err := c.Devices()[7].Read()
+		require.ErrorContains(t, err, "panic")
+	}
+	assert.Equal(t, 1, logs.FilterMessageSnippet("NVML call failed").Len())
 }

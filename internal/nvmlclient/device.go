@@ -203,7 +203,7 @@ func (d *Device) Read() (Sample, error) {
 		return s, nil
 	}
 	for _, f := range r.failed {
-		d.logOnce("error:"+f.Error(), func(l *zap.Logger) {
+		d.logOnce("error:"+f.cause(), func(l *zap.Logger) {
 			l.Warn("NVML call failed; the metrics it feeds are left out of this scrape (logged once per call and cause)",
 				zap.Error(f))
 		})

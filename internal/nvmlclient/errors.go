@@ -30,6 +30,11 @@ type CallError struct {
 	call   call
 }
 
+// cause names the failure for logging once: the call and its return code,
+// without the detail, which may vary from one failure to the next (a
+// panic's message carries lengths and indexes).
+func (e *CallError) cause() string { return fmt.Sprintf("%s/%d", e.Call, e.ret) }
+
 func (e *CallError) Error() string {
 	if e.Detail != "" {
 		return fmt.Sprintf("%s: %s", e.Call, e.Detail)
