@@ -31,8 +31,9 @@ type migDevice struct {
 	// first marks the GPU instance's lowest compute instance: the MIG
 	// device that reads the instance's memory and GPM.
 	first bool
-	// ownListFailed is set once the MIG device's own process list fails:
-	// the parent's list is used from then on.
+	// ownListFailed is set once the MIG device's own process list answers
+	// "not supported" or "no permission": the parent's list is used from
+	// then on.
 	ownListFailed bool
 }
 
@@ -183,14 +184,17 @@ func (r *reading) readMIG(s *Sample) {
 func (r *reading) migProcesses(m *migDevice, parent []Process) []Process {
 	var out []Process
 	if !m.ownListFailed {
-		if infos, ret := runningProcesses(m.raw, m.handle, false); ret == nvml.SUCCESS {
+		infos, ret := runningProcesses(m.raw, m.handle, false)
+		if ret == nvml.SUCCESS {
 			for _, in := range infos {
 				out = append(out, Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
 					GPUInstanceID: m.info.GPUInstanceID, ComputeInstanceID: m.info.ComputeInstanceID})
 			}
 			return out
 		}
-		m.ownListFailed = true
+		// Only a lasting answer turns the own list off; after any other
+		// failure it is asked again at the next read.
+		m.ownListFailed = ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_NO_PERMISSION
 	}
 	for _, p := range parent {
 		if p.GPUInstanceID == m.info.GPUInstanceID && p.ComputeInstanceID == m.info.ComputeInstanceID {

@@ -183,3 +183,37 @@ func TestMIGGPMPanicReleasesTheGate(t *testing.T) {
 	assert.NotNil(t, s.GPM, "GPU 1 keeps its GPM")
 	assert.Less(t, time.Since(start), gpmGateWait, "and does not wait on the gate")
 }
+
+// A MIG device's own process list that fails once (not a lasting "not
+// supported" or "no permission") is asked again at the next read: an
+// unprivileged collector, whose parent list is empty, keeps its MIG
+// processes.
+func TestMIGOwnProcessListRecoversFromATransientFailure(t *testing.T) {
+	m := nvmltest.NewH200()
+	migs := m.GPUs[1].EnableMIG(nvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	m.GPUs[1].SetProcesses(nvml.ProcessInfo{Pid: 10, UsedGpuMemory: 1 << 30,
+		GpuInstanceId: uint32(migs[0].GPUInstanceID), ComputeInstanceId: uint32(migs[0].ComputeInstanceID)})
+	m.GPUs[1].GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.ERROR_NO_PERMISSION }
+	own, failures := migs[0].GetComputeRunningProcessesFunc, 1
+	migs[0].GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		if failures > 0 {
+			failures--
+			return nil, nvml.ERROR_UNKNOWN
+		}
+		return own()
+	}
+	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
+	c := New(m, zap.NewNop(), WithProcesses(true), WithClock(clock.Now))
+	require.NoError(t, c.Open(nil))
+	c.PrimeAll()
+	defer c.Close(context.Background())
+	for range 2 {
+		clock.Advance(10 * time.Second)
+		_, _ = c.Devices()[1].Read()
+	}
+	clock.Advance(10 * time.Second)
+	s, _ := c.Devices()[1].Read()
+	require.Len(t, s.MIG, 1)
+	require.Len(t, s.MIG[0].Processes, 1)
+	assert.Equal(t, uint32(10), s.MIG[0].Processes[0].PID)
+}
