@@ -294,3 +294,85 @@ func TestStuckReadIsReportedInComponentStatus(t *testing.T) {
 		return err == nil && host.last().Status() == componentstatus.StatusOK
 	}, 5*time.Second, 10*time.Millisecond)
 }
+
+// Review 2, finding 2 (TestReview2ResetLoopLogsEveryScrape): GPUs that
+// answer the inventory but are lost at every read made each scrape
+// re-initialize NVML (an Open that succeeded reset the backoff and the
+// last cause) and log the inventory, every GPU's loss and the
+// unavailability again.
+func TestLostGPUsAreNotReinitializedEveryScrape(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	var inits atomic.Int32
+	m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
+	ts := newTestScraper(t, m)
+	ts.bounds = shortBounds
+	ts.start(t)
+	var lost atomic.Bool
+	lost.Store(true)
+	for _, g := range m.GPUs {
+		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+			if lost.Load() {
+				return 0, nvml.ERROR_GPU_IS_LOST
+			}
+			return 40, nvml.SUCCESS
+		}
+	}
+	for range 5 {
+		ts.clock.Advance(10 * time.Second) // one collection interval
+		_, _ = ts.scrape(context.Background())
+	}
+	assert.Equal(t, int32(1), inits.Load(), "nvmlInit")
+	assert.Equal(t, 1, ts.logs.FilterMessage("NVML initialized").Len(), "NVML initialized")
+	assert.Equal(t, 8, ts.logs.FilterMessageSnippet("GPU is lost").Len(), "GPU is lost")
+	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("NVML is unavailable").Len(), "NVML is unavailable")
+
+	// Still lost a minute after: one Init, quiet but for the client's
+	// own log of each GPU's loss (it is the client's, per session).
+	ts.clock.Advance(20 * time.Second)
+	_, _ = ts.scrape(context.Background())
+	assert.Equal(t, int32(2), inits.Load(), "tried again after the longest delay")
+	assert.Equal(t, 1, ts.logs.FilterMessage("NVML initialized").Len(), "the same inventory is not logged again")
+	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("NVML is unavailable").Len(), "nor the same cause")
+
+	// Back: reported at the next attempt, and logged.
+	lost.Store(false)
+	ts.clock.Advance(time.Minute)
+	md := ts.scrapeOK(t)
+	assert.Equal(t, int32(3), inits.Load())
+	assert.Len(t, resourceIDs(md), 8)
+	assert.Contains(t, gpuMetricNames(md, nvmltest.UUID(0)), "hw.temperature")
+	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("GPUs report again").Len())
+}
+
+// Review 2, finding 2: GPUs lost after giving data (a driver reload) are
+// tried again soon, and a later loss is logged again.
+func TestGPUsLostAfterDataAreRetriedSoon(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	var inits atomic.Int32
+	m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
+	var lost atomic.Bool
+	for _, g := range m.GPUs {
+		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+			if lost.Load() {
+				return 0, nvml.ERROR_GPU_IS_LOST
+			}
+			return 40, nvml.SUCCESS
+		}
+	}
+	ts := newTestScraper(t, m)
+	ts.bounds = shortBounds
+	ts.start(t)
+	for range 2 {
+		ts.clock.Advance(10 * time.Second)
+		lost.Store(false)
+		require.Len(t, resourceIDs(ts.scrapeOK(t)), 8)
+		lost.Store(true)
+		ts.clock.Advance(10 * time.Second)
+		ts.scrapeOK(t) // every GPU lost
+	}
+	assert.Equal(t, int32(2), inits.Load(), "re-initialized 10 s after the loss")
+	assert.Equal(t, 2, ts.logs.FilterMessageSnippet("NVML is unavailable").Len(), "each loss after data is logged")
+	assert.Equal(t, 16, ts.logs.FilterMessageSnippet("GPU is lost").Len())
+}

@@ -144,6 +144,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 			lost++
 			s.reporter.lost(now, d.Info, xids[d.Info.UUID])
 		case samples[i] != nil:
+			s.session.gotData()
 			s.reporter.gpu(d.Info, samples[i], xids[d.Info.UUID])
 		case stuck[i]:
 			s.reporter.stuck(now, d.Info, xids[d.Info.UUID])
