@@ -83,7 +83,8 @@ func (e *eventCounter) start() {
 	}()
 }
 
-// stop stops the watcher, waiting at most until ctx is done. Once it
+// stop stops the watcher, waiting at most until ctx is done, and clears
+// the XID counts: the next session's points start again. Once it
 // returns, the watcher's events are neither counted nor passed on, even
 // when the watcher itself has not stopped yet (nvmlEventSetWait cannot be
 // interrupted): a late one is dropped.
@@ -92,6 +93,7 @@ func (e *eventCounter) stop(ctx context.Context) error {
 	w := e.watcher
 	e.watcher = nil
 	e.gen++
+	clear(e.xids) // counted again, from 0, in the next session
 	e.mu.Unlock()
 	if w == nil {
 		return nil

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
 )
@@ -375,4 +376,65 @@ func TestGPUsLostAfterDataAreRetriedSoon(t *testing.T) {
 	assert.Equal(t, int32(2), inits.Load(), "re-initialized 10 s after the loss")
 	assert.Equal(t, 2, ts.logs.FilterMessageSnippet("NVML is unavailable").Len(), "each loss after data is logged")
 	assert.Equal(t, 16, ts.logs.FilterMessageSnippet("GPU is lost").Len())
+}
+
+// ioPoint returns GPU 0's hw.gpu.io transmit point.
+func ioPoint(t *testing.T, md pmetric.Metrics) pmetric.NumberDataPoint {
+	t.Helper()
+	m := gpuMetric(md, nvmltest.UUID(0), "hw.gpu.io")
+	require.NotNil(t, m)
+	dps := m.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		if v, _ := dps.At(i).Attributes().Get("network.io.direction"); v.Str() == "transmit" {
+			return dps.At(i)
+		}
+	}
+	t.Fatal("no transmit point")
+	return pmetric.NewNumberDataPoint()
+}
+
+// Review 2, finding 3 (TestReview2CounterRestartKeepsStartTime): after
+// every GPU was lost and NVML was initialized again, the cumulative
+// counts started again from 0 under the old start time.
+func TestCountersAfterReinitCarryANewStartTime(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	ts := newTestScraper(t, m)
+	ts.start(t)
+	var lost atomic.Bool
+	for _, g := range m.GPUs {
+		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+			if lost.Load() {
+				return 0, nvml.ERROR_GPU_IS_LOST
+			}
+			return 40, nvml.SUCCESS
+		}
+	}
+	m.XID(0, 79)
+	require.Eventually(t, func() bool { return len(ts.events.counts(nvmltest.UUID(0))) == 1 }, 5*time.Second, time.Millisecond)
+	var before pmetric.NumberDataPoint
+	for range 4 {
+		ts.clock.Advance(10 * time.Second)
+		md := ts.scrapeOK(t)
+		before = ioPoint(t, md)
+		require.NotNil(t, gpuMetric(md, nvmltest.UUID(0), "nvidia.gpu.xid.errors"))
+	}
+	lost.Store(true)
+	ts.clock.Advance(10 * time.Second)
+	ts.scrapeOK(t)
+	lost.Store(false) // driver reloaded
+	var after pmetric.NumberDataPoint
+	for range 3 {
+		ts.clock.Advance(10 * time.Second)
+		if md := ts.scrapeOK(t); gpuMetric(md, nvmltest.UUID(0), "hw.gpu.io") != nil {
+			after = ioPoint(t, md)
+			assert.Nil(t, gpuMetric(md, nvmltest.UUID(0), "nvidia.gpu.xid.errors"), "no Xid since the new start time")
+			break
+		}
+	}
+	require.NotZero(t, after.Timestamp(), "reported again after the re-initialization")
+	t.Logf("before: %d start %v; after: %d start %v", before.IntValue(), before.StartTimestamp(), after.IntValue(), after.StartTimestamp())
+	require.Less(t, after.IntValue(), before.IntValue(), "the device's total started again")
+	assert.Greater(t, after.StartTimestamp(), before.Timestamp(), "a counter that started again carries a new start time")
+	assert.LessOrEqual(t, after.StartTimestamp(), after.Timestamp())
 }

@@ -65,6 +65,10 @@ type nvmlSession struct {
 	// loggedInv is the inventory last logged, not logged again while the
 	// GPUs stay lost.
 	loggedInv string
+	// gen counts the Opens that succeeded; openedAt is the time of the
+	// last, when the session's cumulative counts start.
+	gen      uint64
+	openedAt time.Time
 }
 
 func newSession(cfg *Config, logger *zap.Logger, client *nvmlclient.Client, bounds *lifecycleBounds) *nvmlSession {
@@ -112,6 +116,14 @@ func (s *nvmlSession) isReady() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ready
+}
+
+// generation returns the number of the current session and when it was
+// opened.
+func (s *nvmlSession) generation() (uint64, time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen, s.openedAt
 }
 
 // open starts an Open in the background unless NVML is up, one is running,
@@ -171,6 +183,8 @@ func (s *nvmlSession) runOpen(done chan struct{}) {
 		return
 	}
 	s.ready, s.gaveData = true, false
+	s.gen++
+	s.openedAt = time.Now()
 	if !s.lost {
 		s.lastCause = ""
 		s.backoff.succeeded()
