@@ -91,7 +91,7 @@ func TestMetricsAndLogsShareOneNVML(t *testing.T) {
 	host := componenttest.NewNopHost()
 	require.NoError(t, mr.Start(context.Background(), host))
 	require.NoError(t, lr.Start(context.Background(), host))
-	assert.Equal(t, 2, s.starts)
+	assert.Equal(t, [2]bool{true, true}, s.started, "both sides started")
 	require.NoError(t, lr.Shutdown(context.Background()))
 	require.NoError(t, mr.Shutdown(context.Background()))
 	shared.Lock()

@@ -438,3 +438,41 @@ func TestCountersAfterReinitCarryANewStartTime(t *testing.T) {
 	assert.Greater(t, after.StartTimestamp(), before.Timestamp(), "a counter that started again carries a new start time")
 	assert.LessOrEqual(t, after.StartTimestamp(), after.Timestamp())
 }
+
+// Review 2, finding 4 (TestReview2LogsShutdownTwiceStopsMetricsSide): the
+// sides shared one count of starts, so a second Shutdown of the logs side
+// (which the Collector's contract allows) stopped the metrics side's
+// session. Each side's second Start or Shutdown is now a no-op.
+func TestSecondShutdownOfOneSideKeepsTheOther(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	ts := newTestScraper(t, m)
+	ts.bounds = shortBounds
+	ts.hasMetrics = true
+	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost())) // the metrics side
+	lr := &logsReceiver{s: ts.nvmlScraper}
+	require.NoError(t, lr.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, lr.Shutdown(context.Background()))
+	require.NoError(t, lr.Shutdown(context.Background()))
+	ts.clock.Advance(time.Minute)
+	assert.Len(t, resourceIDs(ts.scrapeOK(t)), 8, "the metrics side still reports")
+
+	// And the other way round: the logs side keeps the event watcher.
+	require.NoError(t, lr.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, ts.shutdown(context.Background()))
+	require.NoError(t, ts.shutdown(context.Background()))
+	ts.events.mu.Lock()
+	watching := ts.events.watcher != nil
+	ts.events.mu.Unlock()
+	assert.True(t, watching, "the logs side still watches events")
+	require.NoError(t, lr.Shutdown(context.Background()))
+	assert.Nil(t, ts.events.watcher, "stopped with the last side")
+
+	// A side's second Start is a no-op: one Shutdown of each side stops.
+	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, lr.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, lr.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, lr.Shutdown(context.Background()))
+	require.NoError(t, ts.shutdown(context.Background()))
+	assert.Nil(t, ts.events.watcher, "stopped with the last side")
+}
