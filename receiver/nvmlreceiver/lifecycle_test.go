@@ -476,3 +476,41 @@ func TestSecondShutdownOfOneSideKeepsTheOther(t *testing.T) {
 	require.NoError(t, ts.shutdown(context.Background()))
 	assert.Nil(t, ts.events.watcher, "stopped with the last side")
 }
+
+// xidPoint returns GPU 4's nvidia.gpu.xid.errors point.
+func xidPoint(t *testing.T, md pmetric.Metrics) pmetric.NumberDataPoint {
+	t.Helper()
+	m := gpuMetric(md, nvmltest.UUID(4), "nvidia.gpu.xid.errors")
+	require.NotNil(t, m)
+	return m.Sum().DataPoints().At(0)
+}
+
+// Review 2, finding 5 (TestReview2RestartKeepsCountsWithNewStartTime):
+// Start after Shutdown gave the receiver a new start time but kept the
+// XID and dropped-process counts from before it.
+func TestRestartCountsFromTheNewStartTime(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	m.GPUs[3].SetProcesses(proc(4343, 1<<20), proc(4242, 4<<30), proc(5555, 2<<30))
+	ts := newTestScraper(t, m, func(c *Config) { c.Processes.MaxPerGPU = 2 })
+	ts.bounds = shortBounds
+	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
+	m.XID(4, 79)
+	require.Eventually(t, func() bool { return len(ts.events.counts(nvmltest.UUID(4))) == 1 }, 5*time.Second, time.Millisecond)
+	md := ts.scrapeOK(t)
+	p1 := xidPoint(t, md)
+	ts.scrapeOK(t)
+	require.NoError(t, ts.shutdown(context.Background()))
+	time.Sleep(10 * time.Millisecond)
+	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, ts.shutdown(context.Background())) }()
+	m.XID(3, 13) // a watcher at work
+	require.Eventually(t, func() bool { return len(ts.events.counts(nvmltest.UUID(3))) == 1 }, 5*time.Second, time.Millisecond)
+	md = ts.scrapeOK(t)
+	assert.Nil(t, gpuMetric(md, nvmltest.UUID(4), "nvidia.gpu.xid.errors"), "no Xid since the new start time")
+	dropped := gpuMetric(md, nvmltest.UUID(3), "nvidia.gpu.process.dropped")
+	require.NotNil(t, dropped)
+	dp := dropped.Sum().DataPoints().At(0)
+	assert.Equal(t, int64(1), dp.IntValue(), "one scrape since the new start time")
+	assert.Greater(t, dp.StartTimestamp(), p1.Timestamp(), "the new start time")
+}

@@ -38,8 +38,11 @@ func newReporter(cfg *Config) *reporter {
 }
 
 func (r *reporter) start(set receiver.Settings) {
+	// A new start time: the cumulative counts start again (the XIDs are
+	// cleared when the event watcher stops, at Shutdown).
 	r.mb = metadata.NewMetricsBuilder(r.cfg.MetricsBuilderConfig, set)
 	r.session = 0
+	clear(r.dropped)
 	r.owners = newAttributor(r.cfg, set.Logger)
 	if r.cfg.Processes.Enabled {
 		r.cpu = &containerCPU{logger: set.Logger, warned: map[string]bool{},
