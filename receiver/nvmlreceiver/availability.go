@@ -32,5 +32,15 @@ func (b *retryBackoff) failed(now time.Time) time.Duration {
 	return delay
 }
 
+// lostAtOnce records an Init whose GPUs were all lost before any of them
+// gave data: they stay lost until someone resets them (nvidia-smi -r, a
+// reboot), and each Init re-reads the whole inventory, so the next one
+// waits the longest delay.
+func (b *retryBackoff) lostAtOnce(now time.Time) time.Duration {
+	b.failures++
+	b.next = now.Add(maxRetryDelay)
+	return maxRetryDelay
+}
+
 // succeeded resets the backoff.
 func (b *retryBackoff) succeeded() { *b = retryBackoff{} }

@@ -133,6 +133,12 @@ func (cfg *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("processes::cgroup_root: %q must be an absolute path", cfg.Processes.CgroupRoot))
 	}
 	if cfg.Kubernetes.Enabled {
+		if !cfg.Processes.Enabled {
+			// Owners are found through the GPUs' processes: with processes
+			// off nothing would be attributed, and the kubelet polled for
+			// nothing.
+			errs = append(errs, errors.New("kubernetes::enabled: true needs processes::enabled: true (pods are found through the GPU processes); enable processes or disable kubernetes"))
+		}
 		if !filepath.IsAbs(cfg.Kubernetes.PodResourcesSocket) {
 			errs = append(errs, fmt.Errorf("kubernetes::pod_resources_socket: %q must be an absolute path", cfg.Kubernetes.PodResourcesSocket))
 		}

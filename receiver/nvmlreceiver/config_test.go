@@ -77,6 +77,9 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 		{"timeout_above_interval", []string{"timeout: 10s must not exceed collection_interval (1s)"}},
 		{"negative_initial_delay", []string{"initial_delay: -1s must not be negative"}},
 		{"max_per_gpu_too_large", []string{"processes::max_per_gpu: 100000 must be between 0"}},
+		// Review 2, finding 6: accepted, though it could never attribute
+		// anything, while the kubelet was still polled.
+		{"kubernetes_without_processes", []string{"kubernetes::enabled: true needs processes::enabled: true"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

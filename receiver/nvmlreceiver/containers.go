@@ -2,6 +2,7 @@ package nvmlreceiver
 
 import (
 	"errors"
+	"regexp"
 	"sort"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -18,7 +19,23 @@ import (
 type containerCPU struct {
 	logger *zap.Logger
 	reader *attribution.CgroupCPUReader
-	warned map[string]bool // per container id: its read failed once
+	// warned holds the causes of failed reads already logged (readCause),
+	// at most maxWarnedCauses: a wrong cgroup_root fails every container
+	// the same way, and is logged once, not once per container.
+	warned map[string]bool
+}
+
+// maxWarnedCauses bounds containerCPU.warned; later causes are logged at
+// debug level.
+const maxWarnedCauses = 16
+
+// pathInError matches the paths in a read error, which name the
+// container's cgroup.
+var pathInError = regexp.MustCompile(`/[^\s:"']*`)
+
+// readCause is what a failed read says, less the container it happened to.
+func readCause(err error) string {
+	return pathInError.ReplaceAllString(err.Error(), "...")
 }
 
 // gpuContainer is a container with a GPU process in it.
@@ -59,10 +76,8 @@ func (c *containerCPU) record(mb *metadata.MetricsBuilder, ts pcommon.Timestamp,
 		ctr := containers[id]
 		cpu, err := c.reader.Read(ctr.pid)
 		if err != nil {
-			if !errors.Is(err, attribution.ErrProcessNotFound) && !c.warned[id] {
-				c.warned[id] = true
-				c.logger.Warn("Cannot read the CPU of a container that holds a GPU; container.cpu.time is left out for it",
-					zap.String("container.id", id), zap.Error(err))
+			if !errors.Is(err, attribution.ErrProcessNotFound) {
+				c.warn(id, err)
 			}
 			continue
 		}
@@ -74,4 +89,21 @@ func (c *containerCPU) record(mb *metadata.MetricsBuilder, ts pcommon.Timestamp,
 		setOwnerAttributes(rb, ctr.owner) // its container.id is id
 		mb.EmitForResource(metadata.WithResource(rb.Emit()))
 	}
+}
+
+// warn logs a failed read once per cause, naming the first container it
+// happened to.
+func (c *containerCPU) warn(id string, err error) {
+	key := readCause(err)
+	if c.warned[key] {
+		return
+	}
+	if len(c.warned) >= maxWarnedCauses {
+		c.logger.Debug("Cannot read the CPU of a container that holds a GPU", zap.String("container.id", id), zap.Error(err))
+		return
+	}
+	c.warned[key] = true
+	c.logger.Warn("Cannot read the CPU of a container that holds a GPU; container.cpu.time is left out for it, "+
+		"and for the other containers whose read fails the same way (logged once per cause)",
+		zap.String("container.id", id), zap.Error(err))
 }

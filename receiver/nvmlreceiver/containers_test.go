@@ -3,13 +3,23 @@
 package nvmlreceiver
 
 import (
+	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
 const fixtureContainer = "1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c5b6a7988"
@@ -80,4 +90,42 @@ func TestContainerCPUOffWithProcesses(t *testing.T) {
 	ts := newTestScraper(t, m, func(cfg *Config) { cfg.Processes.Enabled = false })
 	ts.start(t)
 	assert.Empty(t, containerResources(ts.scrapeOK(t)))
+}
+
+// Review 2, finding 7: the warned map kept one entry per failing
+// container id for ever, and each new container logged its own warning
+// when the cgroup root was wrong. One warning per cause now, and the map
+// holds causes, at most maxWarnedCauses.
+func TestContainerCPUWarnsOncePerCauseNotPerContainer(t *testing.T) {
+	t.Parallel()
+	procRoot, cgroupRoot := t.TempDir(), t.TempDir()
+	// cgroup v2, but not the one the containers are in: a wrong cgroup_root.
+	require.NoError(t, os.WriteFile(filepath.Join(cgroupRoot, "cgroup.controllers"), []byte("cpu\n"), 0o600))
+	const containers = 60
+	for pid := 1000; pid < 1000+containers; pid++ {
+		require.NoError(t, os.MkdirAll(filepath.Join(procRoot, fmt.Sprint(pid)), 0o700))
+		cg := fmt.Sprintf("0::/kubepods.slice/kubepods-pod%d.slice/cri-containerd-%064d.scope\n", pid, pid)
+		if pid == 1000+containers-1 {
+			cg = "4:cpuacct:/docker/abc\n" // no v2 path: another cause
+		}
+		require.NoError(t, os.WriteFile(filepath.Join(procRoot, fmt.Sprint(pid), "cgroup"), []byte(cg), 0o600))
+	}
+	core, logs := observer.New(zapcore.DebugLevel)
+	c := &containerCPU{logger: zap.New(core), warned: map[string]bool{},
+		reader: attribution.NewCgroupCPUReader(procRoot, cgroupRoot)}
+	mb := metadata.NewMetricsBuilder(metadata.NewDefaultMetricsBuilderConfig(), newTestSettings())
+	// Each scrape sees two containers, new ones each time.
+	for pid := 1000; pid < 1000+containers; pid += 2 {
+		c.record(mb, pcommon.NewTimestampFromTime(time.Now()), map[string]gpuContainer{
+			fmt.Sprint(pid): {pid: pid}, fmt.Sprint(pid + 1): {pid: pid + 1},
+		})
+	}
+	warned := logs.FilterMessageSnippet("Cannot read the CPU").FilterLevelExact(zapcore.WarnLevel)
+	assert.Equal(t, 2, warned.Len(), "one warning per cause")
+	assert.Len(t, c.warned, 2, "the causes, not the containers")
+
+	for i := range 3 * maxWarnedCauses {
+		c.warn("x", fmt.Errorf("cause %d", i))
+	}
+	assert.Len(t, c.warned, maxWarnedCauses, "bounded")
 }

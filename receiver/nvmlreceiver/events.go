@@ -23,6 +23,8 @@ import (
 // than a last value.
 
 type eventWatcher struct {
+	gen    uint64 // eventCounter.gen while this watcher is the current one
+	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -39,14 +41,25 @@ type eventCounter struct {
 
 	mu      sync.Mutex
 	watcher *eventWatcher
-	xids    map[string]map[int64]int64 // per GPU UUID, per Xid code
-	logged  map[string]struct{}        // GPU/kind/code already in the collector's log
-	lb      *metadata.LogsBuilder      // the watcher goroutine's
+	// gen changes at each start and stop: an event from a watcher of
+	// another generation (one that did not stop in time, whose
+	// nvmlEventSetWait returned late) is dropped.
+	gen    uint64
+	xids   map[string]map[int64]int64 // per GPU UUID, per Xid code
+	logged map[string]struct{}        // GPU/kind/code already in the collector's log
+
+	// emit is held (a one-slot semaphore, so that stop can wait for it
+	// under a deadline) while an event is turned into log records and
+	// passed on: it serializes the use of lb, which is not safe for
+	// concurrent use, and lets stop make sure that nothing is consumed once
+	// it returns.
+	emit chan struct{}
+	lb   *metadata.LogsBuilder
 }
 
 func newEventCounter(cfg *Config, set receiver.Settings, client *nvmlclient.Client, bounds *lifecycleBounds) *eventCounter {
 	return &eventCounter{cfg: cfg, set: set, logger: set.Logger, client: client, bounds: bounds,
-		xids: map[string]map[int64]int64{}, logged: map[string]struct{}{}}
+		xids: map[string]map[int64]int64{}, logged: map[string]struct{}{}, emit: make(chan struct{}, 1)}
 }
 
 // start starts the watcher on the open client.
@@ -56,12 +69,13 @@ func (e *eventCounter) start() {
 	if e.watcher != nil {
 		return
 	}
+	e.gen++
 	ctx, cancel := context.WithCancel(context.Background())
-	w := &eventWatcher{cancel: cancel, done: make(chan struct{})}
+	w := &eventWatcher{gen: e.gen, ctx: ctx, cancel: cancel, done: make(chan struct{})}
 	e.watcher = w
 	go func() {
 		defer close(w.done)
-		err := e.client.WatchEvents(ctx, e.onEvent, e.bounds.register)
+		err := e.client.WatchEvents(ctx, func(ev nvmlclient.Event) { e.onEvent(w, ev) }, e.bounds.register)
 		if err != nil && ctx.Err() == nil {
 			e.logger.Warn("Not watching XID and ECC events; nvidia.gpu.xid.errors and the event log records are absent",
 				zap.Error(err))
@@ -69,11 +83,17 @@ func (e *eventCounter) start() {
 	}()
 }
 
-// stop stops the watcher, waiting at most until ctx is done.
+// stop stops the watcher, waiting at most until ctx is done, and clears
+// the XID counts: the next session's points start again. Once it
+// returns, the watcher's events are neither counted nor passed on, even
+// when the watcher itself has not stopped yet (nvmlEventSetWait cannot be
+// interrupted): a late one is dropped.
 func (e *eventCounter) stop(ctx context.Context) error {
 	e.mu.Lock()
 	w := e.watcher
 	e.watcher = nil
+	e.gen++
+	clear(e.xids) // counted again, from 0, in the next session
 	e.mu.Unlock()
 	if w == nil {
 		return nil
@@ -83,16 +103,35 @@ func (e *eventCounter) stop(ctx context.Context) error {
 	case <-w.done:
 		return nil
 	case <-ctx.Done():
-		return errors.New("the NVML event loop did not stop in time")
 	}
+	// The watcher is still running. Events it sees from now on are dropped
+	// (the generation changed); wait for one it may be passing on now.
+	select {
+	case e.emit <- struct{}{}:
+		<-e.emit
+		return errors.New("the NVML event loop did not stop in time; its later events are dropped")
+	default:
+	}
+	return errors.New("the NVML event loop did not stop in time, and a GPU event is still being passed on")
 }
 
-// onEvent runs on the watcher goroutine.
-func (e *eventCounter) onEvent(ev nvmlclient.Event) {
+// onEvent runs on w's goroutine.
+func (e *eventCounter) onEvent(w *eventWatcher, ev nvmlclient.Event) {
 	// The collector's own log gets the first event of each GPU, kind and
 	// code; the rest (an ECC storm) are counted and sent as log records.
 	key := fmt.Sprintf("%s/%s/%d", ev.Device.UUID, ev.Kind, ev.XID)
+	select {
+	case e.emit <- struct{}{}:
+	case <-w.ctx.Done():
+		return // stopped
+	}
+	defer func() { <-e.emit }()
 	e.mu.Lock()
+	if w.gen != e.gen {
+		// A watcher that did not stop in time: its event is late.
+		e.mu.Unlock()
+		return
+	}
 	if ev.Kind == nvmlclient.EventXID {
 		byCode := e.xids[ev.Device.UUID]
 		if byCode == nil {
@@ -110,7 +149,7 @@ func (e *eventCounter) onEvent(ev nvmlclient.Event) {
 	}
 	if e.logsConsumer != nil {
 		if logs := e.eventLogs(ev); logs.LogRecordCount() > 0 {
-			if err := e.logsConsumer.ConsumeLogs(context.Background(), logs); err != nil {
+			if err := e.logsConsumer.ConsumeLogs(w.ctx, logs); err != nil {
 				e.logger.Debug("Cannot pass a GPU event on", zap.Error(err))
 			}
 		}
@@ -138,7 +177,7 @@ func recordXIDs(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, counts map[in
 // the LogsBuilder that metadata.yaml's events generate (event name, time,
 // attributes, and the events:: switches of the configuration); severity
 // and body are the receiver's. It returns no record for a disabled event.
-// It runs on the watcher goroutine only, which owns e.lb.
+// It runs with e.emit held, which guards e.lb.
 func (e *eventCounter) eventLogs(ev nvmlclient.Event) plog.Logs {
 	if e.lb == nil {
 		e.lb = metadata.NewLogsBuilder(metadata.LogsBuilderConfig{

@@ -16,6 +16,7 @@ import (
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
 )
@@ -293,4 +294,223 @@ func TestStuckReadIsReportedInComponentStatus(t *testing.T) {
 		_, err := ts.scrape(context.Background())
 		return err == nil && host.last().Status() == componentstatus.StatusOK
 	}, 5*time.Second, 10*time.Millisecond)
+}
+
+// Review 2, finding 2 (TestReview2ResetLoopLogsEveryScrape): GPUs that
+// answer the inventory but are lost at every read made each scrape
+// re-initialize NVML (an Open that succeeded reset the backoff and the
+// last cause) and log the inventory, every GPU's loss and the
+// unavailability again.
+func TestLostGPUsAreNotReinitializedEveryScrape(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	var inits atomic.Int32
+	m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
+	ts := newTestScraper(t, m)
+	ts.bounds = shortBounds
+	ts.start(t)
+	var lost atomic.Bool
+	lost.Store(true)
+	for _, g := range m.GPUs {
+		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+			if lost.Load() {
+				return 0, nvml.ERROR_GPU_IS_LOST
+			}
+			return 40, nvml.SUCCESS
+		}
+	}
+	for range 5 {
+		ts.clock.Advance(10 * time.Second) // one collection interval
+		_, _ = ts.scrape(context.Background())
+	}
+	assert.Equal(t, int32(1), inits.Load(), "nvmlInit")
+	assert.Equal(t, 1, ts.logs.FilterMessage("NVML initialized").Len(), "NVML initialized")
+	assert.Equal(t, 8, ts.logs.FilterMessageSnippet("GPU is lost").Len(), "GPU is lost")
+	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("NVML is unavailable").Len(), "NVML is unavailable")
+
+	// Still lost a minute after: one Init, quiet but for the client's
+	// own log of each GPU's loss (it is the client's, per session).
+	ts.clock.Advance(20 * time.Second)
+	_, _ = ts.scrape(context.Background())
+	assert.Equal(t, int32(2), inits.Load(), "tried again after the longest delay")
+	assert.Equal(t, 1, ts.logs.FilterMessage("NVML initialized").Len(), "the same inventory is not logged again")
+	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("NVML is unavailable").Len(), "nor the same cause")
+
+	// Back: reported at the next attempt, and logged.
+	lost.Store(false)
+	ts.clock.Advance(time.Minute)
+	md := ts.scrapeOK(t)
+	assert.Equal(t, int32(3), inits.Load())
+	assert.Len(t, resourceIDs(md), 8)
+	assert.Contains(t, gpuMetricNames(md, nvmltest.UUID(0)), "hw.temperature")
+	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("GPUs report again").Len())
+}
+
+// Review 2, finding 2: GPUs lost after giving data (a driver reload) are
+// tried again soon, and a later loss is logged again.
+func TestGPUsLostAfterDataAreRetriedSoon(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	var inits atomic.Int32
+	m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
+	var lost atomic.Bool
+	for _, g := range m.GPUs {
+		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+			if lost.Load() {
+				return 0, nvml.ERROR_GPU_IS_LOST
+			}
+			return 40, nvml.SUCCESS
+		}
+	}
+	ts := newTestScraper(t, m)
+	ts.bounds = shortBounds
+	ts.start(t)
+	for range 2 {
+		ts.clock.Advance(10 * time.Second)
+		lost.Store(false)
+		require.Len(t, resourceIDs(ts.scrapeOK(t)), 8)
+		lost.Store(true)
+		ts.clock.Advance(10 * time.Second)
+		ts.scrapeOK(t) // every GPU lost
+	}
+	assert.Equal(t, int32(2), inits.Load(), "re-initialized 10 s after the loss")
+	assert.Equal(t, 2, ts.logs.FilterMessageSnippet("NVML is unavailable").Len(), "each loss after data is logged")
+	assert.Equal(t, 16, ts.logs.FilterMessageSnippet("GPU is lost").Len())
+}
+
+// ioPoint returns GPU 0's hw.gpu.io transmit point.
+func ioPoint(t *testing.T, md pmetric.Metrics) pmetric.NumberDataPoint {
+	t.Helper()
+	m := gpuMetric(md, nvmltest.UUID(0), "hw.gpu.io")
+	require.NotNil(t, m)
+	dps := m.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		if v, _ := dps.At(i).Attributes().Get("network.io.direction"); v.Str() == "transmit" {
+			return dps.At(i)
+		}
+	}
+	t.Fatal("no transmit point")
+	return pmetric.NewNumberDataPoint()
+}
+
+// Review 2, finding 3 (TestReview2CounterRestartKeepsStartTime): after
+// every GPU was lost and NVML was initialized again, the cumulative
+// counts started again from 0 under the old start time.
+func TestCountersAfterReinitCarryANewStartTime(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	ts := newTestScraper(t, m)
+	ts.start(t)
+	var lost atomic.Bool
+	for _, g := range m.GPUs {
+		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+			if lost.Load() {
+				return 0, nvml.ERROR_GPU_IS_LOST
+			}
+			return 40, nvml.SUCCESS
+		}
+	}
+	m.XID(0, 79)
+	require.Eventually(t, func() bool { return len(ts.events.counts(nvmltest.UUID(0))) == 1 }, 5*time.Second, time.Millisecond)
+	var before pmetric.NumberDataPoint
+	for range 4 {
+		ts.clock.Advance(10 * time.Second)
+		md := ts.scrapeOK(t)
+		before = ioPoint(t, md)
+		require.NotNil(t, gpuMetric(md, nvmltest.UUID(0), "nvidia.gpu.xid.errors"))
+	}
+	lost.Store(true)
+	ts.clock.Advance(10 * time.Second)
+	ts.scrapeOK(t)
+	lost.Store(false) // driver reloaded
+	var after pmetric.NumberDataPoint
+	for range 3 {
+		ts.clock.Advance(10 * time.Second)
+		if md := ts.scrapeOK(t); gpuMetric(md, nvmltest.UUID(0), "hw.gpu.io") != nil {
+			after = ioPoint(t, md)
+			assert.Nil(t, gpuMetric(md, nvmltest.UUID(0), "nvidia.gpu.xid.errors"), "no Xid since the new start time")
+			break
+		}
+	}
+	require.NotZero(t, after.Timestamp(), "reported again after the re-initialization")
+	t.Logf("before: %d start %v; after: %d start %v", before.IntValue(), before.StartTimestamp(), after.IntValue(), after.StartTimestamp())
+	require.Less(t, after.IntValue(), before.IntValue(), "the device's total started again")
+	assert.Greater(t, after.StartTimestamp(), before.Timestamp(), "a counter that started again carries a new start time")
+	assert.LessOrEqual(t, after.StartTimestamp(), after.Timestamp())
+}
+
+// Review 2, finding 4 (TestReview2LogsShutdownTwiceStopsMetricsSide): the
+// sides shared one count of starts, so a second Shutdown of the logs side
+// (which the Collector's contract allows) stopped the metrics side's
+// session. Each side's second Start or Shutdown is now a no-op.
+func TestSecondShutdownOfOneSideKeepsTheOther(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	ts := newTestScraper(t, m)
+	ts.bounds = shortBounds
+	ts.hasMetrics = true
+	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost())) // the metrics side
+	lr := &logsReceiver{s: ts.nvmlScraper}
+	require.NoError(t, lr.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, lr.Shutdown(context.Background()))
+	require.NoError(t, lr.Shutdown(context.Background()))
+	ts.clock.Advance(time.Minute)
+	assert.Len(t, resourceIDs(ts.scrapeOK(t)), 8, "the metrics side still reports")
+
+	// And the other way round: the logs side keeps the event watcher.
+	require.NoError(t, lr.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, ts.shutdown(context.Background()))
+	require.NoError(t, ts.shutdown(context.Background()))
+	ts.events.mu.Lock()
+	watching := ts.events.watcher != nil
+	ts.events.mu.Unlock()
+	assert.True(t, watching, "the logs side still watches events")
+	require.NoError(t, lr.Shutdown(context.Background()))
+	assert.Nil(t, ts.events.watcher, "stopped with the last side")
+
+	// A side's second Start is a no-op: one Shutdown of each side stops.
+	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, lr.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, lr.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, lr.Shutdown(context.Background()))
+	require.NoError(t, ts.shutdown(context.Background()))
+	assert.Nil(t, ts.events.watcher, "stopped with the last side")
+}
+
+// xidPoint returns GPU 4's nvidia.gpu.xid.errors point.
+func xidPoint(t *testing.T, md pmetric.Metrics) pmetric.NumberDataPoint {
+	t.Helper()
+	m := gpuMetric(md, nvmltest.UUID(4), "nvidia.gpu.xid.errors")
+	require.NotNil(t, m)
+	return m.Sum().DataPoints().At(0)
+}
+
+// Review 2, finding 5 (TestReview2RestartKeepsCountsWithNewStartTime):
+// Start after Shutdown gave the receiver a new start time but kept the
+// XID and dropped-process counts from before it.
+func TestRestartCountsFromTheNewStartTime(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	m.GPUs[3].SetProcesses(proc(4343, 1<<20), proc(4242, 4<<30), proc(5555, 2<<30))
+	ts := newTestScraper(t, m, func(c *Config) { c.Processes.MaxPerGPU = 2 })
+	ts.bounds = shortBounds
+	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
+	m.XID(4, 79)
+	require.Eventually(t, func() bool { return len(ts.events.counts(nvmltest.UUID(4))) == 1 }, 5*time.Second, time.Millisecond)
+	md := ts.scrapeOK(t)
+	p1 := xidPoint(t, md)
+	ts.scrapeOK(t)
+	require.NoError(t, ts.shutdown(context.Background()))
+	time.Sleep(10 * time.Millisecond)
+	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
+	defer func() { require.NoError(t, ts.shutdown(context.Background())) }()
+	m.XID(3, 13) // a watcher at work
+	require.Eventually(t, func() bool { return len(ts.events.counts(nvmltest.UUID(3))) == 1 }, 5*time.Second, time.Millisecond)
+	md = ts.scrapeOK(t)
+	assert.Nil(t, gpuMetric(md, nvmltest.UUID(4), "nvidia.gpu.xid.errors"), "no Xid since the new start time")
+	dropped := gpuMetric(md, nvmltest.UUID(3), "nvidia.gpu.process.dropped")
+	require.NotNil(t, dropped)
+	dp := dropped.Sum().DataPoints().At(0)
+	assert.Equal(t, int64(1), dp.IntValue(), "one scrape since the new start time")
+	assert.Greater(t, dp.StartTimestamp(), p1.Timestamp(), "the new start time")
 }

@@ -16,8 +16,9 @@ type logsReceiver struct {
 }
 
 func (l *logsReceiver) Start(ctx context.Context, host component.Host) error {
-	if err := l.s.start(ctx, host); err != nil {
-		return err
+	started, err := l.s.startSide(ctx, host, logsSide)
+	if err != nil || !started {
+		return err // a second Start is a no-op
 	}
 	l.s.mu.Lock()
 	hasMetrics := l.s.hasMetrics
@@ -49,5 +50,5 @@ func (l *logsReceiver) Shutdown(ctx context.Context) error {
 		<-l.done
 		l.ticker = nil
 	}
-	return l.s.shutdown(ctx)
+	return l.s.shutdownSide(ctx, logsSide)
 }

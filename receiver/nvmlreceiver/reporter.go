@@ -1,6 +1,8 @@
 package nvmlreceiver
 
 import (
+	"time"
+
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
@@ -22,6 +24,9 @@ type reporter struct {
 	// containers holds, within one scrape, the containers holding a GPU,
 	// for their CPU.
 	containers map[string]gpuContainer
+	// session is the NVML session the points come from (0: none yet
+	// since start).
+	session uint64
 }
 
 func newReporter(cfg *Config) *reporter {
@@ -33,11 +38,32 @@ func newReporter(cfg *Config) *reporter {
 }
 
 func (r *reporter) start(set receiver.Settings) {
+	// A new start time: the cumulative counts start again (the XIDs are
+	// cleared when the event watcher stops, at Shutdown).
 	r.mb = metadata.NewMetricsBuilder(r.cfg.MetricsBuilderConfig, set)
+	r.session = 0
+	clear(r.dropped)
 	r.owners = newAttributor(r.cfg, set.Logger)
 	if r.cfg.Processes.Enabled {
 		r.cpu = &containerCPU{logger: set.Logger, warned: map[string]bool{},
 			reader: attribution.NewCgroupCPUReader(r.cfg.Processes.ProcRoot, r.cfg.Processes.CgroupRoot)}
+	}
+}
+
+// newSession is told which NVML session the scrape reads. After a
+// re-initialization (every GPU lost, a driver reload) the cumulative
+// counts start again: the devices' totals, the driver's counters, the
+// dropped processes and the XIDs (the event counter's are cleared when its
+// watcher stops). Their points then carry the new session's start time.
+func (r *reporter) newSession(gen uint64, openedAt time.Time) {
+	if gen == r.session {
+		return
+	}
+	restarted := r.session != 0
+	r.session = gen
+	if restarted {
+		r.mb.Reset(metadata.WithStartTime(pcommon.NewTimestampFromTime(openedAt)))
+		clear(r.dropped)
 	}
 }
 

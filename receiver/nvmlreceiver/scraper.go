@@ -37,12 +37,23 @@ type nvmlScraper struct {
 	stalled bool                // the component status says a read is stuck
 
 	// Shared by the metrics and logs sides of one configured receiver
-	// (shared.go): starts counts their Start calls.
+	// (shared.go): started says which sides are started. The first Start
+	// of a side starts the scraper unless the other side did; a side's
+	// second Start or Shutdown is a no-op; the scraper stops when no side
+	// is started any more.
 	mu         sync.Mutex
-	starts     int
+	started    [2]bool // by side
 	hasMetrics bool
 	onLastStop func()
 }
+
+// side is the metrics or the logs side of a receiver.
+type side int
+
+const (
+	metricsSide side = iota
+	logsSide
+)
 
 func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *nvmlScraper {
 	s := &nvmlScraper{
@@ -59,31 +70,51 @@ func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *
 	return s
 }
 
+// start and shutdown are the metrics side's.
 func (s *nvmlScraper) start(ctx context.Context, host component.Host) error {
+	_, err := s.startSide(ctx, host, metricsSide)
+	return err
+}
+
+func (s *nvmlScraper) shutdown(ctx context.Context) error {
+	return s.shutdownSide(ctx, metricsSide)
+}
+
+// startSide starts one side; it says whether the side was not started
+// already.
+func (s *nvmlScraper) startSide(ctx context.Context, host component.Host, sd side) (bool, error) {
 	s.mu.Lock()
-	s.starts++
-	first := s.starts == 1
+	if s.started[sd] {
+		s.mu.Unlock()
+		return false, nil
+	}
+	s.started[sd] = true
+	first := !s.started[1-sd]
 	s.mu.Unlock()
 	if !first {
-		return nil // the other side of this receiver started it
+		return true, nil // the other side of this receiver started it
 	}
 	s.reporter.start(s.set)
 	if err := s.session.start(ctx, host); err != nil {
-		return err // a devices entry that matches no GPU is a configuration error
+		return true, err // a devices entry that matches no GPU is a configuration error
 	}
-	return s.reporter.owners.Start(context.Background())
+	return true, s.reporter.owners.Start(context.Background())
 }
 
-// shutdown returns within bounds.shutdown whatever NVML does.
-func (s *nvmlScraper) shutdown(ctx context.Context) error {
+// shutdownSide shuts one side down, and the scraper with the last side
+// started; it returns within bounds.shutdown whatever NVML does.
+func (s *nvmlScraper) shutdownSide(ctx context.Context, sd side) error {
 	s.mu.Lock()
-	if s.starts > 1 {
-		s.starts--
+	if !s.started[sd] {
 		s.mu.Unlock()
+		return nil // not started, or shut down already
+	}
+	s.started[sd] = false
+	last := !s.started[1-sd]
+	s.mu.Unlock()
+	if !last {
 		return nil
 	}
-	s.starts = 0
-	s.mu.Unlock()
 	if s.onLastStop != nil {
 		s.onLastStop()
 	}
@@ -128,6 +159,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		}
 	}
 	devices := s.session.client.Devices()
+	s.reporter.newSession(s.session.generation())
 	// XIDs counted so far: taken before the reads, so that no count is
 	// stamped with a time before its event.
 	xids := make(map[string]map[int64]int64, len(devices))
@@ -144,6 +176,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 			lost++
 			s.reporter.lost(now, d.Info, xids[d.Info.UUID])
 		case samples[i] != nil:
+			s.session.gotData()
 			s.reporter.gpu(d.Info, samples[i], xids[d.Info.UUID])
 		case stuck[i]:
 			s.reporter.stuck(now, d.Info, xids[d.Info.UUID])

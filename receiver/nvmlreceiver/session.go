@@ -54,7 +54,21 @@ type nvmlSession struct {
 	opening   chan struct{} // closed when the running Open ends; nil when none runs
 	fatal     error         // a configuration error found once NVML came up
 	backoff   retryBackoff
-	lastCause string
+	lastCause string // the cause last logged; cleared when data flows
+	// lost: the last session ended with every GPU lost. The Opens after it
+	// neither reset the backoff nor clear lastCause: only data does
+	// (gotData), so that GPUs that stay lost are not re-initialized and
+	// logged on every scrape.
+	lost bool
+	// gaveData: a GPU of the current session gave a sample.
+	gaveData bool
+	// loggedInv is the inventory last logged, not logged again while the
+	// GPUs stay lost.
+	loggedInv string
+	// gen counts the Opens that succeeded; openedAt is the time of the
+	// last, when the session's cumulative counts start.
+	gen      uint64
+	openedAt time.Time
 }
 
 func newSession(cfg *Config, logger *zap.Logger, client *nvmlclient.Client, bounds *lifecycleBounds) *nvmlSession {
@@ -75,6 +89,9 @@ func (s *nvmlSession) scrapeTimeout() time.Duration {
 func (s *nvmlSession) start(ctx context.Context, host component.Host) error {
 	s.mu.Lock()
 	s.host, s.closed = host, false
+	// A new start: NVML is tried at once, and its state logged again.
+	s.backoff.succeeded()
+	s.lastCause, s.lost, s.loggedInv = "", false, ""
 	s.mu.Unlock()
 	done := s.open()
 	timer := time.NewTimer(s.bounds.start)
@@ -99,6 +116,14 @@ func (s *nvmlSession) isReady() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.ready
+}
+
+// generation returns the number of the current session and when it was
+// opened.
+func (s *nvmlSession) generation() (uint64, time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gen, s.openedAt
 }
 
 // open starts an Open in the background unless NVML is up, one is running,
@@ -157,8 +182,13 @@ func (s *nvmlSession) runOpen(done chan struct{}) {
 		s.unavailable(err)
 		return
 	}
-	s.ready, s.lastCause = true, ""
-	s.backoff.succeeded()
+	s.ready, s.gaveData = true, false
+	s.gen++
+	s.openedAt = time.Now()
+	if !s.lost {
+		s.lastCause = ""
+		s.backoff.succeeded()
+	}
 	s.mu.Unlock()
 	s.available()
 	if s.onOpen != nil {
@@ -189,8 +219,14 @@ func (s *nvmlSession) prime() {
 // unavailable records a failed Open: one warning per distinct cause, a
 // recoverable error status, and the time of the next attempt.
 func (s *nvmlSession) unavailable(err error) {
+	s.failed(err, s.backoff.failed)
+}
+
+// failed logs err once per distinct cause, reports it as a recoverable
+// error and schedules the next Open with next.
+func (s *nvmlSession) failed(err error, next func(time.Time) time.Duration) {
 	s.mu.Lock()
-	delay := s.backoff.failed(s.now())
+	delay := next(s.now())
 	cause := err.Error()
 	newCause := cause != s.lastCause
 	s.lastCause = cause
@@ -204,6 +240,17 @@ func (s *nvmlSession) unavailable(err error) {
 
 func (s *nvmlSession) available() {
 	inv := s.client.Inventory()
+	key := inventoryKey(inv)
+	s.mu.Lock()
+	quiet := s.lost && key == s.loggedInv
+	s.loggedInv = key
+	s.mu.Unlock()
+	if quiet {
+		// The same GPUs as before they were all lost: logged once, and
+		// status OK only once one of them gives data (gotData).
+		s.logger.Debug("NVML re-initialized after every GPU was lost", zap.Int("gpus", len(inv.Devices)))
+		return
+	}
 	s.logger.Info("NVML initialized",
 		zap.String("driver_version", inv.DriverVersion),
 		zap.String("nvml_version", inv.NVMLVersion),
@@ -217,6 +264,34 @@ func (s *nvmlSession) available() {
 	s.reportStatus(componentstatus.NewEvent(componentstatus.StatusOK))
 }
 
+// inventoryKey identifies what available logs of an inventory.
+func inventoryKey(inv nvmlclient.Inventory) string {
+	key := inv.DriverVersion + "/" + inv.NVMLVersion + "/" + inv.CUDAVersion
+	for _, d := range inv.Devices {
+		key += "/" + d.UUID
+	}
+	return key
+}
+
+// gotData records that a GPU of the current session gave a sample: NVML
+// works, the backoff is reset and a later cause is logged again.
+func (s *nvmlSession) gotData() {
+	s.mu.Lock()
+	if s.gaveData {
+		s.mu.Unlock()
+		return
+	}
+	s.gaveData = true
+	recovered := s.lost
+	s.lost, s.lastCause = false, ""
+	s.backoff.succeeded()
+	s.mu.Unlock()
+	if recovered {
+		s.logger.Info("GPUs report again after every GPU was lost")
+		s.reportStatus(componentstatus.NewEvent(componentstatus.StatusOK))
+	}
+}
+
 func (s *nvmlSession) reportStatus(ev *componentstatus.Event) {
 	s.mu.Lock()
 	host := s.host
@@ -227,18 +302,25 @@ func (s *nvmlSession) reportStatus(ev *componentstatus.Event) {
 }
 
 // reset gives up the session after every GPU was lost: the next Open
-// initializes NVML again. Calls still stuck in the old session keep it
-// from being shut down until they return.
+// initializes NVML again, after the backoff. GPUs lost after giving data
+// (a driver reload, a GPU reset) are tried again soon; GPUs lost before
+// giving any data wait the longest delay. Calls still stuck in the old
+// session keep it from being shut down until they return.
 func (s *nvmlSession) reset(cause error) {
 	s.mu.Lock()
-	s.ready = false
+	s.ready, s.lost = false, true
+	gaveData := s.gaveData
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), s.bounds.reset)
 	defer cancel()
 	if err := s.client.Close(ctx); nvmlclient.IsInFlight(err) {
 		s.logger.Warn("Re-initializing NVML without shutting the old session down: calls are still running in it", zap.Error(err))
 	}
-	s.unavailable(cause)
+	if gaveData {
+		s.unavailable(cause)
+		return
+	}
+	s.failed(cause, s.backoff.lostAtOnce)
 }
 
 // shutdown shuts NVML down, never for longer than bounds.shutdown and
