@@ -31,6 +31,7 @@ type Client struct {
 	inv     Inventory
 	devices []*Device
 	calls   *inflight // the calls of the open session
+	lost    lostLog   // the GPUs logged lost, across sessions
 }
 
 // New returns a Client on lib, which is not touched until Open.
@@ -115,7 +116,7 @@ func (c *Client) initialize(selectors []string) (Inventory, []*Device, *inflight
 	}
 	gate, lane := newGPMGate(), newLane(laneMaxHold)
 	for _, d := range devices {
-		d.calls, d.rawLib, d.gpmGate, d.lane = calls, raw, gate, lane
+		d.calls, d.rawLib, d.gpmGate, d.lane, d.lostLog = calls, raw, gate, lane, &c.lost
 	}
 	return inv, devices, calls, nil
 }

@@ -506,3 +506,32 @@ func TestAFailingCallIsLoggedOnceWhateverItsDetail(t *testing.T) {
 	}
 	assert.Equal(t, 1, logs.FilterMessageSnippet("NVML call failed").Len())
 }
+
+// A GPU that stays lost across re-initializations (the receiver re-opens
+// NVML now and then while every GPU is lost) is logged lost once; once it
+// has read again, a new loss is logged again.
+func TestAGPUThatStaysLostIsLoggedOnceAcrossSessions(t *testing.T) {
+	m, c, logs := openH200(t)
+	lost := true
+	m.GPUs[3].GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+		if lost {
+			return 0, nvml.ERROR_GPU_IS_LOST
+		}
+		return 40, nvml.SUCCESS
+	}
+	reopenAndRead := func() {
+		require.NoError(t, c.Close(context.Background()))
+		require.NoError(t, c.Open(nil))
+		_, _ = c.Devices()[3].Read()
+	}
+	_, err := c.Devices()[3].Read()
+	require.ErrorIs(t, err, ErrGPULost)
+	reopenAndRead()
+	reopenAndRead()
+	assert.Equal(t, 1, logs.FilterMessageSnippet("GPU is lost").Len(), "it stayed lost")
+	lost = false
+	reopenAndRead()
+	lost = true
+	reopenAndRead()
+	assert.Equal(t, 2, logs.FilterMessageSnippet("GPU is lost").Len(), "it read in between")
+}

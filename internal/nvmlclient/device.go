@@ -42,6 +42,7 @@ type Device struct {
 	rawLib  *rawLib   // nil on go-nvml's mocks
 	gpmGate *gpmGate  // one GPM call sequence at a time across the session's GPUs
 	lane    *lane     // one GPU's reads at a time across the session (lane.go)
+	lostLog *lostLog  // the client's GPUs logged lost (lostlog.go)
 	raw     rawDevice // the C handle, for the bounded list calls (prime.go)
 
 	// wanted says which calls feed an enabled metric; set at Open.
@@ -199,6 +200,7 @@ func (d *Device) Read() (Sample, error) {
 		d.markLost(r.lostCall)
 		return Sample{}, ErrGPULost
 	}
+	d.lostLog.back(d.Info.UUID)
 	if len(r.failed) == 0 {
 		return s, nil
 	}
@@ -213,7 +215,7 @@ func (d *Device) Read() (Sample, error) {
 
 // markLost records that the GPU fell off the bus, logged once.
 func (d *Device) markLost(c call) {
-	if d.lost.CompareAndSwap(false, true) {
+	if d.lost.CompareAndSwap(false, true) && d.lostLog.first(d.Info.UUID) {
 		d.logger.Error("GPU is lost (fallen off the bus); no more metrics from it until NVML is re-initialized",
 			zap.String("call", c.String()))
 	}
