@@ -81,7 +81,9 @@ func (r *Reader) Read(pid int, withCommandLine bool) (Info, error) {
 		info.Owner = r.userName(strconv.FormatUint(st.UIDs[0], 10))
 	}
 	if st, err := p.Stat(); err == nil && r.bootTimeOK {
-		start := r.bootTime.Add(time.Duration(st.Starttime) * time.Second / userHZ)
+		// Ticks times the tick's length: multiplying by time.Second first
+		// overflows int64 after ~2.9 years of uptime.
+		start := r.bootTime.Add(time.Duration(st.Starttime) * (time.Second / userHZ))
 		info.CreationTime = start.Format(creationTimeLayout)
 	}
 	if withCommandLine {

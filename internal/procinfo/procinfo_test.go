@@ -139,3 +139,16 @@ func TestNewBadRoot(t *testing.T) {
 	_, err := New(filepath.Join(t.TempDir(), "missing"))
 	assert.Error(t, err)
 }
+
+// A process started 1157 days after boot (1e10 ticks) has its true start:
+// the conversion does not overflow on a long-running host.
+func TestCreationTimeAfterYearsOfUptime(t *testing.T) {
+	root := t.TempDir()
+	writeBootTime(t, root, 1600000000)
+	writeProc(t, root, fakeProc{pid: "42", comm: "python", status: "Uid:\t0\t0\t0\t0\n", startTicks: 10_000_000_000})
+	r, err := New(root)
+	require.NoError(t, err)
+	info, err := r.Read(42, false)
+	require.NoError(t, err)
+	assert.Equal(t, time.Unix(1600000000+100_000_000, 0).UTC().Format(creationTimeLayout), info.CreationTime)
+}
