@@ -99,8 +99,16 @@ func (a *Attributor) Attribute(deviceID string, pids []int) ([]Process, Owner) {
 	out := make([]Process, len(pids))
 	var fromCgroups []Owner
 	missing := 0
+	// NVML's PIDs are the host's. In a proc root that shows only the
+	// collector's own PID namespace they name other processes, or none:
+	// nothing is read there (the resolver logs why, once).
+	foreign := a.cgroup != nil && len(pids) > 0 && errors.Is(a.cgroup.check(), errPIDNamespace)
 	for i, pid := range pids {
 		p := Process{PID: pid}
+		if foreign {
+			out[i] = p
+			continue
+		}
 		if a.procs != nil {
 			info, err := a.procs.Read(pid, a.cfg.CommandLine)
 			switch {

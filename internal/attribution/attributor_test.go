@@ -2,6 +2,9 @@ package attribution
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -133,4 +136,36 @@ func TestAttributeUnreadableProcRoot(t *testing.T) {
 	procs, _ := a.Attribute(gpuTrain, []int{1})
 	assert.Equal(t, []Process{{PID: 1}}, procs)
 	assert.GreaterOrEqual(t, logs.FilterMessageSnippet("proc root").Len(), 1)
+}
+
+// statLine is a /proc/<pid>/stat line whose start time is startTicks.
+func statLine(pid int, comm string, startTicks uint64) string {
+	f := make([]string, 50)
+	for i := range f {
+		f[i] = "0"
+	}
+	f[18] = strconv.FormatUint(startTicks, 10)
+	return fmt.Sprintf("%d (%s) S %s\n", pid, comm, strings.Join(f, " "))
+}
+
+// Review 3, finding 1: a proc root that shows only the collector's own PID
+// namespace gave NVML's host PID 42 the executable, owner and start time of
+// whatever process is 42 in that namespace. Nothing is read from it now.
+func TestAttributeNoProcessInfoFromTheCollectorsOwnPIDNamespace(t *testing.T) {
+	root := fakeProc(t, map[int]string{42: "host-v2-init.txt"})
+	writeTree(t, root, map[string]string{
+		"stat":      "cpu  1 2 3 4 5 6 7 8 9 10\nbtime 1600000000\n",
+		"42/comm":   "sh\n",
+		"42/status": "Name:\tsh\nUid:\t0\t0\t0\t0\n",
+		"42/stat":   statLine(42, "sh", 100),
+	})
+	withSelf(t, root, "7", "pid:[4026532999]") // its own namespace, not the host's
+	core, logs := observer.New(zapcore.InfoLevel)
+	a := New(Config{ProcRoot: root}, zap.New(core))
+	for range 2 {
+		procs, gpu := a.Attribute(gpuTrain, []int{42}) // a host PID from NVML
+		assert.Equal(t, []Process{{PID: 42}}, procs, "by PID alone")
+		assert.Zero(t, gpu)
+	}
+	assert.Equal(t, 1, logs.FilterMessageSnippet("own PID namespace").Len())
 }
