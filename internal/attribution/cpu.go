@@ -48,9 +48,27 @@ func NewCgroupCPUReader(procRoot, cgroupRoot string) *CgroupCPUReader {
 	return &CgroupCPUReader{procRoot: procRoot, cgroupRoot: cgroupRoot, prefixes: map[string]string{}}
 }
 
+// ErrContainerChanged is returned by ReadContainer when the process is
+// not in the container it was attributed to: it has exited and its PID has
+// been reused. The error matches ErrProcessNotFound too.
+var ErrContainerChanged = errors.New("the process is no longer in the container it was attributed to")
+
 // Read returns the CPU of the cgroup the process pid is in. A process that
 // is gone gives an error matching ErrProcessNotFound.
 func (r *CgroupCPUReader) Read(pid int) (ContainerCPU, error) {
+	return r.read(pid, "", false)
+}
+
+// ReadContainer is Read for a process found in the container containerID
+// (its 64-hex id; "" for none) some time before: when the process's cgroup
+// names another container now, the process has exited and its PID has been
+// reused, and the error matches ErrContainerChanged and ErrProcessNotFound.
+// Another container's CPU is never read for containerID.
+func (r *CgroupCPUReader) ReadContainer(pid int, containerID string) (ContainerCPU, error) {
+	return r.read(pid, containerID, true)
+}
+
+func (r *CgroupCPUReader) read(pid int, containerID string, check bool) (ContainerCPU, error) {
 	if pid <= 0 {
 		return ContainerCPU{}, fmt.Errorf("pid %d: %w", pid, ErrProcessNotFound)
 	}
@@ -65,6 +83,11 @@ func (r *CgroupCPUReader) Read(pid int) (ContainerCPU, error) {
 	f.Close()
 	if err != nil {
 		return ContainerCPU{}, fmt.Errorf("pid %d: parse cgroup file: %w", pid, err)
+	}
+	if check {
+		if now := ownerOf(v1, unified).ContainerID; now != containerID {
+			return ContainerCPU{}, fmt.Errorf("pid %d is in container %q, not %q: %w: %w", pid, now, containerID, ErrContainerChanged, ErrProcessNotFound)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(r.cgroupRoot, "cgroup.controllers")); err == nil {
 		return r.readV2(unified)

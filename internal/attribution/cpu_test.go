@@ -145,6 +145,34 @@ func TestCgroupCPUReaderProcessGone(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrProcessNotFound), "%v", err)
 }
 
+// ReadContainer reads a container's CPU only through a process that is
+// still in it: a PID reused by another container's process is no read.
+func TestCgroupCPUReaderReadContainer(t *testing.T) {
+	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	procRoot, cgroupRoot := t.TempDir(), t.TempDir()
+	writeTree(t, procRoot, map[string]string{
+		"10/cgroup": "0::/system.slice/docker-" + b + ".scope\n",
+		"11/cgroup": "0::/user.slice\n",
+	})
+	writeTree(t, cgroupRoot, map[string]string{
+		"cgroup.controllers":                           "cpu\n",
+		"system.slice/docker-" + b + ".scope/cpu.stat": "usage_usec 5000000\n",
+		"user.slice/cpu.stat":                          "usage_usec 1000000\n",
+	})
+	r := NewCgroupCPUReader(procRoot, cgroupRoot)
+	got, err := r.ReadContainer(10, b)
+	require.NoError(t, err)
+	assert.InDelta(t, 5.0, got.UsageSeconds, 1e-9)
+
+	_, err = r.ReadContainer(10, a)
+	assert.ErrorIs(t, err, ErrContainerChanged)
+	assert.ErrorIs(t, err, ErrProcessNotFound)
+	_, err = r.ReadContainer(11, a)
+	assert.ErrorIs(t, err, ErrContainerChanged, "now a host process")
+	_, err = r.ReadContainer(11, "")
+	assert.NoError(t, err, "a host process, as attributed")
+}
+
 func TestParseCPUMax(t *testing.T) {
 	for in, want := range map[string][3]int64{"max 100000": {0, 100000, 0}, "250000 100000\n": {250000, 100000, 1}} {
 		q, p, limited, err := parseCPUMax(in)

@@ -74,9 +74,12 @@ func (c *containerCPU) record(mb *metadata.MetricsBuilder, ts pcommon.Timestamp,
 	sort.Strings(ids)
 	for _, id := range ids {
 		ctr := containers[id]
-		cpu, err := c.reader.Read(ctr.pid)
+		// The PID was found in container id during attribution; had it
+		// exited and been reused since, another container's CPU would go
+		// out as this one's. ReadContainer checks, and that is no failure.
+		cpu, err := c.reader.ReadContainer(ctr.pid, id)
 		if err != nil {
-			if !errors.Is(err, attribution.ErrProcessNotFound) {
+			if !errors.Is(err, attribution.ErrProcessNotFound) && !errors.Is(err, attribution.ErrContainerChanged) {
 				c.warn(id, err)
 			}
 			continue
