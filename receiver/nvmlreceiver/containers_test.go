@@ -163,3 +163,35 @@ func TestContainerCPUOfAReusedPIDIsNotAnotherContainers(t *testing.T) {
 	require.Contains(t, got, b, "B's own process gives B's CPU")
 	assert.InDelta(t, 5.0, got[b]["container.cpu.time"], 1e-9)
 }
+
+// Review 3, finding 4: the cgroup reader's errors name the process ("pid
+// 1000: parse cgroup file: ..."), so every container with a malformed
+// cgroup file was a cause of its own and used up the warned causes; a new
+// cause after them went to debug level. The cause leaves the PID out now.
+func TestContainerCPUCauseLeavesThePIDOut(t *testing.T) {
+	t.Parallel()
+	procRoot, cgroupRoot := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(cgroupRoot, "cgroup.controllers"), []byte("cpu\n"), 0o600))
+	const malformed = 20
+	containers := map[string]gpuContainer{}
+	for pid := 1000; pid < 1000+malformed+1; pid++ {
+		cg, id := "garbage\n", fmt.Sprintf("%064d", pid)
+		if pid == 1000+malformed {
+			cg = "4:cpuacct:/docker/" + id + "\n" // no v2 path: a new cause
+		}
+		require.NoError(t, os.MkdirAll(filepath.Join(procRoot, fmt.Sprint(pid)), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(procRoot, fmt.Sprint(pid), "cgroup"), []byte(cg), 0o600))
+		containers[id] = gpuContainer{pid: pid}
+	}
+	core, logs := observer.New(zapcore.DebugLevel)
+	c := &containerCPU{logger: zap.New(core), warned: map[string]bool{},
+		reader: attribution.NewCgroupCPUReader(procRoot, cgroupRoot)}
+	mb := metadata.NewMetricsBuilder(metadata.NewDefaultMetricsBuilderConfig(), newTestSettings())
+	c.record(mb, pcommon.NewTimestampFromTime(time.Now()), containers) // in container id order: the new cause last
+
+	warned := logs.FilterMessageSnippet("Cannot read the CPU").FilterLevelExact(zapcore.WarnLevel)
+	require.Equal(t, 2, warned.Len(), "one warning per cause, whatever the PIDs")
+	assert.Contains(t, warned.All()[0].ContextMap()["error"], "parse cgroup file")
+	assert.Contains(t, warned.All()[1].ContextMap()["error"], "no v2 path", "the new cause is a warning")
+	assert.Len(t, c.warned, 2)
+}
