@@ -111,6 +111,23 @@ func TestAttributeResourcePrefixes(t *testing.T) {
 	assert.Equal(t, Owner{PodName: "trainer-0", Namespace: "ml", ContainerName: "trainer"}, gpu)
 }
 
+// Review 3, finding 5: a kubelet that lists GPUs by index ("nvidia0", as
+// GKE's device plugin does) gives no GPU its pod names; that is said.
+func TestAttributeNonUUIDDeviceIDsAreNotSilent(t *testing.T) {
+	sock := socketPath(t)
+	k := &fakeKubelet{}
+	k.set(&podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{
+		pod("ml", "trainer-0", ctr("trainer", dev("nvidia.com/gpu", "nvidia0"))),
+	}}, nil)
+	serve(t, sock, k)
+	core, logs := observer.New(zapcore.InfoLevel)
+	a := startAttributor(t, Config{PodResources: &PodResourcesConfig{Socket: sock}}, zap.New(core))
+	_, gpu := a.Attribute(gpuTrain, nil)
+	assert.Zero(t, gpu, "nothing matches a GPU UUID")
+	require.Eventually(t, func() bool { return logs.FilterMessageSnippet("pod names").Len() == 1 }, 5*time.Second, time.Millisecond,
+		"allocation by non-UUID ids: no pod names and no log")
+}
+
 func TestAttributeWithoutProcRoot(t *testing.T) {
 	a := startAttributor(t, Config{}, nil)
 	procs, gpu := a.Attribute(gpuTrain, []int{10, 11})
