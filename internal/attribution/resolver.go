@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,7 +116,12 @@ func selfNSpid(statusPath string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
-	s := bufio.NewScanner(f)
+	return parseNSpid(f)
+}
+
+// parseNSpid returns the fields of the NSpid line of a status file.
+func parseNSpid(r io.Reader) ([]string, error) {
+	s := bufio.NewScanner(r)
 	for s.Scan() {
 		if rest, ok := strings.CutPrefix(s.Text(), "NSpid:"); ok {
 			return strings.Fields(rest), nil
