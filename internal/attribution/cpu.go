@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ContainerCPU is what a container's cgroup says of its CPU: the time its
@@ -39,13 +40,31 @@ type CgroupCPUReader struct {
 
 	mu       sync.Mutex
 	prefixes map[string]string // per base dir and count of leading "..": the directory found
+	// failed holds, per base dir and path, when a search for the path found
+	// nothing: with a wrong cgroup root, every container would otherwise
+	// walk up to maxSearched directories at every read.
+	failed map[string]time.Time
+
+	// readDir lists a directory during a search and now tells the time:
+	// os.ReadDir and time.Now, but in tests.
+	readDir func(string) ([]os.DirEntry, error)
+	now     func() time.Time
 }
+
+// failedSearchTTL is how long a failed search for a namespace-relative
+// path is remembered: a container whose cgroup is not found is searched
+// for again after it, not at every read.
+const failedSearchTTL = 5 * time.Minute
+
+// maxFailedSearches bounds CgroupCPUReader.failed.
+const maxFailedSearches = 4096
 
 // NewCgroupCPUReader reads processes from procRoot and cgroups from the
 // cgroup file system mounted at cgroupRoot (/sys/fs/cgroup on the host; the
 // host's, mounted read-only, in a container).
 func NewCgroupCPUReader(procRoot, cgroupRoot string) *CgroupCPUReader {
-	return &CgroupCPUReader{procRoot: procRoot, cgroupRoot: cgroupRoot, prefixes: map[string]string{}}
+	return &CgroupCPUReader{procRoot: procRoot, cgroupRoot: cgroupRoot, prefixes: map[string]string{},
+		failed: map[string]time.Time{}, readDir: os.ReadDir, now: time.Now}
 }
 
 // ErrContainerChanged is returned by ReadContainer when the process is
@@ -196,7 +215,8 @@ const maxSearched = 20000
 // that climbs out of the reader's cgroup namespace ("/../../x/y") is looked
 // for under every directory of base, breadth first, up to 6 levels down;
 // the first directory under which x/y exists is remembered for paths that
-// climb as far.
+// climb as far, and a search that finds nothing is not done again for
+// failedSearchTTL.
 func (r *CgroupCPUReader) locate(base, p string) (string, error) {
 	ups := 0
 	for rest := strings.TrimPrefix(p, "/"); rest == ".." || strings.HasPrefix(rest, "../"); rest = strings.TrimPrefix(strings.TrimPrefix(rest, ".."), "/") {
@@ -207,11 +227,19 @@ func (r *CgroupCPUReader) locate(base, p string) (string, error) {
 		return filepath.Join(base, rel), nil
 	}
 	key := base + "\x00" + strconv.Itoa(ups)
+	failedKey := key + "\x00" + rel
+	notFound := func() error {
+		return fmt.Errorf("cgroup %q (outside the collector's cgroup namespace) not found under %s", p, base)
+	}
 	r.mu.Lock()
 	prefix, ok := r.prefixes[key]
+	failedAt, failed := r.failed[failedKey]
 	r.mu.Unlock()
 	if ok {
 		return filepath.Join(base, prefix, rel), nil
+	}
+	if failed && r.now().Sub(failedAt) < failedSearchTTL {
+		return "", notFound()
 	}
 	queue := []string{""}
 	for visited := 0; len(queue) > 0 && visited < maxSearched; visited++ {
@@ -226,7 +254,7 @@ func (r *CgroupCPUReader) locate(base, p string) (string, error) {
 		if strings.Count(dir, "/") >= 6 {
 			continue
 		}
-		entries, err := os.ReadDir(filepath.Join(base, dir))
+		entries, err := r.readDir(filepath.Join(base, dir))
 		if err != nil {
 			continue
 		}
@@ -236,7 +264,26 @@ func (r *CgroupCPUReader) locate(base, p string) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("cgroup %q (outside the collector's cgroup namespace) not found under %s", p, base)
+	r.mu.Lock()
+	r.rememberFailure(failedKey)
+	r.mu.Unlock()
+	return "", notFound()
+}
+
+// rememberFailure notes a failed search for failedSearchTTL; r.mu is held.
+func (r *CgroupCPUReader) rememberFailure(key string) {
+	now := r.now()
+	if len(r.failed) >= maxFailedSearches {
+		for k, at := range r.failed {
+			if now.Sub(at) >= failedSearchTTL {
+				delete(r.failed, k)
+			}
+		}
+		if len(r.failed) >= maxFailedSearches {
+			clear(r.failed)
+		}
+	}
+	r.failed[key] = now
 }
 
 func isDir(p string) bool {
