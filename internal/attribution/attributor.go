@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"io/fs"
-	"sync/atomic"
+	"regexp"
+	"sync"
+	"syscall"
 
 	"go.uber.org/zap"
 
@@ -47,7 +49,43 @@ type Attributor struct {
 	cgroup *resolver          // nil: no proc root
 	pods   *PodResourcesCache // nil: no kubelet
 
-	hiddenWarned atomic.Bool // the PID namespace problem was logged
+	mu sync.Mutex
+	// warned holds the causes of failed reads already logged (what read
+	// failed, and ErrorCause), at most maxWarnedCauses: an unreadable
+	// proc root fails every process the same way, and is logged once.
+	warned map[string]bool
+}
+
+// maxWarnedCauses bounds Attributor.warned; later causes are logged at
+// debug level.
+const maxWarnedCauses = 16
+
+// What a failed read was reading, for warnRead.
+const (
+	readDetails = "details"
+	readCgroup  = "cgroup"
+)
+
+var (
+	// pathInError matches the paths in an error, which name a process's
+	// or container's files.
+	pathInError = regexp.MustCompile(`/[^\s:"']*`)
+	// pidInError matches "pid <n>", with which errors here name their
+	// process.
+	pidInError = regexp.MustCompile(`\bpid -?[0-9]+\b`)
+)
+
+// ErrorCause is what a failed read of a process's files says, less the
+// process and the paths it happened to: errors with one cause give one
+// ErrorCause, so that they are logged once, not once per process.
+func ErrorCause(err error) string {
+	return pathInError.ReplaceAllString(pidInError.ReplaceAllString(err.Error(), "pid N"), "...")
+}
+
+// processGone reports whether err says that a process has exited (or is
+// hidden from the proc root, as with hidepid=2): nothing worth a log.
+func processGone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, ErrProcessNotFound) || errors.Is(err, syscall.ESRCH)
 }
 
 // New returns an Attributor; nothing is listed before Start. A proc root
@@ -57,7 +95,7 @@ func New(cfg Config, logger *zap.Logger) *Attributor {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	a := &Attributor{cfg: cfg, logger: logger}
+	a := &Attributor{cfg: cfg, logger: logger, warned: map[string]bool{}}
 	if cfg.ProcRoot != "" {
 		procs, err := procinfo.New(cfg.ProcRoot)
 		if err != nil {
@@ -98,16 +136,23 @@ func (a *Attributor) Shutdown(ctx context.Context) error {
 func (a *Attributor) Attribute(deviceID string, pids []int) ([]Process, Owner) {
 	out := make([]Process, len(pids))
 	var fromCgroups []Owner
-	missing := 0
+	// NVML's PIDs are the host's. In a proc root that shows only the
+	// collector's own PID namespace they name other processes, or none:
+	// nothing is read there (the resolver logs why, once).
+	foreign := a.cgroup != nil && len(pids) > 0 && errors.Is(a.cgroup.check(), errPIDNamespace)
 	for i, pid := range pids {
 		p := Process{PID: pid}
+		if foreign {
+			out[i] = p
+			continue
+		}
 		if a.procs != nil {
 			info, err := a.procs.Read(pid, a.cfg.CommandLine)
 			switch {
 			case err == nil:
 				p.Info, p.InfoOK = info, true
-			case errors.Is(err, fs.ErrNotExist):
-				missing++
+			case !processGone(err):
+				a.warnRead(readDetails, pid, err)
 			}
 		}
 		if a.cgroup != nil {
@@ -116,19 +161,14 @@ func (a *Attributor) Attribute(deviceID string, pids []int) ([]Process, Owner) {
 			case err == nil && !o.IsZero():
 				p.Owner = o
 				fromCgroups = append(fromCgroups, o)
-			case errors.Is(err, errPIDNamespace):
-				a.hiddenWarned.Store(true) // the resolver has said so, once
+			case err == nil, processGone(err):
+			case a.cgroup.check() != nil:
+				// The proc root itself: the resolver has said why, once.
+			default:
+				a.warnRead(readCgroup, pid, err)
 			}
 		}
 		out[i] = p
-	}
-	if len(out) > 0 && missing == len(out) && a.hiddenWarned.CompareAndSwap(false, true) {
-		// NVML reports host PIDs. None of them in our /proc means the
-		// collector runs in its own PID namespace.
-		a.logger.Warn("GPU processes are not visible in the configured /proc: the collector is in its own PID namespace. "+
-			"Run it with hostPID, or mount the host's /proc and set the proc root to it; "+
-			"processes are reported without executable, owner and container attributes",
-			zap.String("proc_root", a.cfg.ProcRoot))
 	}
 	var allocated []Owner
 	if a.pods != nil {
@@ -142,4 +182,29 @@ func (a *Attributor) Attribute(deviceID string, pids []int) ([]Process, Owner) {
 		out[i].Owner = withPodNames(out[i].Owner, gpu)
 	}
 	return out, gpu
+}
+
+// warnRead logs a failed read of a process's details or cgroup once per
+// cause, naming the first process it happened to. A process that has
+// exited is not worth a log: it is not passed here.
+func (a *Attributor) warnRead(what string, pid int, err error) {
+	key := what + ": " + ErrorCause(err)
+	a.mu.Lock()
+	seen, full := a.warned[key], len(a.warned) >= maxWarnedCauses
+	if !seen && !full {
+		a.warned[key] = true
+	}
+	a.mu.Unlock()
+	msg := "Cannot read a GPU process's details under the proc root; it is reported without executable, owner and creation time"
+	if what == readCgroup {
+		msg = "Cannot read a GPU process's cgroup; it is reported without container and pod"
+	}
+	switch {
+	case seen:
+	case full:
+		a.logger.Debug(msg, zap.Int("pid", pid), zap.Error(err))
+	default:
+		a.logger.Warn(msg+", as are the other processes whose read fails the same way (logged once per cause)",
+			zap.String("proc_root", a.cfg.ProcRoot), zap.Int("pid", pid), zap.Error(err))
+	}
 }

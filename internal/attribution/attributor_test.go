@@ -2,6 +2,11 @@ package attribution
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,6 +111,23 @@ func TestAttributeResourcePrefixes(t *testing.T) {
 	assert.Equal(t, Owner{PodName: "trainer-0", Namespace: "ml", ContainerName: "trainer"}, gpu)
 }
 
+// Review 3, finding 5: a kubelet that lists GPUs by index ("nvidia0", as
+// GKE's device plugin does) gives no GPU its pod names; that is said.
+func TestAttributeNonUUIDDeviceIDsAreNotSilent(t *testing.T) {
+	sock := socketPath(t)
+	k := &fakeKubelet{}
+	k.set(&podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{
+		pod("ml", "trainer-0", ctr("trainer", dev("nvidia.com/gpu", "nvidia0"))),
+	}}, nil)
+	serve(t, sock, k)
+	core, logs := observer.New(zapcore.InfoLevel)
+	a := startAttributor(t, Config{PodResources: &PodResourcesConfig{Socket: sock}}, zap.New(core))
+	_, gpu := a.Attribute(gpuTrain, nil)
+	assert.Zero(t, gpu, "nothing matches a GPU UUID")
+	require.Eventually(t, func() bool { return logs.FilterMessageSnippet("pod names").Len() == 1 }, 5*time.Second, time.Millisecond,
+		"allocation by non-UUID ids: no pod names and no log")
+}
+
 func TestAttributeWithoutProcRoot(t *testing.T) {
 	a := startAttributor(t, Config{}, nil)
 	procs, gpu := a.Attribute(gpuTrain, []int{10, 11})
@@ -113,11 +135,14 @@ func TestAttributeWithoutProcRoot(t *testing.T) {
 	assert.Zero(t, gpu)
 }
 
-// NVML's PIDs that the proc root does not show: said once, whatever the
-// number of GPUs and scrapes; the processes keep their PIDs.
+// A proc root that shows only the collector's own PID namespace: said
+// once, whatever the number of GPUs and scrapes; the processes keep their
+// PIDs.
 func TestAttributeHiddenPIDsWarnOnce(t *testing.T) {
+	root := fakeProc(t, nil)
+	withSelf(t, root, "7", "pid:[4026532999]")
 	core, logs := observer.New(zapcore.InfoLevel)
-	a := startAttributor(t, Config{ProcRoot: fakeProc(t, nil)}, zap.New(core))
+	a := startAttributor(t, Config{ProcRoot: root}, zap.New(core))
 	for range 3 {
 		procs, gpu := a.Attribute(gpuTrain, []int{998, 999})
 		assert.Equal(t, []Process{{PID: 998}, {PID: 999}}, procs)
@@ -127,10 +152,100 @@ func TestAttributeHiddenPIDsWarnOnce(t *testing.T) {
 	assert.Contains(t, logs.All()[0].Message, "own PID namespace")
 }
 
+// Review 3, finding 3: a GPU whose only process had exited by the time
+// /proc was read (or a /proc mounted with hidepid=2) set off the once-only
+// "own PID namespace" warning, although the proc root is the host's; a
+// real PID namespace problem later went unsaid. Only the resolver's
+// verdict says so now.
+func TestAttributeExitedProcessesAreNoPIDNamespaceProblem(t *testing.T) {
+	for name, self := range map[string][2]string{
+		"the host's /proc":                 {"1234", initialPIDNamespace},
+		"the host's /proc in a container":  {"1234\t5", "pid:[4026532999]"},
+		"not a procfs (no self, no NSpid)": {},
+	} {
+		t.Run(name, func(t *testing.T) {
+			root := fakeProc(t, map[int]string{7: "host-v2-init.txt"})
+			if self[0] != "" {
+				withSelf(t, root, self[0], self[1])
+			}
+			core, logs := observer.New(zapcore.InfoLevel)
+			a := New(Config{ProcRoot: root}, zap.New(core))
+			procs, _ := a.Attribute(gpuTrain, []int{99}) // exited
+			assert.Equal(t, []Process{{PID: 99}}, procs)
+			_, _ = a.Attribute(gpuIdle, []int{98, 97})
+			assert.Zero(t, logs.Len(), "an exited process is not worth a log: %v", logs.All())
+		})
+	}
+}
+
+// Review 3, finding 3: a process's cgroup or /proc details that cannot be
+// read for another reason than its exit (EACCES, a read error) was dropped
+// without a word. It is logged once per cause, however many processes and
+// scrapes it hits.
+func TestAttributeUnreadableProcessLoggedOncePerCause(t *testing.T) {
+	root := fakeProc(t, nil)
+	withSelf(t, root, "1234", initialPIDNamespace)
+	for _, pid := range []string{"41", "42", "43"} {
+		// Directories where files should be: reading them fails (EISDIR),
+		// as an unreadable file would for a non-root collector.
+		require.NoError(t, os.MkdirAll(filepath.Join(root, pid, "cgroup"), 0o755))
+		require.NoError(t, os.MkdirAll(filepath.Join(root, pid, "comm"), 0o755))
+	}
+	core, logs := observer.New(zapcore.DebugLevel)
+	a := New(Config{ProcRoot: root}, zap.New(core))
+	for range 3 {
+		procs, _ := a.Attribute(gpuTrain, []int{41, 42, 43})
+		assert.Equal(t, []Process{{PID: 41}, {PID: 42}, {PID: 43}}, procs)
+	}
+	warned := logs.FilterLevelExact(zapcore.WarnLevel)
+	require.Equal(t, 2, warned.Len(), "one per cause (the details, the cgroup), not per process: %v", logs.All())
+	assert.Equal(t, 1, warned.FilterMessageSnippet("cgroup").Len())
+	assert.Equal(t, 1, warned.FilterMessageSnippet("executable").Len())
+	assert.Equal(t, 2, logs.Len(), "nothing more, at any level")
+
+	for i := range 3 * maxWarnedCauses {
+		a.warnRead(readCgroup, i, fmt.Errorf("cause %d", i))
+	}
+	assert.Len(t, a.warned, maxWarnedCauses, "bounded")
+	assert.Equal(t, maxWarnedCauses, logs.FilterLevelExact(zapcore.WarnLevel).Len())
+}
+
 func TestAttributeUnreadableProcRoot(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	a := startAttributor(t, Config{ProcRoot: "/nonexistent/proc"}, zap.New(core))
 	procs, _ := a.Attribute(gpuTrain, []int{1})
 	assert.Equal(t, []Process{{PID: 1}}, procs)
 	assert.GreaterOrEqual(t, logs.FilterMessageSnippet("proc root").Len(), 1)
+}
+
+// statLine is a /proc/<pid>/stat line whose start time is startTicks.
+func statLine(pid int, comm string, startTicks uint64) string {
+	f := make([]string, 50)
+	for i := range f {
+		f[i] = "0"
+	}
+	f[18] = strconv.FormatUint(startTicks, 10)
+	return fmt.Sprintf("%d (%s) S %s\n", pid, comm, strings.Join(f, " "))
+}
+
+// Review 3, finding 1: a proc root that shows only the collector's own PID
+// namespace gave NVML's host PID 42 the executable, owner and start time of
+// whatever process is 42 in that namespace. Nothing is read from it now.
+func TestAttributeNoProcessInfoFromTheCollectorsOwnPIDNamespace(t *testing.T) {
+	root := fakeProc(t, map[int]string{42: "host-v2-init.txt"})
+	writeTree(t, root, map[string]string{
+		"stat":      "cpu  1 2 3 4 5 6 7 8 9 10\nbtime 1600000000\n",
+		"42/comm":   "sh\n",
+		"42/status": "Name:\tsh\nUid:\t0\t0\t0\t0\n",
+		"42/stat":   statLine(42, "sh", 100),
+	})
+	withSelf(t, root, "7", "pid:[4026532999]") // its own namespace, not the host's
+	core, logs := observer.New(zapcore.InfoLevel)
+	a := New(Config{ProcRoot: root}, zap.New(core))
+	for range 2 {
+		procs, gpu := a.Attribute(gpuTrain, []int{42}) // a host PID from NVML
+		assert.Equal(t, []Process{{PID: 42}}, procs, "by PID alone")
+		assert.Zero(t, gpu)
+	}
+	assert.Equal(t, 1, logs.FilterMessageSnippet("own PID namespace").Len())
 }

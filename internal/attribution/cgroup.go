@@ -59,6 +59,12 @@ func parseCgroup(r io.Reader) (Owner, error) {
 	if err != nil {
 		return Owner{}, fmt.Errorf("parse cgroup file: %w", err)
 	}
+	return ownerOf(v1, unified), nil
+}
+
+// ownerOf is parseCgroup's answer for a parsed cgroup file: its v1
+// controllers' paths and its v2 path.
+func ownerOf(v1 map[string]string, unified string) Owner {
 	paths := make([]string, 0, len(v1)+1)
 	if unified != "" {
 		paths = append(paths, unified)
@@ -75,13 +81,13 @@ func parseCgroup(r io.Reader) (Owner, error) {
 	for _, p := range paths {
 		o := parseCgroupPath(p)
 		if o.ContainerID != "" {
-			return o, nil
+			return o
 		}
 		if podOnly.PodUID == "" {
 			podOnly = o
 		}
 	}
-	return podOnly, nil
+	return podOnly
 }
 
 // parseCgroupPath returns the container id and pod UID that one cgroup path

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // ContainerCPU is what a container's cgroup says of its CPU: the time its
@@ -39,18 +40,54 @@ type CgroupCPUReader struct {
 
 	mu       sync.Mutex
 	prefixes map[string]string // per base dir and count of leading "..": the directory found
+	// failed holds, per base dir and path, when a search for the path found
+	// nothing: with a wrong cgroup root, every container would otherwise
+	// walk up to maxSearched directories at every read.
+	failed map[string]time.Time
+
+	// readDir lists a directory during a search and now tells the time:
+	// os.ReadDir and time.Now, but in tests.
+	readDir func(string) ([]os.DirEntry, error)
+	now     func() time.Time
 }
+
+// failedSearchTTL is how long a failed search for a namespace-relative
+// path is remembered: a container whose cgroup is not found is searched
+// for again after it, not at every read.
+const failedSearchTTL = 5 * time.Minute
+
+// maxFailedSearches bounds CgroupCPUReader.failed.
+const maxFailedSearches = 4096
 
 // NewCgroupCPUReader reads processes from procRoot and cgroups from the
 // cgroup file system mounted at cgroupRoot (/sys/fs/cgroup on the host; the
 // host's, mounted read-only, in a container).
 func NewCgroupCPUReader(procRoot, cgroupRoot string) *CgroupCPUReader {
-	return &CgroupCPUReader{procRoot: procRoot, cgroupRoot: cgroupRoot, prefixes: map[string]string{}}
+	return &CgroupCPUReader{procRoot: procRoot, cgroupRoot: cgroupRoot, prefixes: map[string]string{},
+		failed: map[string]time.Time{}, readDir: os.ReadDir, now: time.Now}
 }
+
+// ErrContainerChanged is returned by ReadContainer when the process is
+// not in the container it was attributed to: it has exited and its PID has
+// been reused. The error matches ErrProcessNotFound too.
+var ErrContainerChanged = errors.New("the process is no longer in the container it was attributed to")
 
 // Read returns the CPU of the cgroup the process pid is in. A process that
 // is gone gives an error matching ErrProcessNotFound.
 func (r *CgroupCPUReader) Read(pid int) (ContainerCPU, error) {
+	return r.read(pid, "", false)
+}
+
+// ReadContainer is Read for a process found in the container containerID
+// (its 64-hex id; "" for none) some time before: when the process's cgroup
+// names another container now, the process has exited and its PID has been
+// reused, and the error matches ErrContainerChanged and ErrProcessNotFound.
+// Another container's CPU is never read for containerID.
+func (r *CgroupCPUReader) ReadContainer(pid int, containerID string) (ContainerCPU, error) {
+	return r.read(pid, containerID, true)
+}
+
+func (r *CgroupCPUReader) read(pid int, containerID string, check bool) (ContainerCPU, error) {
 	if pid <= 0 {
 		return ContainerCPU{}, fmt.Errorf("pid %d: %w", pid, ErrProcessNotFound)
 	}
@@ -65,6 +102,11 @@ func (r *CgroupCPUReader) Read(pid int) (ContainerCPU, error) {
 	f.Close()
 	if err != nil {
 		return ContainerCPU{}, fmt.Errorf("pid %d: parse cgroup file: %w", pid, err)
+	}
+	if check {
+		if now := ownerOf(v1, unified).ContainerID; now != containerID {
+			return ContainerCPU{}, fmt.Errorf("pid %d is in container %q, not %q: %w: %w", pid, now, containerID, ErrContainerChanged, ErrProcessNotFound)
+		}
 	}
 	if _, err := os.Stat(filepath.Join(r.cgroupRoot, "cgroup.controllers")); err == nil {
 		return r.readV2(unified)
@@ -173,7 +215,8 @@ const maxSearched = 20000
 // that climbs out of the reader's cgroup namespace ("/../../x/y") is looked
 // for under every directory of base, breadth first, up to 6 levels down;
 // the first directory under which x/y exists is remembered for paths that
-// climb as far.
+// climb as far, and a search that finds nothing is not done again for
+// failedSearchTTL.
 func (r *CgroupCPUReader) locate(base, p string) (string, error) {
 	ups := 0
 	for rest := strings.TrimPrefix(p, "/"); rest == ".." || strings.HasPrefix(rest, "../"); rest = strings.TrimPrefix(strings.TrimPrefix(rest, ".."), "/") {
@@ -184,11 +227,19 @@ func (r *CgroupCPUReader) locate(base, p string) (string, error) {
 		return filepath.Join(base, rel), nil
 	}
 	key := base + "\x00" + strconv.Itoa(ups)
+	failedKey := key + "\x00" + rel
+	notFound := func() error {
+		return fmt.Errorf("cgroup %q (outside the collector's cgroup namespace) not found under %s", p, base)
+	}
 	r.mu.Lock()
 	prefix, ok := r.prefixes[key]
+	failedAt, failed := r.failed[failedKey]
 	r.mu.Unlock()
 	if ok {
 		return filepath.Join(base, prefix, rel), nil
+	}
+	if failed && r.now().Sub(failedAt) < failedSearchTTL {
+		return "", notFound()
 	}
 	queue := []string{""}
 	for visited := 0; len(queue) > 0 && visited < maxSearched; visited++ {
@@ -203,7 +254,7 @@ func (r *CgroupCPUReader) locate(base, p string) (string, error) {
 		if strings.Count(dir, "/") >= 6 {
 			continue
 		}
-		entries, err := os.ReadDir(filepath.Join(base, dir))
+		entries, err := r.readDir(filepath.Join(base, dir))
 		if err != nil {
 			continue
 		}
@@ -213,7 +264,26 @@ func (r *CgroupCPUReader) locate(base, p string) (string, error) {
 			}
 		}
 	}
-	return "", fmt.Errorf("cgroup %q (outside the collector's cgroup namespace) not found under %s", p, base)
+	r.mu.Lock()
+	r.rememberFailure(failedKey)
+	r.mu.Unlock()
+	return "", notFound()
+}
+
+// rememberFailure notes a failed search for failedSearchTTL; r.mu is held.
+func (r *CgroupCPUReader) rememberFailure(key string) {
+	now := r.now()
+	if len(r.failed) >= maxFailedSearches {
+		for k, at := range r.failed {
+			if now.Sub(at) >= failedSearchTTL {
+				delete(r.failed, k)
+			}
+		}
+		if len(r.failed) >= maxFailedSearches {
+			clear(r.failed)
+		}
+	}
+	r.failed[key] = now
 }
 
 func isDir(p string) bool {

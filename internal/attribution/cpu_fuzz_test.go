@@ -86,3 +86,47 @@ func FuzzCgroupCPUReader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzLocate: any cgroup path, as /proc/<pid>/cgroup gives it (relative to
+// the reader's cgroup namespace), is located under the cgroup root or not
+// at all, and the same way when asked again (from the cache).
+func FuzzLocate(f *testing.F) {
+	const (
+		pod = "kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod7c9e6679_7425_40de_944b_e07fc1f90ae7.slice"
+		ctr = "cri-containerd-3f1d0c8d0b6a4ec5a3e2d1c0b9a8f7e6d5c4b3a29180706f5e4d3c2b1a0f9e8d.scope"
+	)
+	for _, p := range []string{
+		"/" + pod + "/" + ctr, // the host's cgroup namespace
+		"/../../kubepods-burstable-pod7c9e6679_7425_40de_944b_e07fc1f90ae7.slice/" + ctr, // another container's, seen from one
+		"/../../../../system.slice/docker-0123.scope", "/", "/..", "..", "../..", "/../..", "/../../../../../../../..",
+		"/a/../../..", "/..x/y", "//..//../" + ctr, "/./../.", "/../" + strings.Repeat("x/", 10),
+	} {
+		f.Add(p)
+	}
+	base := f.TempDir()
+	for _, dir := range []string{pod + "/" + ctr, "system.slice/docker-0123.scope", "a/b/c/d/e/f/g/h", "user.slice"} {
+		if err := os.MkdirAll(filepath.Join(base, dir), 0o755); err != nil {
+			f.Fatal(err)
+		}
+	}
+	f.Fuzz(func(t *testing.T, p string) {
+		r := NewCgroupCPUReader(base, base) // no process is read
+		dir, err := r.locate(base, p)
+		again, errAgain := r.locate(base, p)
+		if dir != again || (err == nil) != (errAgain == nil) {
+			t.Fatalf("%q: %q (%v), then %q (%v)", p, dir, err, again, errAgain)
+		}
+		if err != nil {
+			if !strings.Contains(p, "..") {
+				t.Fatalf("%q: %v", p, err)
+			}
+			return
+		}
+		if rel, relErr := filepath.Rel(base, dir); relErr != nil || rel == ".." || strings.HasPrefix(rel, "../") {
+			t.Fatalf("%q: %q is outside the cgroup root", p, dir)
+		}
+		if !strings.Contains(p, "..") && dir != filepath.Join(base, p) {
+			t.Fatalf("%q: %q", p, dir)
+		}
+	})
+}

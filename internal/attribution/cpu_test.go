@@ -145,6 +145,88 @@ func TestCgroupCPUReaderProcessGone(t *testing.T) {
 	assert.True(t, errors.Is(err, ErrProcessNotFound), "%v", err)
 }
 
+// ReadContainer reads a container's CPU only through a process that is
+// still in it: a PID reused by another container's process is no read.
+func TestCgroupCPUReaderReadContainer(t *testing.T) {
+	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	procRoot, cgroupRoot := t.TempDir(), t.TempDir()
+	writeTree(t, procRoot, map[string]string{
+		"10/cgroup": "0::/system.slice/docker-" + b + ".scope\n",
+		"11/cgroup": "0::/user.slice\n",
+	})
+	writeTree(t, cgroupRoot, map[string]string{
+		"cgroup.controllers":                           "cpu\n",
+		"system.slice/docker-" + b + ".scope/cpu.stat": "usage_usec 5000000\n",
+		"user.slice/cpu.stat":                          "usage_usec 1000000\n",
+	})
+	r := NewCgroupCPUReader(procRoot, cgroupRoot)
+	got, err := r.ReadContainer(10, b)
+	require.NoError(t, err)
+	assert.InDelta(t, 5.0, got.UsageSeconds, 1e-9)
+
+	_, err = r.ReadContainer(10, a)
+	assert.ErrorIs(t, err, ErrContainerChanged)
+	assert.ErrorIs(t, err, ErrProcessNotFound)
+	_, err = r.ReadContainer(11, a)
+	assert.ErrorIs(t, err, ErrContainerChanged, "now a host process")
+	_, err = r.ReadContainer(11, "")
+	assert.NoError(t, err, "a host process, as attributed")
+}
+
+// Review 3, finding 7: a namespace-relative cgroup path that is not under
+// the cgroup root (a wrong cgroup_root) was searched for again, up to
+// maxSearched directories, for every container at every scrape. A failed
+// search is remembered for failedSearchTTL.
+func TestCgroupCPUReaderCachesAFailedSearch(t *testing.T) {
+	procRoot, cgroupRoot := t.TempDir(), t.TempDir()
+	writeTree(t, procRoot, map[string]string{
+		"10/cgroup": "0::/../../kubepods-besteffort.slice/cri-containerd-" + fixtureCtr + ".scope\n",
+		"11/cgroup": "0::/../../kubepods-besteffort.slice/cri-containerd-" + strings.Repeat("b", 64) + ".scope\n",
+	})
+	writeTree(t, cgroupRoot, map[string]string{
+		"cgroup.controllers":        "cpu\n",
+		"system.slice/a/cpu.stat":   "usage_usec 1\n",
+		"user.slice/b/c/d/cpu.stat": "usage_usec 1\n",
+	})
+	r := NewCgroupCPUReader(procRoot, cgroupRoot)
+	var walked int
+	r.readDir = func(dir string) ([]os.DirEntry, error) {
+		walked++
+		return os.ReadDir(dir)
+	}
+	now := time.Unix(1_700_000_000, 0)
+	r.now = func() time.Time { return now }
+
+	_, err := r.Read(10)
+	require.ErrorContains(t, err, "not found under")
+	first := walked
+	require.Positive(t, first)
+	for range 5 {
+		_, again := r.Read(10)
+		assert.Equal(t, err, again, "the same error: one cause")
+	}
+	assert.Equal(t, first, walked, "no search again")
+
+	_, err = r.Read(11)
+	require.ErrorContains(t, err, "not found under")
+	assert.Equal(t, 2*first, walked, "another path: its own search")
+
+	now = now.Add(failedSearchTTL + time.Second)
+	_, err = r.Read(10)
+	require.ErrorContains(t, err, "not found under")
+	assert.Equal(t, 3*first, walked, "searched again once the failure is old")
+
+	// The container's cgroup appears under the root: found once the
+	// failure is old.
+	writeTree(t, cgroupRoot, map[string]string{
+		"kubepods.slice/kubepods-besteffort.slice/cri-containerd-" + fixtureCtr + ".scope/cpu.stat": "usage_usec 2000000\n",
+	})
+	now = now.Add(failedSearchTTL + time.Second)
+	cpu, err := r.Read(10)
+	require.NoError(t, err)
+	assert.InDelta(t, 2.0, cpu.UsageSeconds, 1e-9)
+}
+
 func TestParseCPUMax(t *testing.T) {
 	for in, want := range map[string][3]int64{"max 100000": {0, 100000, 0}, "250000 100000\n": {250000, 100000, 1}} {
 		q, p, limited, err := parseCPUMax(in)

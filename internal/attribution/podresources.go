@@ -73,6 +73,50 @@ type podSnapshot struct {
 	// <id>, so that a GPU's UUID finds every pod that holds a replica.
 	byID map[string][]Owner
 	at   time.Time
+	// notUUIDs describes the GPU device ids listed when none of them is a
+	// GPU or MIG UUID; zero when one is, or when none is listed.
+	notUUIDs nonUUIDIDs
+}
+
+// nonUUIDIDs describes device ids that cannot match a GPU: the device plugin
+// names GPUs by index ("0", GKE's "nvidia0"), not by UUID.
+type nonUUIDIDs struct {
+	// cause is the ids' shapes, digits as "N", sorted: "nvidiaN",
+	// "nvidiaN/vgpuN", "N", "N:N"; "" for none.
+	cause     string
+	ids       []string // a few of them, sorted
+	resources []string // their resources, sorted
+}
+
+// Bounds on what nonUUIDIDs keeps of a List answer.
+const (
+	maxNonUUIDShapes = 8
+	maxNonUUIDIDs    = 4
+)
+
+// isNVMLUUID reports whether a device id is named as NVML names GPUs and
+// MIG devices: "GPU-<uuid>", "MIG-<uuid>" (or "MIG-GPU-<uuid>/<gi>/<ci>"
+// on older drivers), possibly with a time-slicing replica's "::<n>".
+func isNVMLUUID(id string) bool {
+	return strings.HasPrefix(id, "GPU-") || strings.HasPrefix(id, "MIG-")
+}
+
+// idShape is a device id with each run of digits written "N".
+func idShape(id string) string {
+	var b strings.Builder
+	digits := false
+	for _, r := range id {
+		if '0' <= r && r <= '9' {
+			if !digits {
+				b.WriteByte('N')
+			}
+			digits = true
+			continue
+		}
+		digits = false
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // PodResourcesCache keeps the kubelet's GPU allocation: which pod and
@@ -93,6 +137,9 @@ type PodResourcesCache struct {
 
 	lastErr string // errorKey of the last error logged; used by the refresh goroutine only
 	expired bool   // the expiry was logged; used by the refresh goroutine only
+	// notUUIDWarned holds the nonUUIDIDs causes logged, at most
+	// maxNonUUIDShapes; used by the refresh goroutine only.
+	notUUIDWarned map[string]bool
 }
 
 // NewPodResourcesCache returns a cache that does nothing until Start. A nil
@@ -119,7 +166,7 @@ func NewPodResourcesCache(cfg PodResourcesConfig, logger *zap.Logger) *PodResour
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &PodResourcesCache{cfg: cfg, logger: logger, prefixes: append([]string(nil), prefixes...)}
+	return &PodResourcesCache{cfg: cfg, logger: logger, prefixes: append([]string(nil), prefixes...), notUUIDWarned: map[string]bool{}}
 }
 
 // Start launches the refresh goroutine and returns at once: the first List
@@ -198,6 +245,25 @@ func (c *PodResourcesCache) refreshAndLog(ctx context.Context) {
 		c.lastErr, c.expired = "", false
 		c.logger.Info("The kubelet's PodResources answer again", zap.String("socket", c.cfg.Socket), zap.Int("devices", n))
 	}
+	if err == nil {
+		c.warnNonUUIDs(c.snap.Load())
+	}
+}
+
+// warnNonUUIDs logs, once per cause, an allocation whose GPU device ids
+// are none of them GPU or MIG UUIDs: Owners is asked by UUID, so no GPU
+// gets pod names, and the List's success would say nothing of it.
+func (c *PodResourcesCache) warnNonUUIDs(s *podSnapshot) {
+	if s == nil || s.notUUIDs.cause == "" || c.notUUIDWarned[s.notUUIDs.cause] || len(c.notUUIDWarned) >= maxNonUUIDShapes {
+		return
+	}
+	c.notUUIDWarned[s.notUUIDs.cause] = true
+	c.logger.Warn("The kubelet lists GPUs by ids that are not GPU UUIDs, so pod names cannot be attached to GPUs "+
+		"(container.id and k8s.pod.uid from cgroups still are): the device plugin names devices by index. "+
+		"NVIDIA's device plugin names them by UUID with DEVICE_ID_STRATEGY=uuid, its default; "+
+		"GKE's device plugin always names them by index (nvidia0, ...)",
+		zap.Strings("resources", s.notUUIDs.resources), zap.Strings("device_ids", s.notUUIDs.ids),
+		zap.String("socket", c.cfg.Socket))
 }
 
 // errorKey tells errors apart for logging: a timeout is one error whatever
@@ -258,9 +324,27 @@ func (c *PodResourcesCache) refresh(ctx context.Context) (int, error) {
 	return len(snap.byID), nil
 }
 
-// buildSnapshot indexes a List answer by device id.
+// buildSnapshot indexes a List answer by device id, and notes device ids
+// none of which is a GPU or MIG UUID.
 func buildSnapshot(resp *podresourcesv1.ListPodResourcesResponse, prefixes []string) *podSnapshot {
 	s := &podSnapshot{byID: map[string][]Owner{}}
+	anyUUID := false
+	shapes, ids, resources := map[string]bool{}, map[string]bool{}, map[string]bool{}
+	note := func(resource, id string) {
+		if anyUUID || isNVMLUUID(id) {
+			anyUUID = true
+			return
+		}
+		if len(shapes) < maxNonUUIDShapes {
+			shapes[idShape(id)] = true
+		}
+		if len(ids) < maxNonUUIDIDs {
+			ids[id] = true
+		}
+		if len(resources) < maxNonUUIDShapes {
+			resources[resource] = true
+		}
+	}
 	add := func(id string, o Owner) {
 		for _, have := range s.byID[id] {
 			if have == o {
@@ -284,11 +368,24 @@ func buildSnapshot(resp *podresourcesv1.ListPodResourcesResponse, prefixes []str
 					if base, ok := replicaBase(id); ok {
 						add(base, o)
 					}
+					note(dev.GetResourceName(), id)
 				}
 			}
 		}
 	}
+	if !anyUUID && len(shapes) > 0 {
+		s.notUUIDs = nonUUIDIDs{cause: strings.Join(sortedKeys(shapes), ","), ids: sortedKeys(ids), resources: sortedKeys(resources)}
+	}
 	return s
+}
+
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
 }
 
 func hasAnyPrefix(s string, prefixes []string) bool {

@@ -413,6 +413,52 @@ func TestPodResourcesConfig(t *testing.T) {
 	assert.Equal(t, "nvidia.com/gpu", DefaultResourcePrefixes()[0], "the defaults cannot be changed through a cache")
 }
 
+// Review 3, finding 5: GKE's device plugin lists nvidia.com/gpu as
+// "nvidia0" ("nvidia0/vgpu0" when time-shared), NVIDIA's with
+// DEVICE_ID_STRATEGY=index as "0". The List succeeded, no GPU UUID
+// matched, and nothing said why GPUs had no pod names. One warning per
+// cause says so now, however many refreshes.
+func TestPodResourcesNonUUIDDeviceIDsAreLogged(t *testing.T) {
+	tests := []struct {
+		name string
+		devs []*podresourcesv1.ContainerDevices
+		want string // in the warning's ids; "": no warning
+	}{
+		{name: "GKE", devs: []*podresourcesv1.ContainerDevices{dev("nvidia.com/gpu", "nvidia0", "nvidia1")}, want: "nvidia0"},
+		{name: "GKE time-shared", devs: []*podresourcesv1.ContainerDevices{dev("nvidia.com/gpu", "nvidia0/vgpu3")}, want: "nvidia0/vgpu3"},
+		{name: "NVIDIA's, index strategy", devs: []*podresourcesv1.ContainerDevices{dev("nvidia.com/gpu", "0"), dev("nvidia.com/mig-1g.18gb", "1:0")}, want: "1:0"},
+		{name: "NVIDIA's, index strategy, time-sliced", devs: []*podresourcesv1.ContainerDevices{dev("nvidia.com/gpu", "0::1")}, want: "0::1"},
+		{name: "UUIDs", devs: []*podresourcesv1.ContainerDevices{dev("nvidia.com/gpu", gpuTrain, gpuSliced+"::1"), dev("nvidia.com/mig-3g.71gb", migInfer)}},
+		{name: "UUIDs beside another plugin's ids", devs: []*podresourcesv1.ContainerDevices{dev("nvidia.com/gpu", gpuTrain, "nvidia1")}},
+		{name: "another vendor's devices", devs: []*podresourcesv1.ContainerDevices{dev("example.com/fpga", "fpga-0")}},
+		{name: "no devices"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sock := socketPath(t)
+			k := &fakeKubelet{}
+			k.set(&podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{
+				pod("ml", "trainer-0", ctr("trainer", tt.devs...)),
+			}}, nil)
+			serve(t, sock, k)
+			core, logs := observer.New(zapcore.InfoLevel)
+			startCache(t, PodResourcesConfig{Socket: sock, RefreshInterval: 5 * time.Millisecond, Timeout: time.Second}, zap.New(core))
+			// Each refresh logs before the next List.
+			require.Eventually(t, func() bool { return k.calls.Load() >= 4 }, 5*time.Second, time.Millisecond)
+			warns := logs.FilterLevelExact(zapcore.WarnLevel)
+			if tt.want == "" {
+				assert.Zero(t, warns.Len(), "%v", warns.All())
+				return
+			}
+			require.Equal(t, 1, warns.Len(), "once, not per refresh")
+			w := warns.All()[0]
+			assert.Contains(t, w.Message, "pod names")
+			assert.Contains(t, w.Message, "DEVICE_ID_STRATEGY=uuid")
+			assert.Contains(t, w.ContextMap()["device_ids"], tt.want)
+		})
+	}
+}
+
 func TestReplicaBase(t *testing.T) {
 	for id, want := range map[string]string{
 		gpuTrain + "::0":  gpuTrain,

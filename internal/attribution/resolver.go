@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,8 +16,8 @@ import (
 
 // errPIDNamespace is returned by resolver.resolve for every PID once the
 // proc root has been found to show only the collector's own PID namespace:
-// NVML's PIDs cannot be resolved there, and container attributes are left
-// off.
+// NVML's PIDs cannot be resolved there (they name other processes, or
+// none), and processes are reported by PID alone.
 var errPIDNamespace = errors.New("the proc root shows only the collector's own PID namespace; run with hostPID, or mount the host's /proc and point the proc root at it")
 
 // initialPIDNamespace is the inode number of the kernel's initial (host)
@@ -66,7 +67,7 @@ func (r *resolver) check() error {
 		if errors.Is(r.err, errPIDNamespace) {
 			r.logger.Warn("GPU processes cannot be mapped to containers: the collector runs in its own PID namespace. "+
 				"Run it with hostPID: true, or mount the host's /proc and set the proc root to it; "+
-				"GPU metrics go on without container attributes",
+				"GPU processes are reported by PID alone, without executable, owner and container attributes",
 				zap.String("proc_root", r.procRoot))
 		} else {
 			r.logger.Warn("GPU processes cannot be mapped to containers: the proc root cannot be read; "+
@@ -115,7 +116,12 @@ func selfNSpid(statusPath string) ([]string, error) {
 		return nil, err
 	}
 	defer f.Close()
-	s := bufio.NewScanner(f)
+	return parseNSpid(f)
+}
+
+// parseNSpid returns the fields of the NSpid line of a status file.
+func parseNSpid(r io.Reader) ([]string, error) {
+	s := bufio.NewScanner(r)
 	for s.Scan() {
 		if rest, ok := strings.CutPrefix(s.Text(), "NSpid:"); ok {
 			return strings.Fields(rest), nil

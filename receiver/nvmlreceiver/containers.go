@@ -2,7 +2,6 @@ package nvmlreceiver
 
 import (
 	"errors"
-	"regexp"
 	"sort"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -29,13 +28,11 @@ type containerCPU struct {
 // debug level.
 const maxWarnedCauses = 16
 
-// pathInError matches the paths in a read error, which name the
-// container's cgroup.
-var pathInError = regexp.MustCompile(`/[^\s:"']*`)
-
-// readCause is what a failed read says, less the container it happened to.
+// readCause is what a failed read says, less the container it happened
+// to: less the paths, which name its cgroup, and the PID it was read
+// through.
 func readCause(err error) string {
-	return pathInError.ReplaceAllString(err.Error(), "...")
+	return attribution.ErrorCause(err)
 }
 
 // gpuContainer is a container with a GPU process in it.
@@ -74,9 +71,12 @@ func (c *containerCPU) record(mb *metadata.MetricsBuilder, ts pcommon.Timestamp,
 	sort.Strings(ids)
 	for _, id := range ids {
 		ctr := containers[id]
-		cpu, err := c.reader.Read(ctr.pid)
+		// The PID was found in container id during attribution; had it
+		// exited and been reused since, another container's CPU would go
+		// out as this one's. ReadContainer checks, and that is no failure.
+		cpu, err := c.reader.ReadContainer(ctr.pid, id)
 		if err != nil {
-			if !errors.Is(err, attribution.ErrProcessNotFound) {
+			if !errors.Is(err, attribution.ErrProcessNotFound) && !errors.Is(err, attribution.ErrContainerChanged) {
 				c.warn(id, err)
 			}
 			continue

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -106,7 +107,7 @@ func TestContainerCPUWarnsOncePerCauseNotPerContainer(t *testing.T) {
 		require.NoError(t, os.MkdirAll(filepath.Join(procRoot, fmt.Sprint(pid)), 0o700))
 		cg := fmt.Sprintf("0::/kubepods.slice/kubepods-pod%d.slice/cri-containerd-%064d.scope\n", pid, pid)
 		if pid == 1000+containers-1 {
-			cg = "4:cpuacct:/docker/abc\n" // no v2 path: another cause
+			cg = fmt.Sprintf("4:cpuacct:/docker/%064d\n", pid) // no v2 path: another cause
 		}
 		require.NoError(t, os.WriteFile(filepath.Join(procRoot, fmt.Sprint(pid), "cgroup"), []byte(cg), 0o600))
 	}
@@ -117,7 +118,7 @@ func TestContainerCPUWarnsOncePerCauseNotPerContainer(t *testing.T) {
 	// Each scrape sees two containers, new ones each time.
 	for pid := 1000; pid < 1000+containers; pid += 2 {
 		c.record(mb, pcommon.NewTimestampFromTime(time.Now()), map[string]gpuContainer{
-			fmt.Sprint(pid): {pid: pid}, fmt.Sprint(pid + 1): {pid: pid + 1},
+			fmt.Sprintf("%064d", pid): {pid: pid}, fmt.Sprintf("%064d", pid+1): {pid: pid + 1},
 		})
 	}
 	warned := logs.FilterMessageSnippet("Cannot read the CPU").FilterLevelExact(zapcore.WarnLevel)
@@ -128,4 +129,69 @@ func TestContainerCPUWarnsOncePerCauseNotPerContainer(t *testing.T) {
 		c.warn("x", fmt.Errorf("cause %d", i))
 	}
 	assert.Len(t, c.warned, maxWarnedCauses, "bounded")
+}
+
+// Review 3, finding 2: the PID found in container A during attribution is
+// read again at emit. Had it exited and been reused by a process of
+// container B in between, B's CPU went out on A's container.id. It is
+// skipped now, without a log: a process that exits is normal.
+func TestContainerCPUOfAReusedPIDIsNotAnotherContainers(t *testing.T) {
+	t.Parallel()
+	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	procRoot, cgroupRoot := t.TempDir(), t.TempDir()
+	bPath := "system.slice/docker-" + b + ".scope"
+	for p, content := range map[string]string{
+		filepath.Join(procRoot, "1000", "cgroup"):       "0::/" + bPath + "\n", // pid 1000 is in B now
+		filepath.Join(cgroupRoot, "cgroup.controllers"): "cpu\n",
+		filepath.Join(cgroupRoot, bPath, "cpu.stat"):    "usage_usec 5000000\n",
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	core, logs := observer.New(zapcore.DebugLevel)
+	c := &containerCPU{logger: zap.New(core), warned: map[string]bool{},
+		reader: attribution.NewCgroupCPUReader(procRoot, cgroupRoot)}
+	mb := metadata.NewMetricsBuilder(metadata.NewDefaultMetricsBuilderConfig(), newTestSettings())
+	ts := pcommon.NewTimestampFromTime(time.Now())
+
+	c.record(mb, ts, map[string]gpuContainer{a: {owner: owner{ContainerID: a}, pid: 1000}})
+	assert.Empty(t, containerResources(mb.Emit()), "container B's CPU on container A")
+	assert.Zero(t, logs.Len(), "a reused PID is not worth a log")
+
+	c.record(mb, ts, map[string]gpuContainer{b: {owner: owner{ContainerID: b}, pid: 1000}})
+	got := containerResources(mb.Emit())
+	require.Contains(t, got, b, "B's own process gives B's CPU")
+	assert.InDelta(t, 5.0, got[b]["container.cpu.time"], 1e-9)
+}
+
+// Review 3, finding 4: the cgroup reader's errors name the process ("pid
+// 1000: parse cgroup file: ..."), so every container with a malformed
+// cgroup file was a cause of its own and used up the warned causes; a new
+// cause after them went to debug level. The cause leaves the PID out now.
+func TestContainerCPUCauseLeavesThePIDOut(t *testing.T) {
+	t.Parallel()
+	procRoot, cgroupRoot := t.TempDir(), t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(cgroupRoot, "cgroup.controllers"), []byte("cpu\n"), 0o600))
+	const malformed = 20
+	containers := map[string]gpuContainer{}
+	for pid := 1000; pid < 1000+malformed+1; pid++ {
+		cg, id := "garbage\n", fmt.Sprintf("%064d", pid)
+		if pid == 1000+malformed {
+			cg = "4:cpuacct:/docker/" + id + "\n" // no v2 path: a new cause
+		}
+		require.NoError(t, os.MkdirAll(filepath.Join(procRoot, fmt.Sprint(pid)), 0o700))
+		require.NoError(t, os.WriteFile(filepath.Join(procRoot, fmt.Sprint(pid), "cgroup"), []byte(cg), 0o600))
+		containers[id] = gpuContainer{pid: pid}
+	}
+	core, logs := observer.New(zapcore.DebugLevel)
+	c := &containerCPU{logger: zap.New(core), warned: map[string]bool{},
+		reader: attribution.NewCgroupCPUReader(procRoot, cgroupRoot)}
+	mb := metadata.NewMetricsBuilder(metadata.NewDefaultMetricsBuilderConfig(), newTestSettings())
+	c.record(mb, pcommon.NewTimestampFromTime(time.Now()), containers) // in container id order: the new cause last
+
+	warned := logs.FilterMessageSnippet("Cannot read the CPU").FilterLevelExact(zapcore.WarnLevel)
+	require.Equal(t, 2, warned.Len(), "one warning per cause, whatever the PIDs")
+	assert.Contains(t, warned.All()[0].ContextMap()["error"], "parse cgroup file")
+	assert.Contains(t, warned.All()[1].ContextMap()["error"], "no v2 path", "the new cause is a warning")
+	assert.Len(t, c.warned, 2)
 }

@@ -131,18 +131,33 @@ func TestExitedProcessLeavesNoSeries(t *testing.T) {
 	assert.NotContains(t, procs, int64(4343))
 }
 
+// A proc root that shows only the collector's own PID namespace (a pod
+// without hostPID): said once; every process by PID alone, even one whose
+// PID also exists in that namespace.
 func TestForeignPIDNamespaceWarnsOnce(t *testing.T) {
 	t.Parallel()
+	root := t.TempDir()
+	for p, content := range map[string]string{
+		"4242/comm":   "sh\n",
+		"4242/cgroup": "0::/\n",
+		"self/status": "Name:\totelcol-nvml\nNSpid:\t7\n",
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(filepath.Join(root, p)), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(root, p), []byte(content), 0o644))
+	}
+	require.NoError(t, os.MkdirAll(filepath.Join(root, "self", "ns"), 0o755))
+	require.NoError(t, os.Symlink("pid:[4026532999]", filepath.Join(root, "self", "ns", "pid")))
 	m := nvmltest.NewH200()
-	m.GPUs[0].SetProcesses(proc(999, 1))
+	m.GPUs[0].SetProcesses(proc(999, 1), proc(4242, 1))
 	m.GPUs[1].SetProcesses(proc(998, 1))
-	ts := newTestScraper(t, m)
+	ts := newTestScraper(t, m, func(cfg *Config) { cfg.Processes.ProcRoot = root })
 	ts.start(t)
 	for range 3 {
 		md := ts.scrapeOK(t)
 		procs := processResources(md, nvmltest.UUID(0))
-		require.Len(t, procs, 1, "still reported, by pid")
+		require.Len(t, procs, 2, "still reported, by pid")
 		assert.NotContains(t, procs[999], "process.executable.name")
+		assert.NotContains(t, procs[4242], "process.executable.name", "another process's, in the collector's namespace")
 	}
 	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("own PID namespace").Len())
 }
