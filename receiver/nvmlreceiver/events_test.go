@@ -131,15 +131,7 @@ func TestLateEventOfAStoppedWatcherIsDropped(t *testing.T) {
 	stuck := newStuckCall(t)
 	var oldFreed atomic.Bool
 	sets := stuckEventSet(m, stuck, &oldFreed)
-	var lost atomic.Bool
-	for _, g := range m.GPUs {
-		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
-			if lost.Load() {
-				return 0, nvml.ERROR_GPU_IS_LOST
-			}
-			return 40, nvml.SUCCESS
-		}
-	}
+	lost := lossSwitch(m)
 	ts := newTestScraper(t, m)
 	ts.bounds = shortBounds
 	logs := new(consumertest.LogsSink)

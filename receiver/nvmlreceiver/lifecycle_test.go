@@ -207,15 +207,7 @@ func TestEveryGPULostWhileRegistrationHangs(t *testing.T) {
 	var inits atomic.Int32
 	m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
 	total, underCall := countShutdowns(m, &stuck.running)
-	var lost atomic.Bool
-	for _, g := range m.GPUs {
-		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
-			if lost.Load() {
-				return 0, nvml.ERROR_GPU_IS_LOST
-			}
-			return 40, nvml.SUCCESS
-		}
-	}
+	lost := lossSwitch(m)
 	ts := newTestScraper(t, m)
 	ts.bounds = shortBounds
 	ts.start(t)
@@ -309,16 +301,8 @@ func TestLostGPUsAreNotReinitializedEveryScrape(t *testing.T) {
 	ts := newTestScraper(t, m)
 	ts.bounds = shortBounds
 	ts.start(t)
-	var lost atomic.Bool
+	lost := lossSwitch(m)
 	lost.Store(true)
-	for _, g := range m.GPUs {
-		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
-			if lost.Load() {
-				return 0, nvml.ERROR_GPU_IS_LOST
-			}
-			return 40, nvml.SUCCESS
-		}
-	}
 	for range 5 {
 		ts.clock.Advance(10 * time.Second) // one collection interval
 		_, _ = ts.scrape(context.Background())
@@ -353,15 +337,7 @@ func TestGPUsLostAfterDataAreRetriedSoon(t *testing.T) {
 	m := nvmltest.NewH200()
 	var inits atomic.Int32
 	m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
-	var lost atomic.Bool
-	for _, g := range m.GPUs {
-		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
-			if lost.Load() {
-				return 0, nvml.ERROR_GPU_IS_LOST
-			}
-			return 40, nvml.SUCCESS
-		}
-	}
+	lost := lossSwitch(m)
 	ts := newTestScraper(t, m)
 	ts.bounds = shortBounds
 	ts.start(t)
@@ -401,15 +377,7 @@ func TestCountersAfterReinitCarryANewStartTime(t *testing.T) {
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m)
 	ts.start(t)
-	var lost atomic.Bool
-	for _, g := range m.GPUs {
-		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
-			if lost.Load() {
-				return 0, nvml.ERROR_GPU_IS_LOST
-			}
-			return 40, nvml.SUCCESS
-		}
-	}
+	lost := lossSwitch(m)
 	m.XID(0, 79)
 	require.Eventually(t, func() bool { return len(ts.events.counts(nvmltest.UUID(0))) == 1 }, 5*time.Second, time.Millisecond)
 	var before pmetric.NumberDataPoint
@@ -513,4 +481,19 @@ func TestRestartCountsFromTheNewStartTime(t *testing.T) {
 	dp := dropped.Sum().DataPoints().At(0)
 	assert.Equal(t, int64(1), dp.IntValue(), "one scrape since the new start time")
 	assert.Greater(t, dp.StartTimestamp(), p1.Timestamp(), "the new start time")
+}
+
+// lossSwitch makes every GPU of m answer GPU_IS_LOST (to its temperature
+// read) while the returned switch is on.
+func lossSwitch(m *nvmltest.Machine) *atomic.Bool {
+	lost := new(atomic.Bool)
+	for _, g := range m.GPUs {
+		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+			if lost.Load() {
+				return 0, nvml.ERROR_GPU_IS_LOST
+			}
+			return 40, nvml.SUCCESS
+		}
+	}
+	return lost
 }

@@ -239,20 +239,13 @@ func TestEveryGPULostReinitializes(t *testing.T) {
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m)
 	ts.start(t)
-	lost := true
-	for _, g := range m.GPUs {
-		g.GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
-			if lost {
-				return 0, nvml.ERROR_GPU_IS_LOST
-			}
-			return 40, nvml.SUCCESS
-		}
-	}
+	lost := lossSwitch(m)
+	lost.Store(true)
 	md := ts.scrapeOK(t)
 	for i := range 8 {
 		assert.Equal(t, []string{"hw.status"}, gpuMetricNames(md, nvmltest.UUID(i)))
 	}
-	lost = false // the driver came back
+	lost.Store(false) // the driver came back
 	ts.clock.Advance(time.Minute)
 	md = ts.scrapeOK(t)
 	assert.Len(t, resourceIDs(md), 8)
