@@ -5,7 +5,6 @@ package nvmlclient
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -144,34 +143,19 @@ func TestGPMNotInLibrary(t *testing.T) {
 // a session's GPUs never overlap in GPM, however they are scheduled.
 func TestGPMCallsNeverOverlapAcrossGPUs(t *testing.T) {
 	m := nvmltest.NewH200GPUs(4)
-	var inGPM, overlaps atomic.Int32
-	enter := func() {
-		if inGPM.Add(1) > 1 {
-			overlaps.Add(1)
-		}
-		time.Sleep(200 * time.Microsecond) // a firmware call's length
-		inGPM.Add(-1)
-	}
+	var calls overlapCounter
 	metricsGet := m.GpmMetricsGetFunc
-	m.GpmMetricsGetFunc = func(mg *nvml.GpmMetricsGetType) nvml.Return { enter(); return metricsGet(mg) }
+	m.GpmMetricsGetFunc = func(mg *nvml.GpmMetricsGetType) nvml.Return { calls.call(); return metricsGet(mg) }
 	for _, g := range m.GPUs {
 		sampleGet := g.GpmSampleGetFunc
-		g.GpmSampleGetFunc = func(s nvml.GpmSample) nvml.Return { enter(); return sampleGet(s) }
+		g.GpmSampleGetFunc = func(s nvml.GpmSample) nvml.Return { calls.call(); return sampleGet(s) }
 	}
 	c, clock, _ := openGPM(t, m)
-	for range 5 {
-		clock.Advance(time.Second)
-		var wg sync.WaitGroup
-		for _, d := range c.Devices() {
-			wg.Go(func() {
-				s, err := d.Read()
-				assert.NoError(t, err)
-				assert.NotNil(t, s.GPM)
-			})
-		}
-		wg.Wait()
-	}
-	assert.Zero(t, overlaps.Load(), "GPM calls of two GPUs ran at once")
+	readEveryGPUAtOnce(t, c, clock, 5, func(s Sample, err error) {
+		assert.NoError(t, err)
+		assert.NotNil(t, s.GPM)
+	})
+	assert.Zero(t, calls.overlaps.Load(), "GPM calls of two GPUs ran at once")
 }
 
 func TestGPMGateGivesUpOnAHungHolder(t *testing.T) {
