@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"regexp"
-	"sync"
 	"syscall"
 
 	"go.uber.org/zap"
@@ -49,15 +48,14 @@ type Attributor struct {
 	cgroup *resolver          // nil: no proc root
 	pods   *PodResourcesCache // nil: no kubelet
 
-	mu sync.Mutex
 	// warned holds the causes of failed reads already logged (what read
-	// failed, and ErrorCause), at most maxWarnedCauses: an unreadable
-	// proc root fails every process the same way, and is logged once.
-	warned map[string]bool
+	// failed, and ErrorCause): an unreadable proc root fails every
+	// process the same way, and is logged once.
+	warned *CauseLog
 }
 
-// maxWarnedCauses bounds Attributor.warned; later causes are logged at
-// debug level.
+// maxWarnedCauses bounds the causes of failed reads remembered; later
+// causes are logged at debug level.
 const maxWarnedCauses = 16
 
 // What a failed read was reading, for warnRead.
@@ -95,7 +93,7 @@ func New(cfg Config, logger *zap.Logger) *Attributor {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	a := &Attributor{cfg: cfg, logger: logger, warned: map[string]bool{}}
+	a := &Attributor{cfg: cfg, logger: logger, warned: NewCauseLog(maxWarnedCauses)}
 	if cfg.ProcRoot != "" {
 		procs, err := procinfo.New(cfg.ProcRoot)
 		if err != nil {
@@ -188,22 +186,15 @@ func (a *Attributor) Attribute(deviceID string, pids []int) ([]Process, Owner) {
 // cause, naming the first process it happened to. A process that has
 // exited is not worth a log: it is not passed here.
 func (a *Attributor) warnRead(what string, pid int, err error) {
-	key := what + ": " + ErrorCause(err)
-	a.mu.Lock()
-	seen, full := a.warned[key], len(a.warned) >= maxWarnedCauses
-	if !seen && !full {
-		a.warned[key] = true
-	}
-	a.mu.Unlock()
+	first, full := a.warned.Note(what + ": " + ErrorCause(err))
 	msg := "Cannot read a GPU process's details under the proc root; it is reported without executable, owner and creation time"
 	if what == readCgroup {
 		msg = "Cannot read a GPU process's cgroup; it is reported without container and pod"
 	}
 	switch {
-	case seen:
 	case full:
 		a.logger.Debug(msg, zap.Int("pid", pid), zap.Error(err))
-	default:
+	case first:
 		a.logger.Warn(msg+", as are the other processes whose read fails the same way (logged once per cause)",
 			zap.String("proc_root", a.cfg.ProcRoot), zap.Int("pid", pid), zap.Error(err))
 	}

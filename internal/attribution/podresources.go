@@ -138,8 +138,8 @@ type PodResourcesCache struct {
 	lastErr string // errorKey of the last error logged; used by the refresh goroutine only
 	expired bool   // the expiry was logged; used by the refresh goroutine only
 	// notUUIDWarned holds the nonUUIDIDs causes logged, at most
-	// maxNonUUIDShapes; used by the refresh goroutine only.
-	notUUIDWarned map[string]bool
+	// maxNonUUIDShapes.
+	notUUIDWarned *CauseLog
 }
 
 // NewPodResourcesCache returns a cache that does nothing until Start. A nil
@@ -166,7 +166,7 @@ func NewPodResourcesCache(cfg PodResourcesConfig, logger *zap.Logger) *PodResour
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &PodResourcesCache{cfg: cfg, logger: logger, prefixes: append([]string(nil), prefixes...), notUUIDWarned: map[string]bool{}}
+	return &PodResourcesCache{cfg: cfg, logger: logger, prefixes: append([]string(nil), prefixes...), notUUIDWarned: NewCauseLog(maxNonUUIDShapes)}
 }
 
 // Start launches the refresh goroutine and returns at once: the first List
@@ -254,10 +254,12 @@ func (c *PodResourcesCache) refreshAndLog(ctx context.Context) {
 // are none of them GPU or MIG UUIDs: Owners is asked by UUID, so no GPU
 // gets pod names, and the List's success would say nothing of it.
 func (c *PodResourcesCache) warnNonUUIDs(s *podSnapshot) {
-	if s == nil || s.notUUIDs.cause == "" || c.notUUIDWarned[s.notUUIDs.cause] || len(c.notUUIDWarned) >= maxNonUUIDShapes {
+	if s == nil || s.notUUIDs.cause == "" {
 		return
 	}
-	c.notUUIDWarned[s.notUUIDs.cause] = true
+	if first, _ := c.notUUIDWarned.Note(s.notUUIDs.cause); !first {
+		return
+	}
 	c.logger.Warn("The kubelet lists GPUs by ids that are not GPU UUIDs, so pod names cannot be attached to GPUs "+
 		"(container.id and k8s.pod.uid from cgroups still are): the device plugin names devices by index. "+
 		"NVIDIA's device plugin names them by UUID with DEVICE_ID_STRATEGY=uuid, its default; "+

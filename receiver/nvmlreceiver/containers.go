@@ -18,22 +18,17 @@ import (
 type containerCPU struct {
 	logger *zap.Logger
 	reader *attribution.CgroupCPUReader
-	// warned holds the causes of failed reads already logged (readCause),
-	// at most maxWarnedCauses: a wrong cgroup_root fails every container
-	// the same way, and is logged once, not once per container.
-	warned map[string]bool
+	// warned holds the causes of failed reads already logged
+	// (attribution.ErrorCause: less the paths, which name the container's
+	// cgroup, and the PID it was read through): a wrong cgroup_root fails
+	// every container the same way, and is logged once, not once per
+	// container.
+	warned *attribution.CauseLog
 }
 
-// maxWarnedCauses bounds containerCPU.warned; later causes are logged at
+// maxWarnedCauses bounds the causes remembered; later causes are logged at
 // debug level.
 const maxWarnedCauses = 16
-
-// readCause is what a failed read says, less the container it happened
-// to: less the paths, which name its cgroup, and the PID it was read
-// through.
-func readCause(err error) string {
-	return attribution.ErrorCause(err)
-}
 
 // gpuContainer is a container with a GPU process in it.
 type gpuContainer struct {
@@ -94,15 +89,13 @@ func (c *containerCPU) record(mb *metadata.MetricsBuilder, ts pcommon.Timestamp,
 // warn logs a failed read once per cause, naming the first container it
 // happened to.
 func (c *containerCPU) warn(id string, err error) {
-	key := readCause(err)
-	if c.warned[key] {
-		return
-	}
-	if len(c.warned) >= maxWarnedCauses {
+	first, full := c.warned.Note(attribution.ErrorCause(err))
+	if full {
 		c.logger.Debug("Cannot read the CPU of a container that holds a GPU", zap.String("container.id", id), zap.Error(err))
+	}
+	if !first {
 		return
 	}
-	c.warned[key] = true
 	c.logger.Warn("Cannot read the CPU of a container that holds a GPU; container.cpu.time is left out for it, "+
 		"and for the other containers whose read fails the same way (logged once per cause)",
 		zap.String("container.id", id), zap.Error(err))

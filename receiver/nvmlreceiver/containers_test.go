@@ -112,7 +112,7 @@ func TestContainerCPUWarnsOncePerCauseNotPerContainer(t *testing.T) {
 		require.NoError(t, os.WriteFile(filepath.Join(procRoot, fmt.Sprint(pid), "cgroup"), []byte(cg), 0o600))
 	}
 	core, logs := observer.New(zapcore.DebugLevel)
-	c := &containerCPU{logger: zap.New(core), warned: map[string]bool{},
+	c := &containerCPU{logger: zap.New(core), warned: attribution.NewCauseLog(maxWarnedCauses),
 		reader: attribution.NewCgroupCPUReader(procRoot, cgroupRoot)}
 	mb := metadata.NewMetricsBuilder(metadata.NewDefaultMetricsBuilderConfig(), newTestSettings())
 	// Each scrape sees two containers, new ones each time.
@@ -123,12 +123,12 @@ func TestContainerCPUWarnsOncePerCauseNotPerContainer(t *testing.T) {
 	}
 	warned := logs.FilterMessageSnippet("Cannot read the CPU").FilterLevelExact(zapcore.WarnLevel)
 	assert.Equal(t, 2, warned.Len(), "one warning per cause")
-	assert.Len(t, c.warned, 2, "the causes, not the containers")
+	assert.Equal(t, 2, c.warned.Len(), "the causes, not the containers")
 
 	for i := range 3 * maxWarnedCauses {
 		c.warn("x", fmt.Errorf("cause %d", i))
 	}
-	assert.Len(t, c.warned, maxWarnedCauses, "bounded")
+	assert.Equal(t, maxWarnedCauses, c.warned.Len(), "bounded")
 }
 
 // Review 3, finding 2: the PID found in container A during attribution is
@@ -149,7 +149,7 @@ func TestContainerCPUOfAReusedPIDIsNotAnotherContainers(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
 	}
 	core, logs := observer.New(zapcore.DebugLevel)
-	c := &containerCPU{logger: zap.New(core), warned: map[string]bool{},
+	c := &containerCPU{logger: zap.New(core), warned: attribution.NewCauseLog(maxWarnedCauses),
 		reader: attribution.NewCgroupCPUReader(procRoot, cgroupRoot)}
 	mb := metadata.NewMetricsBuilder(metadata.NewDefaultMetricsBuilderConfig(), newTestSettings())
 	ts := pcommon.NewTimestampFromTime(time.Now())
@@ -184,7 +184,7 @@ func TestContainerCPUCauseLeavesThePIDOut(t *testing.T) {
 		containers[id] = gpuContainer{pid: pid}
 	}
 	core, logs := observer.New(zapcore.DebugLevel)
-	c := &containerCPU{logger: zap.New(core), warned: map[string]bool{},
+	c := &containerCPU{logger: zap.New(core), warned: attribution.NewCauseLog(maxWarnedCauses),
 		reader: attribution.NewCgroupCPUReader(procRoot, cgroupRoot)}
 	mb := metadata.NewMetricsBuilder(metadata.NewDefaultMetricsBuilderConfig(), newTestSettings())
 	c.record(mb, pcommon.NewTimestampFromTime(time.Now()), containers) // in container id order: the new cause last
@@ -193,5 +193,5 @@ func TestContainerCPUCauseLeavesThePIDOut(t *testing.T) {
 	require.Equal(t, 2, warned.Len(), "one warning per cause, whatever the PIDs")
 	assert.Contains(t, warned.All()[0].ContextMap()["error"], "parse cgroup file")
 	assert.Contains(t, warned.All()[1].ContextMap()["error"], "no v2 path", "the new cause is a warning")
-	assert.Len(t, c.warned, 2)
+	assert.Equal(t, 2, c.warned.Len())
 }

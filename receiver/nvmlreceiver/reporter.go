@@ -45,7 +45,7 @@ func (r *reporter) start(set receiver.Settings) {
 	clear(r.dropped)
 	r.owners = newAttributor(r.cfg, set.Logger)
 	if r.cfg.Processes.Enabled {
-		r.cpu = &containerCPU{logger: set.Logger, warned: map[string]bool{},
+		r.cpu = &containerCPU{logger: set.Logger, warned: attribution.NewCauseLog(maxWarnedCauses),
 			reader: attribution.NewCgroupCPUReader(r.cfg.Processes.ProcRoot, r.cfg.Processes.CgroupRoot)}
 	}
 }
