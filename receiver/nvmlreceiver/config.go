@@ -38,6 +38,10 @@ type Config struct {
 	// Kubernetes configures pod attribution through the kubelet.
 	Kubernetes KubernetesConfig `mapstructure:"kubernetes"`
 
+	// Accounting configures the held, busy, active and idle time counters
+	// (accounting.go).
+	Accounting AccountingConfig `mapstructure:"accounting"`
+
 	// CounterInterval is how often the costly counters are read, in the
 	// background: hw.energy (3-7 ms of CPU a call on an H200),
 	// nvidia.gpu.clock.event.time and nvidia.gpu.pcie.replays (1.25 ms
@@ -84,6 +88,28 @@ type KubernetesConfig struct {
 	ResourcePrefixes []string `mapstructure:"resource_prefixes"`
 }
 
+// AccountingConfig configures the GPU-time counters.
+type AccountingConfig struct {
+	// IdleThreshold is the activity (SM activity with GPM, utilization
+	// without) under which a held window counts as idle.
+	IdleThreshold float64 `mapstructure:"idle_threshold"`
+	// ShareInterval is how often the processes' shares of a GPU's busy
+	// time are sampled between scrapes, when the collection interval is
+	// longer: NVML keeps only a smoothed recent figure per process, so
+	// nvidia.gpu.process.busy.time averages these samples over the window.
+	// 0 samples only at the scrapes.
+	ShareInterval time.Duration `mapstructure:"share_interval"`
+}
+
+// DefaultIdleThreshold is 5 % activity: a training step that does any work
+// keeps SM activity well above it, and a process that only holds memory
+// reads 0 (docs/h200-runs.md).
+const DefaultIdleThreshold = 0.05
+
+// minShareInterval bounds the share sampling: each sample is one
+// nvmlDeviceGetProcessUtilization call, about 1.9 ms of CPU per GPU.
+const minShareInterval = 100 * time.Millisecond
+
 // minCollectionInterval is the shortest collection_interval accepted.
 const minCollectionInterval = 100 * time.Millisecond
 
@@ -118,6 +144,12 @@ func (cfg *Config) Validate() error {
 		}
 		// A path that does not exist yet is allowed: the driver may be mounted
 		// after the collector starts, and the receiver retries.
+	}
+	if t := cfg.Accounting.IdleThreshold; !(t > 0 && t < 1) {
+		errs = append(errs, fmt.Errorf("accounting::idle_threshold: %v must be above 0 and below 1 (a fraction of SM activity, e.g. 0.05)", t))
+	}
+	if si := cfg.Accounting.ShareInterval; si != 0 && si < minShareInterval {
+		errs = append(errs, fmt.Errorf("accounting::share_interval: %v must be 0 (at the scrapes only) or at least %v (a bare number is nanoseconds)", si, minShareInterval))
 	}
 	if cfg.CounterInterval < 0 {
 		errs = append(errs, errors.New("counter_interval: must be 0 (every scrape) or more"))

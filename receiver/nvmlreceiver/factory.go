@@ -40,6 +40,10 @@ func createDefaultConfig() component.Config {
 			ProcRoot:   "/proc",
 			CgroupRoot: "/sys/fs/cgroup",
 		},
+		Accounting: AccountingConfig{
+			IdleThreshold: DefaultIdleThreshold,
+			ShareInterval: time.Second,
+		},
 		Kubernetes: KubernetesConfig{
 			PodResourcesSocket: attribution.DefaultPodResourcesSocket,
 			RefreshInterval:    30 * time.Second,

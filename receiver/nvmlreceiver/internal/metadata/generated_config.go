@@ -369,6 +369,46 @@ func (ms *HwTemperatureMetricConfig) Validate() error {
 	return nil
 }
 
+// NvidiaGpuActiveTimeMetricConfig provides config for the nvidia.gpu.active.time metric.
+type NvidiaGpuActiveTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuActiveTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuBusyTimeMetricConfig provides config for the nvidia.gpu.busy.time metric.
+type NvidiaGpuBusyTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuBusyTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuClockEventActiveMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.clock.event.active metric.
 type NvidiaGpuClockEventActiveMetricAttributeKey string
 
@@ -560,6 +600,46 @@ type NvidiaGpuGraphicsActivityMetricConfig struct {
 }
 
 func (ms *NvidiaGpuGraphicsActivityMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuHeldTimeMetricConfig provides config for the nvidia.gpu.held.time metric.
+type NvidiaGpuHeldTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuHeldTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuIdleTimeMetricConfig provides config for the nvidia.gpu.idle.time metric.
+type NvidiaGpuIdleTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuIdleTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	if parser == nil {
 		return nil
 	}
@@ -925,6 +1005,26 @@ func (ms *NvidiaGpuPowerLimitMetricConfig) Unmarshal(parser *confmap.Conf) error
 	return nil
 }
 
+// NvidiaGpuProcessBusyTimeMetricConfig provides config for the nvidia.gpu.process.busy.time metric.
+type NvidiaGpuProcessBusyTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuProcessBusyTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuProcessCountMetricConfig provides config for the nvidia.gpu.process.count metric.
 type NvidiaGpuProcessCountMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -952,6 +1052,46 @@ type NvidiaGpuProcessDroppedMetricConfig struct {
 }
 
 func (ms *NvidiaGpuProcessDroppedMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuProcessHeldTimeMetricConfig provides config for the nvidia.gpu.process.held.time metric.
+type NvidiaGpuProcessHeldTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuProcessHeldTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuProcessIdleTimeMetricConfig provides config for the nvidia.gpu.process.idle.time metric.
+type NvidiaGpuProcessIdleTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuProcessIdleTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	if parser == nil {
 		return nil
 	}
@@ -1209,6 +1349,54 @@ func (ms *NvidiaGpuXidErrorsMetricConfig) Validate() error {
 	return nil
 }
 
+// ProcessCPUTimeMetricAttributeKey specifies the key of an attribute for the process.cpu.time metric.
+type ProcessCPUTimeMetricAttributeKey string
+
+const (
+	ProcessCPUTimeMetricAttributeKeyCPUMode ProcessCPUTimeMetricAttributeKey = "cpu.mode"
+)
+
+// ProcessCPUTimeMetricConfig provides config for the process.cpu.time metric.
+type ProcessCPUTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                             `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []ProcessCPUTimeMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *ProcessCPUTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *ProcessCPUTimeMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case ProcessCPUTimeMetricAttributeKeyCPUMode:
+		default:
+			return fmt.Errorf("metric process.cpu.time doesn't have an attribute %v, valid attributes: [cpu.mode]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // MetricsConfig provides config for nvml metrics.
 type MetricsConfig struct {
 	ContainerCPUTime                            ContainerCPUTimeMetricConfig                            `mapstructure:"container.cpu.time"`
@@ -1222,12 +1410,16 @@ type MetricsConfig struct {
 	HwPower                                     HwPowerMetricConfig                                     `mapstructure:"hw.power"`
 	HwStatus                                    HwStatusMetricConfig                                    `mapstructure:"hw.status"`
 	HwTemperature                               HwTemperatureMetricConfig                               `mapstructure:"hw.temperature"`
+	NvidiaGpuActiveTime                         NvidiaGpuActiveTimeMetricConfig                         `mapstructure:"nvidia.gpu.active.time"`
+	NvidiaGpuBusyTime                           NvidiaGpuBusyTimeMetricConfig                           `mapstructure:"nvidia.gpu.busy.time"`
 	NvidiaGpuClockEventActive                   NvidiaGpuClockEventActiveMetricConfig                   `mapstructure:"nvidia.gpu.clock.event.active"`
 	NvidiaGpuClockEventTime                     NvidiaGpuClockEventTimeMetricConfig                     `mapstructure:"nvidia.gpu.clock.event.time"`
 	NvidiaGpuClockFrequency                     NvidiaGpuClockFrequencyMetricConfig                     `mapstructure:"nvidia.gpu.clock.frequency"`
 	NvidiaGpuContainerCPULimit                  NvidiaGpuContainerCPULimitMetricConfig                  `mapstructure:"nvidia.gpu.container.cpu.limit"`
 	NvidiaGpuFanSpeed                           NvidiaGpuFanSpeedMetricConfig                           `mapstructure:"nvidia.gpu.fan.speed"`
 	NvidiaGpuGraphicsActivity                   NvidiaGpuGraphicsActivityMetricConfig                   `mapstructure:"nvidia.gpu.graphics.activity"`
+	NvidiaGpuHeldTime                           NvidiaGpuHeldTimeMetricConfig                           `mapstructure:"nvidia.gpu.held.time"`
+	NvidiaGpuIdleTime                           NvidiaGpuIdleTimeMetricConfig                           `mapstructure:"nvidia.gpu.idle.time"`
 	NvidiaGpuMemoryBandwidthUtilization         NvidiaGpuMemoryBandwidthUtilizationMetricConfig         `mapstructure:"nvidia.gpu.memory.bandwidth.utilization"`
 	NvidiaGpuMemoryControllerUtilization        NvidiaGpuMemoryControllerUtilizationMetricConfig        `mapstructure:"nvidia.gpu.memory.controller.utilization"`
 	NvidiaGpuMemoryReserved                     NvidiaGpuMemoryReservedMetricConfig                     `mapstructure:"nvidia.gpu.memory.reserved"`
@@ -1240,8 +1432,11 @@ type MetricsConfig struct {
 	NvidiaGpuPerformanceState                   NvidiaGpuPerformanceStateMetricConfig                   `mapstructure:"nvidia.gpu.performance_state"`
 	NvidiaGpuPipeActivity                       NvidiaGpuPipeActivityMetricConfig                       `mapstructure:"nvidia.gpu.pipe.activity"`
 	NvidiaGpuPowerLimit                         NvidiaGpuPowerLimitMetricConfig                         `mapstructure:"nvidia.gpu.power.limit"`
+	NvidiaGpuProcessBusyTime                    NvidiaGpuProcessBusyTimeMetricConfig                    `mapstructure:"nvidia.gpu.process.busy.time"`
 	NvidiaGpuProcessCount                       NvidiaGpuProcessCountMetricConfig                       `mapstructure:"nvidia.gpu.process.count"`
 	NvidiaGpuProcessDropped                     NvidiaGpuProcessDroppedMetricConfig                     `mapstructure:"nvidia.gpu.process.dropped"`
+	NvidiaGpuProcessHeldTime                    NvidiaGpuProcessHeldTimeMetricConfig                    `mapstructure:"nvidia.gpu.process.held.time"`
+	NvidiaGpuProcessIdleTime                    NvidiaGpuProcessIdleTimeMetricConfig                    `mapstructure:"nvidia.gpu.process.idle.time"`
 	NvidiaGpuProcessMemoryControllerUtilization NvidiaGpuProcessMemoryControllerUtilizationMetricConfig `mapstructure:"nvidia.gpu.process.memory.controller.utilization"`
 	NvidiaGpuProcessMemoryUsage                 NvidiaGpuProcessMemoryUsageMetricConfig                 `mapstructure:"nvidia.gpu.process.memory.usage"`
 	NvidiaGpuProcessUtilization                 NvidiaGpuProcessUtilizationMetricConfig                 `mapstructure:"nvidia.gpu.process.utilization"`
@@ -1250,6 +1445,7 @@ type MetricsConfig struct {
 	NvidiaGpuTensorActivity                     NvidiaGpuTensorActivityMetricConfig                     `mapstructure:"nvidia.gpu.tensor.activity"`
 	NvidiaGpuTensorPipeActivity                 NvidiaGpuTensorPipeActivityMetricConfig                 `mapstructure:"nvidia.gpu.tensor.pipe.activity"`
 	NvidiaGpuXidErrors                          NvidiaGpuXidErrorsMetricConfig                          `mapstructure:"nvidia.gpu.xid.errors"`
+	ProcessCPUTime                              ProcessCPUTimeMetricConfig                              `mapstructure:"process.cpu.time"`
 }
 
 func DefaultMetricsConfig() MetricsConfig {
@@ -1297,6 +1493,12 @@ func DefaultMetricsConfig() MetricsConfig {
 			AggregationStrategy: AggregationStrategyAvg,
 			EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
 		},
+		NvidiaGpuActiveTime: NvidiaGpuActiveTimeMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuBusyTime: NvidiaGpuBusyTimeMetricConfig{
+			Enabled: true,
+		},
 		NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
@@ -1319,6 +1521,12 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		NvidiaGpuGraphicsActivity: NvidiaGpuGraphicsActivityMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuHeldTime: NvidiaGpuHeldTimeMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuIdleTime: NvidiaGpuIdleTimeMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuMemoryBandwidthUtilization: NvidiaGpuMemoryBandwidthUtilizationMetricConfig{
@@ -1365,10 +1573,19 @@ func DefaultMetricsConfig() MetricsConfig {
 		NvidiaGpuPowerLimit: NvidiaGpuPowerLimitMetricConfig{
 			Enabled: true,
 		},
+		NvidiaGpuProcessBusyTime: NvidiaGpuProcessBusyTimeMetricConfig{
+			Enabled: true,
+		},
 		NvidiaGpuProcessCount: NvidiaGpuProcessCountMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuProcessDropped: NvidiaGpuProcessDroppedMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuProcessHeldTime: NvidiaGpuProcessHeldTimeMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuProcessIdleTime: NvidiaGpuProcessIdleTimeMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuProcessMemoryControllerUtilization: NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{
@@ -1400,6 +1617,11 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []NvidiaGpuXidErrorsMetricAttributeKey{NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid},
+		},
+		ProcessCPUTime: ProcessCPUTimeMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []ProcessCPUTimeMetricAttributeKey{ProcessCPUTimeMetricAttributeKeyCPUMode},
 		},
 	}
 }

@@ -69,6 +69,12 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
 					},
+					NvidiaGpuActiveTime: NvidiaGpuActiveTimeMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuBusyTime: NvidiaGpuBusyTimeMetricConfig{
+						Enabled: true,
+					},
 					NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
@@ -91,6 +97,12 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled: true,
 					},
 					NvidiaGpuGraphicsActivity: NvidiaGpuGraphicsActivityMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuHeldTime: NvidiaGpuHeldTimeMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuIdleTime: NvidiaGpuIdleTimeMetricConfig{
 						Enabled: true,
 					},
 					NvidiaGpuMemoryBandwidthUtilization: NvidiaGpuMemoryBandwidthUtilizationMetricConfig{
@@ -137,10 +149,19 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuPowerLimit: NvidiaGpuPowerLimitMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuProcessBusyTime: NvidiaGpuProcessBusyTimeMetricConfig{
+						Enabled: true,
+					},
 					NvidiaGpuProcessCount: NvidiaGpuProcessCountMetricConfig{
 						Enabled: true,
 					},
 					NvidiaGpuProcessDropped: NvidiaGpuProcessDroppedMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuProcessHeldTime: NvidiaGpuProcessHeldTimeMetricConfig{
+						Enabled: true,
+					},
+					NvidiaGpuProcessIdleTime: NvidiaGpuProcessIdleTimeMetricConfig{
 						Enabled: true,
 					},
 					NvidiaGpuProcessMemoryControllerUtilization: NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{
@@ -172,6 +193,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []NvidiaGpuXidErrorsMetricAttributeKey{NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid},
+					},
+					ProcessCPUTime: ProcessCPUTimeMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []ProcessCPUTimeMetricAttributeKey{ProcessCPUTimeMetricAttributeKeyCPUMode},
 					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
@@ -247,6 +273,12 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
 					},
+					NvidiaGpuActiveTime: NvidiaGpuActiveTimeMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuBusyTime: NvidiaGpuBusyTimeMetricConfig{
+						Enabled: false,
+					},
 					NvidiaGpuClockEventActive: NvidiaGpuClockEventActiveMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
@@ -269,6 +301,12 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled: false,
 					},
 					NvidiaGpuGraphicsActivity: NvidiaGpuGraphicsActivityMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuHeldTime: NvidiaGpuHeldTimeMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuIdleTime: NvidiaGpuIdleTimeMetricConfig{
 						Enabled: false,
 					},
 					NvidiaGpuMemoryBandwidthUtilization: NvidiaGpuMemoryBandwidthUtilizationMetricConfig{
@@ -315,10 +353,19 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuPowerLimit: NvidiaGpuPowerLimitMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuProcessBusyTime: NvidiaGpuProcessBusyTimeMetricConfig{
+						Enabled: false,
+					},
 					NvidiaGpuProcessCount: NvidiaGpuProcessCountMetricConfig{
 						Enabled: false,
 					},
 					NvidiaGpuProcessDropped: NvidiaGpuProcessDroppedMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuProcessHeldTime: NvidiaGpuProcessHeldTimeMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuProcessIdleTime: NvidiaGpuProcessIdleTimeMetricConfig{
 						Enabled: false,
 					},
 					NvidiaGpuProcessMemoryControllerUtilization: NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{
@@ -351,6 +398,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategySum,
 						EnabledAttributes:   []NvidiaGpuXidErrorsMetricAttributeKey{NvidiaGpuXidErrorsMetricAttributeKeyNvidiaGpuXid},
 					},
+					ProcessCPUTime: ProcessCPUTimeMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []ProcessCPUTimeMetricAttributeKey{ProcessCPUTimeMetricAttributeKeyCPUMode},
+					},
 				},
 				ResourceAttributes: ResourceAttributesConfig{
 					ContainerID:                   ResourceAttributeConfig{Enabled: false},
@@ -382,7 +434,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(ContainerCPUTimeMetricConfig{}, HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventTimeMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuContainerCPULimitMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryControllerUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRowRemapRowsMetricConfig{}, NvidiaGpuMemoryRowRemapStatusMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessDroppedMetricConfig{}, NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(ContainerCPUTimeMetricConfig{}, HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuActiveTimeMetricConfig{}, NvidiaGpuBusyTimeMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventTimeMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuContainerCPULimitMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuHeldTimeMetricConfig{}, NvidiaGpuIdleTimeMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryControllerUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRowRemapRowsMetricConfig{}, NvidiaGpuMemoryRowRemapStatusMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessBusyTimeMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessDroppedMetricConfig{}, NvidiaGpuProcessHeldTimeMetricConfig{}, NvidiaGpuProcessIdleTimeMetricConfig{}, NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, ProcessCPUTimeMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
@@ -564,6 +616,18 @@ func TestNvidiaGpuXidErrorsMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.xid.errors doesn't have an attribute invalid, valid attributes: [nvidia.gpu.xid]")
 
 	cfg = DefaultMetricsConfig().NvidiaGpuXidErrors
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestProcessCPUTimeMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().ProcessCPUTime
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []ProcessCPUTimeMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric process.cpu.time doesn't have an attribute invalid, valid attributes: [cpu.mode]")
+
+	cfg = DefaultMetricsConfig().ProcessCPUTime
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

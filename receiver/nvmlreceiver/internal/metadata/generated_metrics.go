@@ -20,6 +20,32 @@ const (
 	AggregationStrategyMax = "max"
 )
 
+// AttributeCPUMode specifies the value cpu.mode attribute.
+type AttributeCPUMode int
+
+const (
+	_ AttributeCPUMode = iota
+	AttributeCPUModeUser
+	AttributeCPUModeSystem
+)
+
+// String returns the string representation of the AttributeCPUMode.
+func (av AttributeCPUMode) String() string {
+	switch av {
+	case AttributeCPUModeUser:
+		return "user"
+	case AttributeCPUModeSystem:
+		return "system"
+	}
+	return ""
+}
+
+// MapAttributeCPUMode is a helper map of string to AttributeCPUMode attribute value.
+var MapAttributeCPUMode = map[string]AttributeCPUMode{
+	"user":   AttributeCPUModeUser,
+	"system": AttributeCPUModeSystem,
+}
+
 // AttributeErrorType specifies the value error.type attribute.
 type AttributeErrorType int
 
@@ -437,6 +463,12 @@ var MetricsInfo = metricsInfo{
 		Name:       "hw.temperature",
 		Attributes: []string{"hw.sensor_location"},
 	},
+	NvidiaGpuActiveTime: metricInfo{
+		Name: "nvidia.gpu.active.time",
+	},
+	NvidiaGpuBusyTime: metricInfo{
+		Name: "nvidia.gpu.busy.time",
+	},
 	NvidiaGpuClockEventActive: metricInfo{
 		Name:       "nvidia.gpu.clock.event.active",
 		Attributes: []string{"nvidia.gpu.clock.event.reason"},
@@ -457,6 +489,12 @@ var MetricsInfo = metricsInfo{
 	},
 	NvidiaGpuGraphicsActivity: metricInfo{
 		Name: "nvidia.gpu.graphics.activity",
+	},
+	NvidiaGpuHeldTime: metricInfo{
+		Name: "nvidia.gpu.held.time",
+	},
+	NvidiaGpuIdleTime: metricInfo{
+		Name: "nvidia.gpu.idle.time",
 	},
 	NvidiaGpuMemoryBandwidthUtilization: metricInfo{
 		Name: "nvidia.gpu.memory.bandwidth.utilization",
@@ -498,11 +536,20 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuPowerLimit: metricInfo{
 		Name: "nvidia.gpu.power.limit",
 	},
+	NvidiaGpuProcessBusyTime: metricInfo{
+		Name: "nvidia.gpu.process.busy.time",
+	},
 	NvidiaGpuProcessCount: metricInfo{
 		Name: "nvidia.gpu.process.count",
 	},
 	NvidiaGpuProcessDropped: metricInfo{
 		Name: "nvidia.gpu.process.dropped",
+	},
+	NvidiaGpuProcessHeldTime: metricInfo{
+		Name: "nvidia.gpu.process.held.time",
+	},
+	NvidiaGpuProcessIdleTime: metricInfo{
+		Name: "nvidia.gpu.process.idle.time",
 	},
 	NvidiaGpuProcessMemoryControllerUtilization: metricInfo{
 		Name: "nvidia.gpu.process.memory.controller.utilization",
@@ -531,6 +578,10 @@ var MetricsInfo = metricsInfo{
 		Name:       "nvidia.gpu.xid.errors",
 		Attributes: []string{"nvidia.gpu.xid"},
 	},
+	ProcessCPUTime: metricInfo{
+		Name:       "process.cpu.time",
+		Attributes: []string{"cpu.mode"},
+	},
 }
 
 type metricsInfo struct {
@@ -545,12 +596,16 @@ type metricsInfo struct {
 	HwPower                                     metricInfo
 	HwStatus                                    metricInfo
 	HwTemperature                               metricInfo
+	NvidiaGpuActiveTime                         metricInfo
+	NvidiaGpuBusyTime                           metricInfo
 	NvidiaGpuClockEventActive                   metricInfo
 	NvidiaGpuClockEventTime                     metricInfo
 	NvidiaGpuClockFrequency                     metricInfo
 	NvidiaGpuContainerCPULimit                  metricInfo
 	NvidiaGpuFanSpeed                           metricInfo
 	NvidiaGpuGraphicsActivity                   metricInfo
+	NvidiaGpuHeldTime                           metricInfo
+	NvidiaGpuIdleTime                           metricInfo
 	NvidiaGpuMemoryBandwidthUtilization         metricInfo
 	NvidiaGpuMemoryControllerUtilization        metricInfo
 	NvidiaGpuMemoryReserved                     metricInfo
@@ -563,8 +618,11 @@ type metricsInfo struct {
 	NvidiaGpuPerformanceState                   metricInfo
 	NvidiaGpuPipeActivity                       metricInfo
 	NvidiaGpuPowerLimit                         metricInfo
+	NvidiaGpuProcessBusyTime                    metricInfo
 	NvidiaGpuProcessCount                       metricInfo
 	NvidiaGpuProcessDropped                     metricInfo
+	NvidiaGpuProcessHeldTime                    metricInfo
+	NvidiaGpuProcessIdleTime                    metricInfo
 	NvidiaGpuProcessMemoryControllerUtilization metricInfo
 	NvidiaGpuProcessMemoryUsage                 metricInfo
 	NvidiaGpuProcessUtilization                 metricInfo
@@ -573,6 +631,7 @@ type metricsInfo struct {
 	NvidiaGpuTensorActivity                     metricInfo
 	NvidiaGpuTensorPipeActivity                 metricInfo
 	NvidiaGpuXidErrors                          metricInfo
+	ProcessCPUTime                              metricInfo
 }
 
 type metricInfo struct {
@@ -1339,6 +1398,110 @@ func newMetricHwTemperature(cfg HwTemperatureMetricConfig) metricHwTemperature {
 	return m
 }
 
+type metricNvidiaGpuActiveTime struct {
+	data     pmetric.Metric                  // data buffer for generated metric.
+	config   NvidiaGpuActiveTimeMetricConfig // metric config provided by user.
+	capacity int                             // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.active.time metric with initial data.
+func (m *metricNvidiaGpuActiveTime) init() {
+	m.data.SetName("nvidia.gpu.active.time")
+	m.data.SetDescription("Time the GPU's SMs were busy, from GPM: the integral of nvidia.gpu.sm.activity over time. Its rate is the SM activity over any range.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuActiveTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuActiveTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuActiveTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuActiveTime(cfg NvidiaGpuActiveTimeMetricConfig) metricNvidiaGpuActiveTime {
+	m := metricNvidiaGpuActiveTime{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuBusyTime struct {
+	data     pmetric.Metric                // data buffer for generated metric.
+	config   NvidiaGpuBusyTimeMetricConfig // metric config provided by user.
+	capacity int                           // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.busy.time metric with initial data.
+func (m *metricNvidiaGpuBusyTime) init() {
+	m.data.SetName("nvidia.gpu.busy.time")
+	m.data.SetDescription("Time a kernel ran on the GPU: the integral of hw.gpu.utilization (general) over time. Its rate is the busy fraction over any range.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuBusyTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuBusyTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuBusyTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuBusyTime(cfg NvidiaGpuBusyTimeMetricConfig) metricNvidiaGpuBusyTime {
+	m := metricNvidiaGpuBusyTime{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuClockEventActive struct {
 	data          pmetric.Metric                        // data buffer for generated metric.
 	config        NvidiaGpuClockEventActiveMetricConfig // metric config provided by user.
@@ -1754,6 +1917,110 @@ func (m *metricNvidiaGpuGraphicsActivity) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuGraphicsActivity(cfg NvidiaGpuGraphicsActivityMetricConfig) metricNvidiaGpuGraphicsActivity {
 	m := metricNvidiaGpuGraphicsActivity{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuHeldTime struct {
+	data     pmetric.Metric                // data buffer for generated metric.
+	config   NvidiaGpuHeldTimeMetricConfig // metric config provided by user.
+	capacity int                           // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.held.time metric with initial data.
+func (m *metricNvidiaGpuHeldTime) init() {
+	m.data.SetName("nvidia.gpu.held.time")
+	m.data.SetDescription("Time the GPU was held, by a process with a context on it or by a pod the kubelet allocated it to.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuHeldTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuHeldTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuHeldTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuHeldTime(cfg NvidiaGpuHeldTimeMetricConfig) metricNvidiaGpuHeldTime {
+	m := metricNvidiaGpuHeldTime{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuIdleTime struct {
+	data     pmetric.Metric                // data buffer for generated metric.
+	config   NvidiaGpuIdleTimeMetricConfig // metric config provided by user.
+	capacity int                           // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.idle.time metric with initial data.
+func (m *metricNvidiaGpuIdleTime) init() {
+	m.data.SetName("nvidia.gpu.idle.time")
+	m.data.SetDescription("Held time in windows whose activity was below accounting::idle_threshold.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuIdleTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuIdleTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuIdleTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuIdleTime(cfg NvidiaGpuIdleTimeMetricConfig) metricNvidiaGpuIdleTime {
+	m := metricNvidiaGpuIdleTime{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -2526,6 +2793,58 @@ func newMetricNvidiaGpuPowerLimit(cfg NvidiaGpuPowerLimitMetricConfig) metricNvi
 	return m
 }
 
+type metricNvidiaGpuProcessBusyTime struct {
+	data     pmetric.Metric                       // data buffer for generated metric.
+	config   NvidiaGpuProcessBusyTimeMetricConfig // metric config provided by user.
+	capacity int                                  // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.process.busy.time metric with initial data.
+func (m *metricNvidiaGpuProcessBusyTime) init() {
+	m.data.SetName("nvidia.gpu.process.busy.time")
+	m.data.SetDescription("The process's part of its GPU's busy time (nvidia.gpu.busy.time), on the process's own resource.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuProcessBusyTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProcessBusyTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProcessBusyTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProcessBusyTime(cfg NvidiaGpuProcessBusyTimeMetricConfig) metricNvidiaGpuProcessBusyTime {
+	m := metricNvidiaGpuProcessBusyTime{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuProcessCount struct {
 	data     pmetric.Metric                    // data buffer for generated metric.
 	config   NvidiaGpuProcessCountMetricConfig // metric config provided by user.
@@ -2620,6 +2939,110 @@ func (m *metricNvidiaGpuProcessDropped) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuProcessDropped(cfg NvidiaGpuProcessDroppedMetricConfig) metricNvidiaGpuProcessDropped {
 	m := metricNvidiaGpuProcessDropped{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuProcessHeldTime struct {
+	data     pmetric.Metric                       // data buffer for generated metric.
+	config   NvidiaGpuProcessHeldTimeMetricConfig // metric config provided by user.
+	capacity int                                  // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.process.held.time metric with initial data.
+func (m *metricNvidiaGpuProcessHeldTime) init() {
+	m.data.SetName("nvidia.gpu.process.held.time")
+	m.data.SetDescription("Time the process had a context on the GPU, on the process's own resource.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuProcessHeldTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProcessHeldTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProcessHeldTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProcessHeldTime(cfg NvidiaGpuProcessHeldTimeMetricConfig) metricNvidiaGpuProcessHeldTime {
+	m := metricNvidiaGpuProcessHeldTime{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuProcessIdleTime struct {
+	data     pmetric.Metric                       // data buffer for generated metric.
+	config   NvidiaGpuProcessIdleTimeMetricConfig // metric config provided by user.
+	capacity int                                  // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.process.idle.time metric with initial data.
+func (m *metricNvidiaGpuProcessIdleTime) init() {
+	m.data.SetName("nvidia.gpu.process.idle.time")
+	m.data.SetDescription("The process's part of its GPU's idle time (nvidia.gpu.idle.time), split evenly among the processes holding the GPU.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuProcessIdleTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuProcessIdleTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuProcessIdleTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuProcessIdleTime(cfg NvidiaGpuProcessIdleTimeMetricConfig) metricNvidiaGpuProcessIdleTime {
+	m := metricNvidiaGpuProcessIdleTime{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -2740,7 +3163,7 @@ type metricNvidiaGpuProcessUtilization struct {
 // init fills nvidia.gpu.process.utilization metric with initial data.
 func (m *metricNvidiaGpuProcessUtilization) init() {
 	m.data.SetName("nvidia.gpu.process.utilization")
-	m.data.SetDescription("Fraction of time over the collection interval an engine (hw.gpu.task) was busy with one process, on the process's own resource.")
+	m.data.SetDescription("The process's share of an engine's (hw.gpu.task) busy time, as NVML last reported it, on the process's own resource. Not SM activity, and not a window.")
 	m.data.SetUnit("1")
 	m.data.SetEmptyGauge()
 	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
@@ -3149,6 +3572,97 @@ func newMetricNvidiaGpuXidErrors(cfg NvidiaGpuXidErrorsMetricConfig) metricNvidi
 	return m
 }
 
+type metricProcessCPUTime struct {
+	data          pmetric.Metric             // data buffer for generated metric.
+	config        ProcessCPUTimeMetricConfig // metric config provided by user.
+	capacity      int                        // max observed number of data points added to the metric.
+	aggDataPoints []float64                  // slice containing number of aggregated datapoints at each index
+}
+
+// init fills process.cpu.time metric with initial data.
+func (m *metricProcessCPUTime) init() {
+	m.data.SetName("process.cpu.time")
+	m.data.SetDescription("Total CPU time of a GPU process, by cpu.mode, on the process's own resource.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricProcessCPUTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, cpuModeAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, ProcessCPUTimeMetricAttributeKeyCPUMode) {
+		dp.Attributes().PutStr("cpu.mode", cpuModeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricProcessCPUTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricProcessCPUTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetDoubleValue(m.data.Sum().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricProcessCPUTime(cfg ProcessCPUTimeMetricConfig) metricProcessCPUTime {
+	m := metricProcessCPUTime{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 // MetricsBuilder provides an interface for scrapers to report metrics while taking care of all the transformations
 // required to produce metric representation defined in metadata and user config.
 type MetricsBuilder struct {
@@ -3170,12 +3684,16 @@ type MetricsBuilder struct {
 	metricHwPower                                     metricHwPower
 	metricHwStatus                                    metricHwStatus
 	metricHwTemperature                               metricHwTemperature
+	metricNvidiaGpuActiveTime                         metricNvidiaGpuActiveTime
+	metricNvidiaGpuBusyTime                           metricNvidiaGpuBusyTime
 	metricNvidiaGpuClockEventActive                   metricNvidiaGpuClockEventActive
 	metricNvidiaGpuClockEventTime                     metricNvidiaGpuClockEventTime
 	metricNvidiaGpuClockFrequency                     metricNvidiaGpuClockFrequency
 	metricNvidiaGpuContainerCPULimit                  metricNvidiaGpuContainerCPULimit
 	metricNvidiaGpuFanSpeed                           metricNvidiaGpuFanSpeed
 	metricNvidiaGpuGraphicsActivity                   metricNvidiaGpuGraphicsActivity
+	metricNvidiaGpuHeldTime                           metricNvidiaGpuHeldTime
+	metricNvidiaGpuIdleTime                           metricNvidiaGpuIdleTime
 	metricNvidiaGpuMemoryBandwidthUtilization         metricNvidiaGpuMemoryBandwidthUtilization
 	metricNvidiaGpuMemoryControllerUtilization        metricNvidiaGpuMemoryControllerUtilization
 	metricNvidiaGpuMemoryReserved                     metricNvidiaGpuMemoryReserved
@@ -3188,8 +3706,11 @@ type MetricsBuilder struct {
 	metricNvidiaGpuPerformanceState                   metricNvidiaGpuPerformanceState
 	metricNvidiaGpuPipeActivity                       metricNvidiaGpuPipeActivity
 	metricNvidiaGpuPowerLimit                         metricNvidiaGpuPowerLimit
+	metricNvidiaGpuProcessBusyTime                    metricNvidiaGpuProcessBusyTime
 	metricNvidiaGpuProcessCount                       metricNvidiaGpuProcessCount
 	metricNvidiaGpuProcessDropped                     metricNvidiaGpuProcessDropped
+	metricNvidiaGpuProcessHeldTime                    metricNvidiaGpuProcessHeldTime
+	metricNvidiaGpuProcessIdleTime                    metricNvidiaGpuProcessIdleTime
 	metricNvidiaGpuProcessMemoryControllerUtilization metricNvidiaGpuProcessMemoryControllerUtilization
 	metricNvidiaGpuProcessMemoryUsage                 metricNvidiaGpuProcessMemoryUsage
 	metricNvidiaGpuProcessUtilization                 metricNvidiaGpuProcessUtilization
@@ -3198,6 +3719,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuTensorActivity                     metricNvidiaGpuTensorActivity
 	metricNvidiaGpuTensorPipeActivity                 metricNvidiaGpuTensorPipeActivity
 	metricNvidiaGpuXidErrors                          metricNvidiaGpuXidErrors
+	metricProcessCPUTime                              metricProcessCPUTime
 }
 
 // MetricBuilderOption applies changes to default metrics builder.
@@ -3234,12 +3756,16 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricHwPower:                                     newMetricHwPower(mbc.Metrics.HwPower),
 		metricHwStatus:                                    newMetricHwStatus(mbc.Metrics.HwStatus),
 		metricHwTemperature:                               newMetricHwTemperature(mbc.Metrics.HwTemperature),
+		metricNvidiaGpuActiveTime:                         newMetricNvidiaGpuActiveTime(mbc.Metrics.NvidiaGpuActiveTime),
+		metricNvidiaGpuBusyTime:                           newMetricNvidiaGpuBusyTime(mbc.Metrics.NvidiaGpuBusyTime),
 		metricNvidiaGpuClockEventActive:                   newMetricNvidiaGpuClockEventActive(mbc.Metrics.NvidiaGpuClockEventActive),
 		metricNvidiaGpuClockEventTime:                     newMetricNvidiaGpuClockEventTime(mbc.Metrics.NvidiaGpuClockEventTime),
 		metricNvidiaGpuClockFrequency:                     newMetricNvidiaGpuClockFrequency(mbc.Metrics.NvidiaGpuClockFrequency),
 		metricNvidiaGpuContainerCPULimit:                  newMetricNvidiaGpuContainerCPULimit(mbc.Metrics.NvidiaGpuContainerCPULimit),
 		metricNvidiaGpuFanSpeed:                           newMetricNvidiaGpuFanSpeed(mbc.Metrics.NvidiaGpuFanSpeed),
 		metricNvidiaGpuGraphicsActivity:                   newMetricNvidiaGpuGraphicsActivity(mbc.Metrics.NvidiaGpuGraphicsActivity),
+		metricNvidiaGpuHeldTime:                           newMetricNvidiaGpuHeldTime(mbc.Metrics.NvidiaGpuHeldTime),
+		metricNvidiaGpuIdleTime:                           newMetricNvidiaGpuIdleTime(mbc.Metrics.NvidiaGpuIdleTime),
 		metricNvidiaGpuMemoryBandwidthUtilization:         newMetricNvidiaGpuMemoryBandwidthUtilization(mbc.Metrics.NvidiaGpuMemoryBandwidthUtilization),
 		metricNvidiaGpuMemoryControllerUtilization:        newMetricNvidiaGpuMemoryControllerUtilization(mbc.Metrics.NvidiaGpuMemoryControllerUtilization),
 		metricNvidiaGpuMemoryReserved:                     newMetricNvidiaGpuMemoryReserved(mbc.Metrics.NvidiaGpuMemoryReserved),
@@ -3252,8 +3778,11 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuPerformanceState:                   newMetricNvidiaGpuPerformanceState(mbc.Metrics.NvidiaGpuPerformanceState),
 		metricNvidiaGpuPipeActivity:                       newMetricNvidiaGpuPipeActivity(mbc.Metrics.NvidiaGpuPipeActivity),
 		metricNvidiaGpuPowerLimit:                         newMetricNvidiaGpuPowerLimit(mbc.Metrics.NvidiaGpuPowerLimit),
+		metricNvidiaGpuProcessBusyTime:                    newMetricNvidiaGpuProcessBusyTime(mbc.Metrics.NvidiaGpuProcessBusyTime),
 		metricNvidiaGpuProcessCount:                       newMetricNvidiaGpuProcessCount(mbc.Metrics.NvidiaGpuProcessCount),
 		metricNvidiaGpuProcessDropped:                     newMetricNvidiaGpuProcessDropped(mbc.Metrics.NvidiaGpuProcessDropped),
+		metricNvidiaGpuProcessHeldTime:                    newMetricNvidiaGpuProcessHeldTime(mbc.Metrics.NvidiaGpuProcessHeldTime),
+		metricNvidiaGpuProcessIdleTime:                    newMetricNvidiaGpuProcessIdleTime(mbc.Metrics.NvidiaGpuProcessIdleTime),
 		metricNvidiaGpuProcessMemoryControllerUtilization: newMetricNvidiaGpuProcessMemoryControllerUtilization(mbc.Metrics.NvidiaGpuProcessMemoryControllerUtilization),
 		metricNvidiaGpuProcessMemoryUsage:                 newMetricNvidiaGpuProcessMemoryUsage(mbc.Metrics.NvidiaGpuProcessMemoryUsage),
 		metricNvidiaGpuProcessUtilization:                 newMetricNvidiaGpuProcessUtilization(mbc.Metrics.NvidiaGpuProcessUtilization),
@@ -3262,6 +3791,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuTensorActivity:                     newMetricNvidiaGpuTensorActivity(mbc.Metrics.NvidiaGpuTensorActivity),
 		metricNvidiaGpuTensorPipeActivity:                 newMetricNvidiaGpuTensorPipeActivity(mbc.Metrics.NvidiaGpuTensorPipeActivity),
 		metricNvidiaGpuXidErrors:                          newMetricNvidiaGpuXidErrors(mbc.Metrics.NvidiaGpuXidErrors),
+		metricProcessCPUTime:                              newMetricProcessCPUTime(mbc.Metrics.ProcessCPUTime),
 		resourceAttributeIncludeFilter:                    make(map[string]filter.Filter),
 		resourceAttributeExcludeFilter:                    make(map[string]filter.Filter),
 	}
@@ -3478,12 +4008,16 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricHwPower.emit(ils.Metrics())
 	mb.metricHwStatus.emit(ils.Metrics())
 	mb.metricHwTemperature.emit(ils.Metrics())
+	mb.metricNvidiaGpuActiveTime.emit(ils.Metrics())
+	mb.metricNvidiaGpuBusyTime.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockEventActive.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockEventTime.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockFrequency.emit(ils.Metrics())
 	mb.metricNvidiaGpuContainerCPULimit.emit(ils.Metrics())
 	mb.metricNvidiaGpuFanSpeed.emit(ils.Metrics())
 	mb.metricNvidiaGpuGraphicsActivity.emit(ils.Metrics())
+	mb.metricNvidiaGpuHeldTime.emit(ils.Metrics())
+	mb.metricNvidiaGpuIdleTime.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryBandwidthUtilization.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryControllerUtilization.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryReserved.emit(ils.Metrics())
@@ -3496,8 +4030,11 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuPerformanceState.emit(ils.Metrics())
 	mb.metricNvidiaGpuPipeActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuPowerLimit.emit(ils.Metrics())
+	mb.metricNvidiaGpuProcessBusyTime.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessCount.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessDropped.emit(ils.Metrics())
+	mb.metricNvidiaGpuProcessHeldTime.emit(ils.Metrics())
+	mb.metricNvidiaGpuProcessIdleTime.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessMemoryControllerUtilization.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessMemoryUsage.emit(ils.Metrics())
 	mb.metricNvidiaGpuProcessUtilization.emit(ils.Metrics())
@@ -3506,6 +4043,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuTensorActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuTensorPipeActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuXidErrors.emit(ils.Metrics())
+	mb.metricProcessCPUTime.emit(ils.Metrics())
 
 	for _, op := range options {
 		op.apply(rm)
@@ -3592,6 +4130,16 @@ func (mb *MetricsBuilder) RecordHwTemperatureDataPoint(ts pcommon.Timestamp, val
 	mb.metricHwTemperature.recordDataPoint(mb.startTime, ts, val, hwSensorLocationAttributeValue.String())
 }
 
+// RecordNvidiaGpuActiveTimeDataPoint adds a data point to nvidia.gpu.active.time metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuActiveTimeDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuActiveTime.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuBusyTimeDataPoint adds a data point to nvidia.gpu.busy.time metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuBusyTimeDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuBusyTime.recordDataPoint(mb.startTime, ts, val)
+}
+
 // RecordNvidiaGpuClockEventActiveDataPoint adds a data point to nvidia.gpu.clock.event.active metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuClockEventActiveDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuClockEventReasonAttributeValue AttributeNvidiaGpuClockEventReason) {
 	mb.metricNvidiaGpuClockEventActive.recordDataPoint(mb.startTime, ts, val, nvidiaGpuClockEventReasonAttributeValue.String())
@@ -3620,6 +4168,16 @@ func (mb *MetricsBuilder) RecordNvidiaGpuFanSpeedDataPoint(ts pcommon.Timestamp,
 // RecordNvidiaGpuGraphicsActivityDataPoint adds a data point to nvidia.gpu.graphics.activity metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuGraphicsActivityDataPoint(ts pcommon.Timestamp, val float64) {
 	mb.metricNvidiaGpuGraphicsActivity.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuHeldTimeDataPoint adds a data point to nvidia.gpu.held.time metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuHeldTimeDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuHeldTime.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuIdleTimeDataPoint adds a data point to nvidia.gpu.idle.time metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuIdleTimeDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuIdleTime.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuMemoryBandwidthUtilizationDataPoint adds a data point to nvidia.gpu.memory.bandwidth.utilization metric.
@@ -3682,6 +4240,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuPowerLimitDataPoint(ts pcommon.Timestam
 	mb.metricNvidiaGpuPowerLimit.recordDataPoint(mb.startTime, ts, val)
 }
 
+// RecordNvidiaGpuProcessBusyTimeDataPoint adds a data point to nvidia.gpu.process.busy.time metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessBusyTimeDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuProcessBusyTime.recordDataPoint(mb.startTime, ts, val)
+}
+
 // RecordNvidiaGpuProcessCountDataPoint adds a data point to nvidia.gpu.process.count metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuProcessCountDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaGpuProcessCount.recordDataPoint(mb.startTime, ts, val)
@@ -3690,6 +4253,16 @@ func (mb *MetricsBuilder) RecordNvidiaGpuProcessCountDataPoint(ts pcommon.Timest
 // RecordNvidiaGpuProcessDroppedDataPoint adds a data point to nvidia.gpu.process.dropped metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuProcessDroppedDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaGpuProcessDropped.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuProcessHeldTimeDataPoint adds a data point to nvidia.gpu.process.held.time metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessHeldTimeDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuProcessHeldTime.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuProcessIdleTimeDataPoint adds a data point to nvidia.gpu.process.idle.time metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuProcessIdleTimeDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuProcessIdleTime.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuProcessMemoryControllerUtilizationDataPoint adds a data point to nvidia.gpu.process.memory.controller.utilization metric.
@@ -3730,6 +4303,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuTensorPipeActivityDataPoint(ts pcommon.
 // RecordNvidiaGpuXidErrorsDataPoint adds a data point to nvidia.gpu.xid.errors metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuXidErrorsDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuXidAttributeValue int64) {
 	mb.metricNvidiaGpuXidErrors.recordDataPoint(mb.startTime, ts, val, nvidiaGpuXidAttributeValue)
+}
+
+// RecordProcessCPUTimeDataPoint adds a data point to process.cpu.time metric.
+func (mb *MetricsBuilder) RecordProcessCPUTimeDataPoint(ts pcommon.Timestamp, val float64, cpuModeAttributeValue AttributeCPUMode) {
+	mb.metricProcessCPUTime.recordDataPoint(mb.startTime, ts, val, cpuModeAttributeValue.String())
 }
 
 // Reset resets metrics builder to its initial state. It should be used when external metrics source is restarted,

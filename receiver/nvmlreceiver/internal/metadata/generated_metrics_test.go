@@ -82,6 +82,7 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["nvidia.gpu.process.utilization"] = mb.metricNvidiaGpuProcessUtilization.config.AggregationStrategy
 			aggMap["nvidia.gpu.tensor.pipe.activity"] = mb.metricNvidiaGpuTensorPipeActivity.config.AggregationStrategy
 			aggMap["nvidia.gpu.xid.errors"] = mb.metricNvidiaGpuXidErrors.config.AggregationStrategy
+			aggMap["process.cpu.time"] = mb.metricProcessCPUTime.config.AggregationStrategy
 
 			expectedWarnings := 0
 			if tt.metricsSet != testDataSetReag {
@@ -140,6 +141,12 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuActiveTimeDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuBusyTimeDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuClockEventActiveDataPoint(ts, 1, AttributeNvidiaGpuClockEventReasonGpuIdle)
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuClockEventActiveDataPoint(ts, 3, AttributeNvidiaGpuClockEventReasonApplicationsClocks)
@@ -165,6 +172,12 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuGraphicsActivityDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuHeldTimeDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuIdleTimeDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuMemoryBandwidthUtilizationDataPoint(ts, 1)
@@ -215,10 +228,19 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaGpuPowerLimitDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuProcessBusyTimeDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuProcessCountDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuProcessDroppedDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuProcessHeldTimeDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuProcessIdleTimeDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuProcessMemoryControllerUtilizationDataPoint(ts, 1)
@@ -251,6 +273,12 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaGpuXidErrorsDataPoint(ts, 1, 14)
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuXidErrorsDataPoint(ts, 3, 15)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordProcessCPUTimeDataPoint(ts, 1, AttributeCPUModeUser)
+			if tt.name == "reaggregate_set" {
+				mb.RecordProcessCPUTimeDataPoint(ts, 3, AttributeCPUModeSystem)
 			}
 
 			rb := mb.NewResourceBuilder()
@@ -294,6 +322,7 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricNvidiaGpuProcessUtilization.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuTensorPipeActivity.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuXidErrors.aggDataPoints)
+				assert.Empty(t, mb.metricProcessCPUTime.aggDataPoints)
 			}
 
 			if tt.expectEmpty {
@@ -613,6 +642,34 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok := dp.Attributes().Get("hw.sensor_location")
 						assert.False(t, ok)
 					}
+				case "nvidia.gpu.active.time":
+					assert.False(t, validatedMetrics["nvidia.gpu.active.time"], "Found a duplicate in the metrics slice: nvidia.gpu.active.time")
+					validatedMetrics["nvidia.gpu.active.time"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Time the GPU's SMs were busy, from GPM: the integral of nvidia.gpu.sm.activity over time. Its rate is the SM activity over any range.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.busy.time":
+					assert.False(t, validatedMetrics["nvidia.gpu.busy.time"], "Found a duplicate in the metrics slice: nvidia.gpu.busy.time")
+					validatedMetrics["nvidia.gpu.busy.time"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Time a kernel ran on the GPU: the integral of hw.gpu.utilization (general) over time. Its rate is the busy fraction over any range.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
 				case "nvidia.gpu.clock.event.active":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["nvidia.gpu.clock.event.active"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.event.active")
@@ -775,6 +832,34 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, "Fraction of the window the graphics engine was busy, from GPM (Hopper and newer).", mi.Description())
 					assert.Equal(t, "1", mi.Unit())
 					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.held.time":
+					assert.False(t, validatedMetrics["nvidia.gpu.held.time"], "Found a duplicate in the metrics slice: nvidia.gpu.held.time")
+					validatedMetrics["nvidia.gpu.held.time"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Time the GPU was held, by a process with a context on it or by a pod the kubelet allocated it to.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.idle.time":
+					assert.False(t, validatedMetrics["nvidia.gpu.idle.time"], "Found a duplicate in the metrics slice: nvidia.gpu.idle.time")
+					validatedMetrics["nvidia.gpu.idle.time"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Held time in windows whose activity was below accounting::idle_threshold.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
@@ -1047,6 +1132,20 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
 					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.process.busy.time":
+					assert.False(t, validatedMetrics["nvidia.gpu.process.busy.time"], "Found a duplicate in the metrics slice: nvidia.gpu.process.busy.time")
+					validatedMetrics["nvidia.gpu.process.busy.time"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "The process's part of its GPU's busy time (nvidia.gpu.busy.time), on the process's own resource.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
 				case "nvidia.gpu.process.count":
 					assert.False(t, validatedMetrics["nvidia.gpu.process.count"], "Found a duplicate in the metrics slice: nvidia.gpu.process.count")
 					validatedMetrics["nvidia.gpu.process.count"] = true
@@ -1073,6 +1172,34 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.process.held.time":
+					assert.False(t, validatedMetrics["nvidia.gpu.process.held.time"], "Found a duplicate in the metrics slice: nvidia.gpu.process.held.time")
+					validatedMetrics["nvidia.gpu.process.held.time"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Time the process had a context on the GPU, on the process's own resource.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.process.idle.time":
+					assert.False(t, validatedMetrics["nvidia.gpu.process.idle.time"], "Found a duplicate in the metrics slice: nvidia.gpu.process.idle.time")
+					validatedMetrics["nvidia.gpu.process.idle.time"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "The process's part of its GPU's idle time (nvidia.gpu.idle.time), split evenly among the processes holding the GPU.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
 				case "nvidia.gpu.process.memory.controller.utilization":
 					assert.False(t, validatedMetrics["nvidia.gpu.process.memory.controller.utilization"], "Found a duplicate in the metrics slice: nvidia.gpu.process.memory.controller.utilization")
 					validatedMetrics["nvidia.gpu.process.memory.controller.utilization"] = true
@@ -1105,7 +1232,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.process.utilization"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Fraction of time over the collection interval an engine (hw.gpu.task) was busy with one process, on the process's own resource.", mi.Description())
+						assert.Equal(t, "The process's share of an engine's (hw.gpu.task) busy time, as NVML last reported it, on the process's own resource. Not SM activity, and not a window.", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
@@ -1120,7 +1247,7 @@ func TestMetricsBuilder(t *testing.T) {
 						validatedMetrics["nvidia.gpu.process.utilization"] = true
 						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-						assert.Equal(t, "Fraction of time over the collection interval an engine (hw.gpu.task) was busy with one process, on the process's own resource.", mi.Description())
+						assert.Equal(t, "The process's share of an engine's (hw.gpu.task) busy time, as NVML last reported it, on the process's own resource. Not SM activity, and not a window.", mi.Description())
 						assert.Equal(t, "1", mi.Unit())
 						dp := mi.Gauge().DataPoints().At(0)
 						assert.Equal(t, start, dp.StartTimestamp())
@@ -1257,6 +1384,50 @@ func TestMetricsBuilder(t *testing.T) {
 							assert.Equal(t, int64(3), dp.IntValue())
 						}
 						_, ok := dp.Attributes().Get("nvidia.gpu.xid")
+						assert.False(t, ok)
+					}
+				case "process.cpu.time":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["process.cpu.time"], "Found a duplicate in the metrics slice: process.cpu.time")
+						validatedMetrics["process.cpu.time"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Total CPU time of a GPU process, by cpu.mode, on the process's own resource.", mi.Description())
+						assert.Equal(t, "s", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						cpuModeAttrVal, ok := dp.Attributes().Get("cpu.mode")
+						assert.True(t, ok)
+						assert.Equal(t, "user", cpuModeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["process.cpu.time"], "Found a duplicate in the metrics slice: process.cpu.time")
+						validatedMetrics["process.cpu.time"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Total CPU time of a GPU process, by cpu.mode, on the process's own resource.", mi.Description())
+						assert.Equal(t, "s", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["process.cpu.time"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("cpu.mode")
 						assert.False(t, ok)
 					}
 				}
