@@ -31,6 +31,7 @@ type Client struct {
 	inv     Inventory
 	devices []*Device
 	calls   *inflight // the calls of the open session
+	sampler *shareSampler
 	lost    lostLog   // the GPUs logged lost, across sessions
 }
 
@@ -85,6 +86,7 @@ func (c *Client) Open(selectors []string) error {
 		return err
 	}
 	c.inv, c.devices, c.calls, c.open = inv, devices, calls, true
+	c.sampler = startShareSampler(devices, c.opts.shareInterval)
 	return nil
 }
 
@@ -132,9 +134,10 @@ func (c *Client) Close(ctx context.Context) error {
 		c.mu.Unlock()
 		return nil
 	}
-	devices, calls := c.devices, c.calls
-	c.open, c.devices, c.inv, c.calls = false, nil, Inventory{}, nil
+	devices, calls, sampler := c.devices, c.calls, c.sampler
+	c.open, c.devices, c.inv, c.calls, c.sampler = false, nil, Inventory{}, nil, nil
 	c.mu.Unlock()
+	sampler.close()
 
 	shutdown := func() error {
 		for _, d := range devices {

@@ -35,6 +35,9 @@ type Device struct {
 	busy   atomic.Bool
 	lost   atomic.Bool
 	primed atomic.Bool
+	// hasProcesses says the newest read listed a process: the share
+	// sampler samples only such GPUs.
+	hasProcesses atomic.Bool
 	panics atomic.Int64 // recovered inside reads (panics.go)
 
 	opts    options
@@ -54,7 +57,7 @@ type Device struct {
 	support supportCache
 
 	windows      [samplingCount]window
-	procWindow   processWindow
+	shares       processShares
 	gpm          gpmState
 	memCtrlOnGPM bool // read the memory controller window on GPUs with GPM too
 	fields       fieldBatch

@@ -10,6 +10,7 @@ type options struct {
 	counterInterval time.Duration
 	memCtrlOnGPM    bool
 	eventWait       time.Duration
+	shareInterval   time.Duration
 }
 
 // DefaultEventWait is how long one wait for NVML's events lasts.
@@ -40,6 +41,11 @@ func WithMemoryControllerOnGPM(on bool) Option { return func(o *options) { o.mem
 // WithProcesses makes every Read also list the GPU's processes, with their
 // memory and windowed utilization.
 func WithProcesses(on bool) Option { return func(o *options) { o.processes = on } }
+
+// WithShareInterval samples the processes' shares of each GPU's busy time
+// every d between reads (shares.go), for Process.BusyShare; 0 samples them
+// at the reads only.
+func WithShareInterval(d time.Duration) Option { return func(o *options) { o.shareInterval = d } }
 
 // WithEventWait sets how long one wait for NVML's events lasts (at least
 // 1 ms): the watcher sees a stop between waits, so this bounds how long

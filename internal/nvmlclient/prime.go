@@ -8,8 +8,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-// Priming takes a GPU's baselines: the newest utilization and process
-// samples (so that the first read averages from then on), the GPM sample
+// Priming takes a GPU's baselines: the newest utilization samples (so that the first read averages from then on), the GPM sample
 // pair and the MIG inventory. These are per-GPU calls that can hang, so
 // they are not part of Open: each GPU primes under its own busy flag, on
 // the first Prime or Read, and a GPU still priming is skipped by scrapes
@@ -57,9 +56,6 @@ func (d *Device) prime() {
 		}
 	}
 	d.support.flushLogs(d.logger)
-	if d.readProcesses {
-		d.primeProcessWindow()
-	}
 	d.primed.Store(true)
 }
 

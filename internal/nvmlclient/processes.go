@@ -4,48 +4,94 @@ package nvmlclient
 
 import (
 	"math"
+	"sync"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-// processWindow is the per-device state of GetProcessUtilization: like the
-// device samples, NVML hands back its whole buffer unless told the newest
-// timestamp already seen (a naive read drifts from 25 to 46 % on a steady
-// 50 % GPU).
-type processWindow struct {
-	lastSeen uint64
+// NVML keeps one utilization sample per process (docs/h200-runs.md): the
+// newest, a smoothed recent figure whose value changes between reads even
+// at one timestamp. It is a share of the GPU's busy time, not of its SM
+// work. So a process's figure is its newest sample, an instant reading, and
+// what is true over a window is the GPU's busy time split by the shares,
+// sampled at every read and, with WithShareInterval, in between
+// (SampleShares).
+
+// shareHorizon is how far back a process's newest sample still counts: the
+// sample of a busy process moves every 0.4-0.6 s, that of a lightly loaded
+// one with gaps of up to 5 s; an older sample is of a process gone idle.
+const shareHorizon = 10 * time.Second
+
+// processShares is the per-device state of the share sampling.
+type processShares struct {
+	mu sync.Mutex
+	// sums adds up, per PID, the process's share in each sample taken
+	// since the previous read; samples counts those samples.
+	sums    map[uint32]float64
+	samples int
+	last    time.Time // when the newest sample was taken
 }
 
-type utilSum struct {
-	sm, mem, enc, dec float64
-	n                 int
-}
-
-// fold averages, per PID, the samples newer than lastSeen, and moves
-// lastSeen to the newest. Out-of-order and repeated samples are handled as
-// in window.average.
-func (w *processWindow) fold(samples []nvml.ProcessUtilizationSample) map[uint32]utilSum {
-	out := map[uint32]utilSum{}
-	newest := w.lastSeen
+// newest keeps each PID's newest sample.
+func newestByPID(samples []nvml.ProcessUtilizationSample) map[uint32]nvml.ProcessUtilizationSample {
+	out := make(map[uint32]nvml.ProcessUtilizationSample, len(samples))
 	for _, s := range samples {
-		if s.TimeStamp <= w.lastSeen {
-			continue
+		if o, ok := out[s.Pid]; !ok || s.TimeStamp >= o.TimeStamp {
+			out[s.Pid] = s
 		}
-		u := out[s.Pid]
-		u.sm += float64(s.SmUtil)
-		u.mem += float64(s.MemUtil)
-		u.enc += float64(s.EncUtil)
-		u.dec += float64(s.DecUtil)
-		u.n++
-		out[s.Pid] = u
-		newest = max(newest, s.TimeStamp)
-	}
-	w.lastSeen = newest
-	for pid, u := range out {
-		n := float64(u.n)
-		out[pid] = utilSum{sm: u.sm / n, mem: u.mem / n, enc: u.enc / n, dec: u.dec / n, n: u.n}
 	}
 	return out
+}
+
+// add folds one reading into the shares: each process's SM figure over the
+// sum of all of them. A reading in which no process was busy adds nothing.
+func (ps *processShares) add(newest map[uint32]nvml.ProcessUtilizationSample, at time.Time) {
+	var total float64
+	for _, s := range newest {
+		total += float64(s.SmUtil)
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	ps.last = at
+	if total <= 0 {
+		return
+	}
+	if ps.sums == nil {
+		ps.sums = map[uint32]float64{}
+	}
+	for pid, s := range newest {
+		ps.sums[pid] += float64(s.SmUtil) / total
+	}
+	ps.samples++
+}
+
+// take returns each listed PID's share of the busy time since the previous
+// take, renormalized over the PIDs listed now, and starts over. ok is false
+// when no sample since then saw a busy process.
+func (ps *processShares) take(listed map[uint32]*Process) (shares map[uint32]float64, ok bool) {
+	ps.mu.Lock()
+	sums := ps.sums
+	ps.sums, ps.samples = nil, 0
+	ps.mu.Unlock()
+	var total float64
+	for pid := range listed {
+		total += sums[pid]
+	}
+	if total <= 0 {
+		return nil, false
+	}
+	shares = make(map[uint32]float64, len(listed))
+	for pid := range listed {
+		shares[pid] = sums[pid] / total
+	}
+	return shares, true
+}
+
+// since is the lastSeen argument that returns every process's sample of
+// the last shareHorizon.
+func (d *Device) shareSince() uint64 {
+	return uint64(max(d.now().Add(-shareHorizon).UnixMicro(), 0))
 }
 
 // readProcesses lists the GPU's processes with their memory, and their
@@ -97,54 +143,80 @@ func (r *reading) readProcesses(s *Sample) {
 		return // a partial list would undercount: none rather than some
 	}
 
-	// GetProcessUtilization costs 1.4-1.6 ms: asked only when a list holds
+	// GetProcessUtilization costs 1.4-1.9 ms: asked only when a list holds
 	// a process.
-	var util map[uint32]utilSum
+	var newest map[uint32]nvml.ProcessUtilizationSample
 	utilOK := false
 	if len(byPID) > 0 {
 		var samples []nvml.ProcessUtilizationSample
 		ret, made := r.call(callProcessUtilization, func() (ret nvml.Return) {
-			samples, ret = r.d.processUtilization(r.d.procWindow.lastSeen)
+			samples, ret = r.d.processUtilization(r.d.shareSince())
 			return ret
 		})
 		switch {
 		case !made:
 		case ret == nvml.ERROR_NOT_FOUND:
-			utilOK = true // no sample since the last read: every process idle
+			utilOK = true // no sample of late: every process idle
 		case r.result(callProcessUtilization, ret):
-			util = r.d.procWindow.fold(samples)
+			newest = newestByPID(samples)
 			utilOK = true
 		}
 	}
 	if len(r.failed) > failures {
 		return
 	}
+	if utilOK {
+		r.d.shares.add(newest, s.Time)
+	}
+	shares, sharesOK := r.d.shares.take(byPID)
+	r.d.hasProcesses.Store(len(byPID) > 0)
 	s.ProcessesListed = true
 	for _, p := range byPID {
 		if utilOK {
-			u := util[p.PID]
-			p.SMUtil = some(percentToFraction(u.sm))
-			p.MemoryControllerUtil = some(percentToFraction(u.mem))
-			p.EncoderUtil = some(percentToFraction(u.enc))
-			p.DecoderUtil = some(percentToFraction(u.dec))
+			u := newest[p.PID]
+			p.SMUtil = some(percentToFraction(float64(u.SmUtil)))
+			p.MemoryControllerUtil = some(percentToFraction(float64(u.MemUtil)))
+			p.EncoderUtil = some(percentToFraction(float64(u.EncUtil)))
+			p.DecoderUtil = some(percentToFraction(float64(u.DecUtil)))
+		}
+		if sharesOK {
+			p.BusyShare = some(shares[p.PID])
 		}
 		s.Processes = append(s.Processes, *p)
 	}
 }
 
-// primeProcessWindow moves the process window to the newest sample, so the
-// first read averages from Open on.
-func (d *Device) primeProcessWindow() {
+// SampleShares takes one sample of the processes' shares of the GPU's busy
+// time between reads (WithShareInterval). It is skipped while a read or
+// priming runs (that read samples them itself), before priming, and on a
+// lost GPU: it reports whether a sample was taken.
+func (d *Device) SampleShares() bool {
+	if !d.readProcesses || d.lost.Load() || !d.primed.Load() || !d.busy.CompareAndSwap(false, true) {
+		return false
+	}
+	defer d.busy.Store(false)
+	if !d.calls.begin() {
+		return false
+	}
+	defer d.calls.end()
+	leave := d.lane.enter()
+	defer leave()
 	r := &reading{d: d}
 	var samples []nvml.ProcessUtilizationSample
 	ret, made := r.call(callProcessUtilization, func() (ret nvml.Return) {
-		samples, ret = d.processUtilization(0)
+		samples, ret = d.processUtilization(d.shareSince())
 		return ret
 	})
-	if made && ret != nvml.ERROR_NOT_FOUND && r.result(callProcessUtilization, ret) {
-		d.procWindow.fold(samples)
+	// A failure here is the next read's to report, if it persists; the
+	// window then averages the samples that did arrive.
+	ok := made && (ret == nvml.ERROR_NOT_FOUND || r.result(callProcessUtilization, ret))
+	if ok {
+		d.shares.add(newestByPID(samples), d.now())
 	}
-	d.support.flushLogs(d.logger)
+	if r.lost {
+		d.markLost(r.lostCall)
+	}
+	return ok
 }
 
 func addOpt(a, b Opt[uint64]) Opt[uint64] {

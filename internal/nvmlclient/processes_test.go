@@ -5,7 +5,9 @@ package nvmlclient
 import (
 	"context"
 	"math"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/assert"
@@ -33,19 +35,43 @@ func procByPID(s Sample) map[uint32]Process {
 	return out
 }
 
-func TestProcessWindowFold(t *testing.T) {
-	w := processWindow{lastSeen: 100}
-	got := w.fold([]nvml.ProcessUtilizationSample{
+// usNow is NVML's timestamp of now minus ago: CPU time in microseconds.
+func usNow(ago time.Duration) uint64 { return uint64(time.Now().Add(-ago).UnixMicro()) }
+
+func TestNewestSampleOfEachProcess(t *testing.T) {
+	got := newestByPID([]nvml.ProcessUtilizationSample{
 		{Pid: 7, TimeStamp: 300, SmUtil: 60},
-		{Pid: 7, TimeStamp: 90, SmUtil: 100}, // older than the last seen: counted before
+		{Pid: 7, TimeStamp: 90, SmUtil: 100},
 		{Pid: 7, TimeStamp: 200, SmUtil: 40}, // out of order
 		{Pid: 9, TimeStamp: 250, SmUtil: 10, MemUtil: 4, EncUtil: 2, DecUtil: 1},
 	})
-	assert.Equal(t, uint64(300), w.lastSeen)
-	assert.InDelta(t, 50, got[7].sm, 1e-9)
-	assert.Equal(t, utilSum{sm: 10, mem: 4, enc: 2, dec: 1, n: 1}, got[9])
-	assert.Empty(t, w.fold(nil), "empty window")
-	assert.Equal(t, uint64(300), w.lastSeen)
+	assert.Equal(t, uint32(60), got[7].SmUtil)
+	assert.Equal(t, uint32(10), got[9].SmUtil)
+	assert.Empty(t, newestByPID(nil))
+}
+
+func TestProcessSharesAverageOverSamples(t *testing.T) {
+	var ps processShares
+	at := time.Now()
+	sample := func(a, b uint32) map[uint32]nvml.ProcessUtilizationSample {
+		return map[uint32]nvml.ProcessUtilizationSample{1: {Pid: 1, SmUtil: a}, 2: {Pid: 2, SmUtil: b}}
+	}
+	ps.add(sample(20, 80), at)
+	ps.add(sample(40, 40), at) // 0.5 / 0.5
+	ps.add(sample(0, 0), at)   // nobody busy: adds nothing
+	listed := map[uint32]*Process{1: {PID: 1}, 2: {PID: 2}}
+	shares, ok := ps.take(listed)
+	require.True(t, ok)
+	assert.InDelta(t, 0.35, shares[1], 1e-9)
+	assert.InDelta(t, 0.65, shares[2], 1e-9)
+	_, ok = ps.take(listed)
+	assert.False(t, ok, "take starts over")
+
+	// A PID no longer listed is left out, and the rest renormalized.
+	ps.add(sample(50, 50), at)
+	shares, ok = ps.take(map[uint32]*Process{2: {PID: 2}})
+	require.True(t, ok)
+	assert.Equal(t, map[uint32]float64{2: 1}, shares)
 }
 
 func TestReadProcesses(t *testing.T) {
@@ -57,8 +83,9 @@ func TestReadProcesses(t *testing.T) {
 	)
 	g.GraphicsProcs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 20}}
 	g.AddProcessSamples(
-		nvml.ProcessUtilizationSample{Pid: 100, TimeStamp: 10, SmUtil: 30},
-		nvml.ProcessUtilizationSample{Pid: 100, TimeStamp: 20, SmUtil: 50, MemUtil: 10},
+		nvml.ProcessUtilizationSample{Pid: 100, TimeStamp: usNow(2 * time.Second), SmUtil: 30},
+		nvml.ProcessUtilizationSample{Pid: 100, TimeStamp: usNow(time.Second), SmUtil: 50, MemUtil: 10},
+		nvml.ProcessUtilizationSample{Pid: 200, TimeStamp: usNow(time.Minute), SmUtil: 90}, // gone idle since
 	)
 	s, err := c.Devices()[0].Read()
 	require.NoError(t, err)
@@ -68,35 +95,75 @@ func TestReadProcesses(t *testing.T) {
 	p := procs[100]
 	assert.True(t, p.Compute && p.Graphics)
 	assert.Equal(t, some(uint64(4<<30+1<<20)), p.MemoryBytes())
-	assert.InDelta(t, 0.40, p.SMUtil.Value, 1e-9)
-	assert.InDelta(t, 0.05, p.MemoryControllerUtil.Value, 1e-9)
+	assert.InDelta(t, 0.50, p.SMUtil.Value, 1e-9, "the newest sample, not an average")
+	assert.InDelta(t, 0.10, p.MemoryControllerUtil.Value, 1e-9)
+	assert.Equal(t, some(1.0), p.BusyShare)
 	assert.False(t, procs[200].MemoryBytes().OK, "NVML_VALUE_NOT_AVAILABLE")
-	assert.Equal(t, some(0.0), procs[200].SMUtil, "listed without a sample: idle")
+	assert.Equal(t, some(0.0), procs[200].SMUtil, "a sample older than the horizon: idle")
+	assert.Equal(t, some(0.0), procs[200].BusyShare)
 
-	// No new sample (NOT_FOUND): every process reads idle, none is lost.
+	// The same sample is read again: NVML keeps one per process.
 	s, err = c.Devices()[0].Read()
 	require.NoError(t, err)
-	assert.Equal(t, some(0.0), procByPID(s)[100].SMUtil)
-
-	// Only samples after the previous read count.
-	g.AddProcessSamples(nvml.ProcessUtilizationSample{Pid: 100, TimeStamp: 30, SmUtil: 90})
-	s, err = c.Devices()[0].Read()
-	require.NoError(t, err)
-	assert.InDelta(t, 0.90, procByPID(s)[100].SMUtil.Value, 1e-9)
+	assert.InDelta(t, 0.50, procByPID(s)[100].SMUtil.Value, 1e-9)
 }
 
-func TestProcessWindowStartsAtOpen(t *testing.T) {
+func TestBusySharesFromSamplesBetweenReads(t *testing.T) {
+	m, c := openWithProcesses(t)
+	g := m.GPUs[0]
+	g.SetProcesses(nvml.ProcessInfo{Pid: 1, UsedGpuMemory: 1}, nvml.ProcessInfo{Pid: 2, UsedGpuMemory: 1})
+	d := c.Devices()[0]
+	var current []nvml.ProcessUtilizationSample
+	g.GetProcessUtilizationFunc = func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) { return current, nvml.SUCCESS }
+	share := func(a, b uint32) {
+		current = []nvml.ProcessUtilizationSample{{Pid: 1, TimeStamp: usNow(0), SmUtil: a}, {Pid: 2, TimeStamp: usNow(0), SmUtil: b}}
+	}
+	share(10, 90)
+	require.True(t, d.SampleShares())
+	share(30, 70)
+	require.True(t, d.SampleShares())
+	share(20, 80) // the read's own sample
+	s, err := d.Read()
+	require.NoError(t, err)
+	procs := procByPID(s)
+	assert.InDelta(t, 0.2, procs[1].BusyShare.Value, 1e-9)
+	assert.InDelta(t, 0.8, procs[2].BusyShare.Value, 1e-9)
+	assert.InDelta(t, 0.2, procs[1].SMUtil.Value, 1e-9, "the instant figure is the read's own")
+}
+
+func TestSampleSharesSkipsABusyDevice(t *testing.T) {
+	m, c := openWithProcesses(t)
+	m.GPUs[0].SetProcesses(nvml.ProcessInfo{Pid: 1, UsedGpuMemory: 1})
+	d := c.Devices()[0]
+	require.True(t, d.busy.CompareAndSwap(false, true))
+	assert.False(t, d.SampleShares(), "a read in flight samples the shares itself")
+	d.busy.Store(false)
+	assert.True(t, d.SampleShares())
+}
+
+func TestShareSamplerSamplesOnlyHeldGPUs(t *testing.T) {
 	m := nvmltest.NewH200()
+	calls := make([]atomic.Int64, len(m.GPUs))
+	for i, g := range m.GPUs {
+		g.SetProcesses()
+		g.GetProcessUtilizationFunc = func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+			calls[i].Add(1)
+			return nil, nvml.ERROR_NOT_FOUND
+		}
+	}
 	m.GPUs[1].SetProcesses(nvml.ProcessInfo{Pid: 5, UsedGpuMemory: 1})
-	m.GPUs[1].AddProcessSamples(nvml.ProcessUtilizationSample{Pid: 5, TimeStamp: 10, SmUtil: 100})
-	c := New(m, zap.NewNop(), WithProcesses(true))
+	c := New(m, zap.NewNop(), WithProcesses(true), WithShareInterval(5*time.Millisecond))
 	require.NoError(t, c.Open(nil))
 	c.PrimeAll()
-	defer c.Close(context.Background())
-	m.GPUs[1].AddProcessSamples(nvml.ProcessUtilizationSample{Pid: 5, TimeStamp: 20, SmUtil: 20})
-	s, err := c.Devices()[1].Read()
-	require.NoError(t, err)
-	assert.InDelta(t, 0.20, procByPID(s)[5].SMUtil.Value, 1e-9, "the buffer before Open is not counted")
+	for _, d := range c.Devices() {
+		_, _ = d.Read()
+	}
+	require.Eventually(t, func() bool { return calls[1].Load() >= 4 }, 5*time.Second, time.Millisecond)
+	require.NoError(t, c.Close(context.Background()))
+	after := calls[1].Load()
+	time.Sleep(30 * time.Millisecond)
+	assert.Equal(t, after, calls[1].Load(), "no sample after Close")
+	assert.Zero(t, calls[0].Load(), "a GPU without processes is not sampled")
 }
 
 func TestProcessesOffByDefault(t *testing.T) {
@@ -124,26 +191,34 @@ func TestProcessUtilizationUnsupported(t *testing.T) {
 	assert.False(t, p.SMUtil.OK)
 }
 
-func FuzzProcessWindowFold(f *testing.F) {
-	f.Add(uint64(5), []byte{1, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 50, 0, 0, 0})
-	f.Fuzz(func(t *testing.T, lastSeen uint64, data []byte) {
+func FuzzProcessShares(f *testing.F) {
+	f.Add([]byte{1, 0, 0, 0, 9, 0, 0, 0, 0, 0, 0, 0, 50, 0, 0, 0})
+	f.Fuzz(func(t *testing.T, data []byte) {
 		var samples []nvml.ProcessUtilizationSample
 		for len(data) >= 16 {
 			samples = append(samples, nvml.ProcessUtilizationSample{
-				Pid:       uint32(data[0]),
+				Pid:       uint32(data[0] % 4),
 				TimeStamp: uint64(data[4]) | uint64(data[5])<<8 | uint64(data[6])<<16,
-				SmUtil:    uint32(data[12]), MemUtil: uint32(data[13]), EncUtil: uint32(data[14]), DecUtil: uint32(data[15]),
+				SmUtil:    uint32(data[12]), MemUtil: uint32(data[13]),
 			})
 			data = data[16:]
 		}
-		w := processWindow{lastSeen: lastSeen}
-		for pid, u := range w.fold(samples) {
-			if u.n == 0 || u.sm < 0 || u.sm > 255 || math.IsNaN(u.sm) {
-				t.Fatalf("pid %d: bad mean %+v", pid, u)
-			}
+		var ps processShares
+		ps.add(newestByPID(samples), time.Now())
+		listed := map[uint32]*Process{0: {}, 1: {}, 2: {}, 3: {}}
+		shares, ok := ps.take(listed)
+		if !ok {
+			return
 		}
-		if w.lastSeen < lastSeen {
-			t.Fatal("window moved backwards")
+		var sum float64
+		for _, v := range shares {
+			if v < 0 || v > 1 || math.IsNaN(v) {
+				t.Fatalf("bad share %v", v)
+			}
+			sum += v
+		}
+		if math.Abs(sum-1) > 1e-9 {
+			t.Fatalf("shares sum to %v", sum)
 		}
 	})
 }

@@ -193,10 +193,16 @@ type Process struct {
 	// where NVML cannot tell (NVML_VALUE_NOT_AVAILABLE, e.g. under some
 	// virtualization).
 	ComputeMemoryBytes, GraphicsMemoryBytes Opt[uint64]
-	// Utilization of each engine by this process, 0..1, averaged over the
-	// samples NVML took since the previous read. A process listed but
-	// without a sample in the window was idle: 0.
+	// Utilization of each engine by this process, 0..1: NVML's newest
+	// sample of it (one per process, a smoothed recent figure; 0 without
+	// one in the last 10 s). SMUtil is the process's share of the time a
+	// kernel ran, not of the GPU's SMs.
 	SMUtil, MemoryControllerUtil, EncoderUtil, DecoderUtil Opt[float64]
+	// BusyShare is the process's share of the GPU's busy time since the
+	// previous read, 0..1, averaged over the share samples taken since
+	// (processes.go); the shares of a GPU's processes sum to 1. Absent
+	// when no sample saw a busy process.
+	BusyShare Opt[float64]
 	// GPUInstanceID and ComputeInstanceID place the process on a MIG slice;
 	// both are NoInstance outside MIG.
 	GPUInstanceID, ComputeInstanceID uint32
