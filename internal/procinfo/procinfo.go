@@ -30,6 +30,12 @@ type Info struct {
 	// one.
 	CreationTime string
 	CommandLine  string // empty unless asked for
+	// Started is CreationTime as a time; zero when unknown.
+	Started time.Time
+	// UserCPU and SystemCPU are the process's CPU time so far (utime and
+	// stime of /proc/<pid>/stat); valid when CPUOK.
+	UserCPU, SystemCPU time.Duration
+	CPUOK              bool
 }
 
 // creationTimeLayout is ISO 8601 to the hundredth of a second, the
@@ -80,11 +86,16 @@ func (r *Reader) Read(pid int, withCommandLine bool) (Info, error) {
 	if st, err := p.NewStatus(); err == nil {
 		info.Owner = r.userName(strconv.FormatUint(st.UIDs[0], 10))
 	}
-	if st, err := p.Stat(); err == nil && r.bootTimeOK {
+	if st, err := p.Stat(); err == nil {
 		// Ticks times the tick's length: multiplying by time.Second first
 		// overflows int64 after ~2.9 years of uptime.
-		start := r.bootTime.Add(time.Duration(st.Starttime) * (time.Second / userHZ))
-		info.CreationTime = start.Format(creationTimeLayout)
+		info.UserCPU = time.Duration(st.UTime) * (time.Second / userHZ)
+		info.SystemCPU = time.Duration(st.STime) * (time.Second / userHZ)
+		info.CPUOK = true
+		if r.bootTimeOK {
+			info.Started = r.bootTime.Add(time.Duration(st.Starttime) * (time.Second / userHZ))
+			info.CreationTime = info.Started.Format(creationTimeLayout)
+		}
 	}
 	if withCommandLine {
 		if args, err := p.CmdLine(); err == nil {

@@ -72,7 +72,8 @@ func TestRead(t *testing.T) {
 	if root0 != nil {
 		want = root0.Username
 	}
-	assert.Equal(t, Info{ExecutableName: "python3.12", Owner: want, CreationTime: "2025-11-30T01:00:00.12Z"}, info,
+	assert.Equal(t, Info{ExecutableName: "python3.12", Owner: want, CreationTime: "2025-11-30T01:00:00.12Z",
+		Started: time.Date(2025, 11, 30, 1, 0, 0, 120_000_000, time.UTC), CPUOK: true}, info,
 		"the executable's base name, not the renamed comm; no command line unless asked")
 
 	info, err = r.Read(4242, true)
@@ -91,6 +92,28 @@ func TestRead(t *testing.T) {
 
 	_, err = r.Read(999999, false)
 	assert.Error(t, err, "an exited process")
+}
+
+func TestReadCPUTime(t *testing.T) {
+	root := t.TempDir()
+	writeBootTime(t, root, 1764460800)
+	dir := filepath.Join(root, "77")
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "comm"), []byte("python3\n"), 0o644))
+	f := make([]string, 50)
+	for i := range f {
+		f[i] = "0"
+	}
+	f[10], f[11] = "12345", "678" // utime, stime: the 14th and 15th fields
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"),
+		[]byte("77 (python3) R "+strings.Join(f, " ")+"\n"), 0o644))
+	r, err := New(root)
+	require.NoError(t, err)
+	info, err := r.Read(77, false)
+	require.NoError(t, err)
+	require.True(t, info.CPUOK)
+	assert.Equal(t, 123450*time.Millisecond, info.UserCPU)
+	assert.Equal(t, 6780*time.Millisecond, info.SystemCPU)
 }
 
 func TestCreationTimeTellsAReusedPIDApart(t *testing.T) {
