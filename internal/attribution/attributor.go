@@ -182,6 +182,13 @@ func (a *Attributor) Attribute(deviceID string, pids []int) ([]Process, Owner) {
 	return out, gpu
 }
 
+// Allocated reports whether the kubelet has allocated the device (a GPU's
+// or a MIG device's UUID) to a pod: such a GPU is held, with or without a
+// process on it. False without a kubelet, and while its listing is stale.
+func (a *Attributor) Allocated(deviceID string) bool {
+	return a.pods != nil && len(a.pods.Owners(deviceID)) > 0
+}
+
 // warnRead logs a failed read of a process's details or cgroup once per
 // cause, naming the first process it happened to. A process that has
 // exited is not worth a log: it is not passed here.

@@ -128,6 +128,24 @@ func TestAttributeNonUUIDDeviceIDsAreNotSilent(t *testing.T) {
 		"allocation by non-UUID ids: no pod names and no log")
 }
 
+// A GPU allocated to two pods (time-slicing) has no single owner, and is
+// still held; a GPU allocated to nobody is not.
+func TestAllocated(t *testing.T) {
+	sock := socketPath(t)
+	k := &fakeKubelet{}
+	k.set(&podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{
+		pod("ml", "a-0", ctr("a", dev("nvidia.com/gpu", gpuTrain))),
+		pod("ml", "b-0", ctr("b", dev("nvidia.com/gpu", gpuTrain))),
+	}}, nil)
+	serve(t, sock, k)
+	a := startAttributor(t, Config{PodResources: &PodResourcesConfig{Socket: sock}}, nil)
+	_, gpu := a.Attribute(gpuTrain, nil)
+	assert.Zero(t, gpu, "two pods: no single owner")
+	assert.True(t, a.Allocated(gpuTrain))
+	assert.False(t, a.Allocated("GPU-00000000-0000-4000-8000-000000000000"))
+	assert.False(t, startAttributor(t, Config{}, nil).Allocated(gpuTrain), "no kubelet: nothing is allocated")
+}
+
 func TestAttributeWithoutProcRoot(t *testing.T) {
 	a := startAttributor(t, Config{}, nil)
 	procs, gpu := a.Attribute(gpuTrain, []int{10, 11})
