@@ -23,7 +23,7 @@ type counterValues struct {
 	energyJoules Opt[float64]
 	violation    [violationPolicyCount]Opt[float64]
 	pcieReplays  Opt[int64]
-	at           time.Time // wall time the reading was taken
+	at           time.Time // the device clock's time the reading was taken
 }
 
 // fresh says which counters the newest reading read: only those are
@@ -123,7 +123,7 @@ func (d *Device) takeCounters() {
 	if r.do(callEnergy, func() (ret nvml.Return) { mj, ret = d.handle.GetTotalEnergyConsumption(); return }) {
 		got.energyJoules = some(float64(mj) / 1000)
 	}
-	got.at = time.Now() // the batch below takes well under a millisecond
+	got.at = d.now() // the batch below takes well under a millisecond
 	var s Sample
 	if !r.lost {
 		r.readFieldBatch(&s, &cs.fields, true)

@@ -64,7 +64,7 @@ type Device struct {
 	counters     counterState
 	migs         []*migDevice
 	now          func() time.Time // times GPM windows, backoffs and the energy cadence
-	lastRead     time.Time        // wall time of the previous read, for the codec windows
+	lastRead     time.Time        // the device clock's time of the previous read, for the codec windows
 	// readProcesses is set by the client's options at Open.
 	readProcesses bool
 
@@ -177,7 +177,7 @@ func (d *Device) Read() (Sample, error) {
 	defer leave()
 	d.prime()
 
-	s := Sample{Time: time.Now()}
+	s := Sample{Time: d.now()} // the device clock: windows and counters agree with GPM's
 	r := &reading{d: d}
 	for _, read := range [...]func(*reading, *Sample){
 		(*reading).readGPM, // first: the general utilization of a GPU with GPM comes from it

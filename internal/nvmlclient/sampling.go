@@ -203,7 +203,7 @@ func (r *reading) readCodec(k samplingKind, instant call, get func() (uint32, ui
 		// while the engine was idle.
 		span := time.Duration(0)
 		if !r.d.lastRead.IsZero() {
-			span = time.Since(r.d.lastRead)
+			span = r.d.now().Sub(r.d.lastRead)
 		}
 		if mean, ok := r.windowAverage(k, span); ok {
 			w.active = mean > 0 || v > 0

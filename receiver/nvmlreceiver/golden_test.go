@@ -58,10 +58,10 @@ func TestScrapeGoldenEveryMetric(t *testing.T) {
 	m.XID(0, 79)
 	require.Eventually(t, func() bool { return ts.events.counts(nvmltest.UUID(0))[79] == 1 }, 5*time.Second, 5*time.Millisecond)
 
-	m.GPUs[0].AddProcessSamples(
-		nvml.ProcessUtilizationSample{Pid: 4242, TimeStamp: 150, SmUtil: 70, MemUtil: 20, EncUtil: 3, DecUtil: 1},
-		nvml.ProcessUtilizationSample{Pid: 4343, TimeStamp: 150, SmUtil: 5, MemUtil: 1})
 	ts.clock.Advance(10 * time.Second)
+	m.GPUs[0].AddProcessSamples(
+		nvml.ProcessUtilizationSample{Pid: 4242, TimeStamp: ts.micros(time.Second), SmUtil: 70, MemUtil: 20, EncUtil: 3, DecUtil: 1},
+		nvml.ProcessUtilizationSample{Pid: 4343, TimeStamp: ts.micros(time.Second), SmUtil: 5, MemUtil: 1})
 	g := m.GPUs[0]
 	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{100, 200}, []uint32{60, 80})
 	g.AddSamples(nvml.MEMORY_UTILIZATION_SAMPLES, []uint64{100, 200}, []uint32{20, 30})

@@ -20,6 +20,8 @@ type ownedProcess struct {
 	info   procinfo.Info
 	infoOK bool
 	owner  owner
+	// account is the process's GPU-time counters (accounting.go).
+	account *processAccount
 }
 
 // newAttributor configures attribution from the receiver's configuration:

@@ -3,6 +3,8 @@
 package nvmlreceiver
 
 import (
+	"time"
+
 	"os"
 	"path/filepath"
 	"strconv"
@@ -66,7 +68,7 @@ func TestProcessesAreTheirOwnResources(t *testing.T) {
 	m.GPUs[0].SetProcesses(proc(4242, 8<<30), proc(4343, 1<<30))
 	ts := newTestScraper(t, m)
 	ts.start(t)
-	m.GPUs[0].AddProcessSamples(nvml.ProcessUtilizationSample{Pid: 4242, TimeStamp: 10, SmUtil: 40})
+	m.GPUs[0].AddProcessSamples(nvml.ProcessUtilizationSample{Pid: 4242, TimeStamp: ts.micros(time.Second), SmUtil: 40})
 	md := ts.scrapeOK(t)
 
 	procs := processResources(md, nvmltest.UUID(0))

@@ -49,6 +49,7 @@ type gpuReport struct {
 	owner     owner          // set only when the GPU has exactly one owner
 	xids      map[int64]int64
 	migs      []migReport
+	account   *deviceAccount
 }
 
 // migReport is one MIG device of the GPU.
@@ -56,6 +57,7 @@ type migReport struct {
 	sample    *nvmlclient.MIGSample
 	processes []ownedProcess
 	owner     owner
+	account   *deviceAccount
 }
 
 // recordGPU turns one GPU's sample into data points on the GPU's resource,
@@ -66,7 +68,7 @@ func recordGPU(mb *metadata.MetricsBuilder, r gpuReport) {
 		mb.RecordNvidiaGpuProcessDroppedDataPoint(ts, r.dropped)
 	}
 	recordXIDs(mb, ts, r.xids)
-	recordSample(mb, r.info, r.sample, r.owner)
+	recordSample(mb, r.info, r.sample, r.owner, r.account)
 	if r.sample.ProcessesListed {
 		recordProcesses(mb, ts, r.processes, func(o owner) *metadata.ResourceBuilder { return gpuResource(mb, r.info, o) })
 	}
@@ -90,6 +92,10 @@ func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, procs []
 		if v := p.MemoryControllerUtil; v.OK {
 			mb.RecordNvidiaGpuProcessMemoryControllerUtilizationDataPoint(ts, v.Value)
 		}
+		if p.infoOK && p.info.CPUOK {
+			mb.RecordProcessCPUTimeDataPoint(ts, p.info.UserCPU.Seconds(), metadata.AttributeCPUModeUser)
+			mb.RecordProcessCPUTimeDataPoint(ts, p.info.SystemCPU.Seconds(), metadata.AttributeCPUModeSystem)
+		}
 		rb := newResource(p.owner)
 		rb.SetProcessPid(int64(p.PID))
 		if p.infoOK {
@@ -104,6 +110,7 @@ func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, procs []
 				rb.SetProcessCommandLine(p.info.CommandLine)
 			}
 		}
+		recordProcessAccount(mb, ts, p.account)
 		mb.EmitForResource(metadata.WithResource(rb.Emit()))
 	}
 }
@@ -129,6 +136,7 @@ func recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, parent nvmlcli
 		}
 		return rb
 	}
+	recordDeviceAccount(mb, ts, m.account)
 	mb.EmitForResource(metadata.WithResource(newResource(m.owner).Emit()))
 	if listed {
 		recordProcesses(mb, ts, m.processes, newResource)
@@ -136,7 +144,7 @@ func recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, parent nvmlcli
 }
 
 // recordSample turns one GPU's sample into data points on its own resource.
-func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nvmlclient.Sample, gpuOwner owner) {
+func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nvmlclient.Sample, gpuOwner owner, acct *deviceAccount) {
 	ts := pcommon.NewTimestampFromTime(s.Time)
 
 	for _, et := range engineTasks {
@@ -183,6 +191,7 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 		recordGPM(mb, ts, s.GPM)
 	}
 	recordHealth(mb, ts, pcommon.NewTimestampFromTime(s.CountersTime), &s.Health)
+	recordDeviceAccount(mb, ts, acct)
 	mb.EmitForResource(metadata.WithResource(gpuResource(mb, info, gpuOwner).Emit()))
 }
 

@@ -27,6 +27,10 @@ type reporter struct {
 	// session is the NVML session the points come from (0: none yet
 	// since start).
 	session uint64
+	// accounts holds the GPU-time counters; unread holds, within one
+	// scrape, the GPUs whose read is stuck, whose accounts wait for them.
+	accounts *accountant
+	unread   map[string]bool
 }
 
 func newReporter(cfg *Config) *reporter {
@@ -34,6 +38,8 @@ func newReporter(cfg *Config) *reporter {
 		cfg:        cfg,
 		dropped:    map[string]int64{},
 		containers: map[string]gpuContainer{},
+		accounts:   newAccountant(cfg),
+		unread:     map[string]bool{},
 	}
 }
 
@@ -43,6 +49,7 @@ func (r *reporter) start(set receiver.Settings) {
 	r.mb = metadata.NewMetricsBuilder(r.cfg.MetricsBuilderConfig, set)
 	r.session = 0
 	clear(r.dropped)
+	r.accounts.reset()
 	r.owners = newAttributor(r.cfg, set.Logger)
 	if r.cfg.Processes.Enabled {
 		r.cpu = &containerCPU{logger: set.Logger, warned: attribution.NewCauseLog(maxWarnedCauses),
@@ -64,12 +71,14 @@ func (r *reporter) newSession(gen uint64, openedAt time.Time) {
 	if restarted {
 		r.mb.Reset(metadata.WithStartTime(pcommon.NewTimestampFromTime(openedAt)))
 		clear(r.dropped)
+		r.accounts.reset()
 	}
 }
 
 // gpu records one GPU's sample.
 func (r *reporter) gpu(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) {
 	rep := r.report(info, smp, xids)
+	r.account(&rep)
 	recordGPU(r.mb, rep)
 	containersOf(rep, r.containers)
 }
@@ -82,6 +91,7 @@ func (r *reporter) lost(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids m
 // stuck records a GPU whose read is stuck in NVML: hw.status degraded and
 // its XID counts, so that it never silently vanishes.
 func (r *reporter) stuck(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids map[int64]int64) {
+	r.unread[info.UUID] = true
 	recordStatus(r.mb, ts, metadata.AttributeHwStateDegraded)
 	recordXIDs(r.mb, ts, xids)
 	r.mb.EmitForResource(metadata.WithResource(gpuResource(r.mb, info, owner{}).Emit()))
@@ -94,7 +104,50 @@ func (r *reporter) emit(now pcommon.Timestamp) pmetric.Metrics {
 		r.cpu.record(r.mb, now, r.containers)
 	}
 	clear(r.containers)
-	return r.mb.Emit()
+	md := r.mb.Emit()
+	r.accounts.stampStarts(md)
+	r.accounts.endScrape(r.unread)
+	clear(r.unread)
+	return md
+}
+
+// account adds the window of rep's GPU and of each of its MIG devices to
+// their GPU-time counters.
+func (r *reporter) account(rep *gpuReport) {
+	smp := rep.sample
+	w := deviceWindow{
+		id: rep.info.UUID, parent: rep.info.UUID, at: smp.Time, owner: rep.owner,
+		listed: smp.ProcessesListed, allocated: r.owners.Allocated(rep.info.UUID),
+		holders: len(rep.processes), processes: rep.processes,
+		busy: smp.Utilization[nvmlclient.EngineGeneral],
+	}
+	if smp.GPM != nil {
+		w.active = smp.GPM.Activity[nvmlclient.GPMSMActivity]
+	}
+	for _, m := range rep.migs {
+		w.holders += len(m.processes)
+		w.allocated = w.allocated || r.owners.Allocated(m.sample.Info.UUID)
+	}
+	var procAccounts []*processAccount
+	rep.account, procAccounts = r.accounts.add(w)
+	for i := range procAccounts {
+		rep.processes[i].account = procAccounts[i]
+	}
+	for i := range rep.migs {
+		m := &rep.migs[i]
+		mw := deviceWindow{
+			id: m.sample.Info.UUID, parent: rep.info.UUID, at: smp.Time, owner: m.owner,
+			listed: smp.ProcessesListed, allocated: r.owners.Allocated(m.sample.Info.UUID),
+			holders: len(m.processes), processes: m.processes,
+		}
+		if m.sample.GPM != nil {
+			mw.active = m.sample.GPM.Activity[nvmlclient.GPMSMActivity]
+		}
+		m.account, procAccounts = r.accounts.add(mw)
+		for j := range procAccounts {
+			m.processes[j].account = procAccounts[j]
+		}
+	}
 }
 
 // report attributes one GPU's sample: its processes' owners and, when they

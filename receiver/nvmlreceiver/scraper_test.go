@@ -65,6 +65,11 @@ func newTestScraper(t testing.TB, m *nvmltest.Machine, mods ...func(*Config)) *t
 	return &testScraper{nvmlScraper: s, machine: m, logs: logs, clock: clock}
 }
 
+// micros is NVML's timestamp of the test clock's now minus ago.
+func (ts *testScraper) micros(ago time.Duration) uint64 {
+	return uint64(ts.clock.Now().Add(-ago).UnixMicro())
+}
+
 func (ts *testScraper) start(t testing.TB) {
 	t.Helper()
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
@@ -129,11 +134,11 @@ func TestScrapeGolden(t *testing.T) {
 	m.GPUs[2].SetProcesses(proc(999, 1<<30))
 	ts := newTestScraper(t, m)
 	ts.start(t)
-	m.GPUs[0].AddProcessSamples(
-		nvml.ProcessUtilizationSample{Pid: 4242, TimeStamp: 150, SmUtil: 70, MemUtil: 20},
-		nvml.ProcessUtilizationSample{Pid: 4343, TimeStamp: 150, SmUtil: 5, MemUtil: 1},
-		nvml.ProcessUtilizationSample{Pid: 4242, TimeStamp: 300, SmUtil: 50, MemUtil: 10})
 	ts.clock.Advance(10 * time.Second)
+	m.GPUs[0].AddProcessSamples(
+		nvml.ProcessUtilizationSample{Pid: 4242, TimeStamp: ts.micros(2 * time.Second), SmUtil: 70, MemUtil: 20},
+		nvml.ProcessUtilizationSample{Pid: 4343, TimeStamp: ts.micros(2 * time.Second), SmUtil: 5, MemUtil: 1},
+		nvml.ProcessUtilizationSample{Pid: 4242, TimeStamp: ts.micros(time.Second), SmUtil: 50, MemUtil: 10})
 	// Samples taken after start: the window averages all of them.
 	for i, g := range m.GPUs {
 		g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{300, 100, 200}, []uint32{uint32(10 * i), uint32(10*i + 20), 0})
@@ -378,7 +383,7 @@ func TestCountersCarryTheTimeOfTheirReading(t *testing.T) {
 	ts := newTestScraper(t, m, func(cfg *Config) { cfg.CounterInterval = time.Hour })
 	ts.start(t)
 	first := ts.scrapeOK(t)
-	time.Sleep(5 * time.Millisecond)
+	ts.clock.Advance(5 * time.Millisecond)
 	m.GPUs[0].SetEnergy(9_000_000)
 	second := ts.scrapeOK(t)
 	e1, e2 := energyPoint(t, first), energyPoint(t, second)
@@ -513,7 +518,8 @@ func TestDisabledMetricsCostNoNVMLCall(t *testing.T) {
 			&mc.NvidiaGpuSmActivity.Enabled, &mc.NvidiaGpuSmOccupancy.Enabled,
 			&mc.NvidiaGpuGraphicsActivity.Enabled, &mc.NvidiaGpuTensorActivity.Enabled, &mc.NvidiaGpuTensorPipeActivity.Enabled,
 			&mc.NvidiaGpuPipeActivity.Enabled, &mc.NvidiaGpuMemoryBandwidthUtilization.Enabled, &mc.HwGpuIo.Enabled,
-			&mc.NvidiaGpuNvlinkIo.Enabled} {
+			&mc.NvidiaGpuNvlinkIo.Enabled, &mc.NvidiaGpuBusyTime.Enabled, &mc.NvidiaGpuActiveTime.Enabled,
+			&mc.NvidiaGpuIdleTime.Enabled, &mc.NvidiaGpuProcessBusyTime.Enabled} {
 			*e = false
 		}
 	})

@@ -184,7 +184,7 @@ func (s *nvmlSession) runOpen(done chan struct{}) {
 	}
 	s.ready, s.gaveData = true, false
 	s.gen++
-	s.openedAt = time.Now()
+	s.openedAt = s.now()
 	if !s.lost {
 		s.lastCause = ""
 		s.backoff.succeeded()

@@ -3,6 +3,7 @@ package nvmlreceiver
 import (
 	"reflect"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/receiver"
 
@@ -40,12 +41,39 @@ func sharedScraper(cfg *Config, set receiver.Settings) *nvmlScraper {
 // read table in nvmlclient names the metrics each call feeds).
 func clientOptions(cfg *Config) []nvmlclient.Option {
 	on := enabledMetrics(cfg.Metrics)
+	for figure, counters := range derivedMetrics {
+		for _, c := range counters {
+			on[figure] = on[figure] || on[c]
+		}
+	}
 	return []nvmlclient.Option{
 		nvmlclient.WithProcesses(cfg.Processes.Enabled),
 		nvmlclient.WithMetrics(func(name string) bool { return on[name] }),
 		nvmlclient.WithCounterInterval(cfg.CounterInterval),
 		nvmlclient.WithMemoryControllerOnGPM(cfg.MemoryControllerOnGPM),
+		nvmlclient.WithShareInterval(cfg.shareSampling()),
 	}
+}
+
+// shareSampling is how often the processes' busy shares are sampled
+// between scrapes: only when the interval holds at least two share
+// intervals (at 1 s the scrape's own sample suffices and costs nothing
+// more), and only for nvidia.gpu.process.busy.time.
+func (cfg *Config) shareSampling() time.Duration {
+	if !cfg.Processes.Enabled || !cfg.Metrics.NvidiaGpuProcessBusyTime.Enabled ||
+		cfg.Accounting.ShareInterval <= 0 || cfg.CollectionInterval < 2*cfg.Accounting.ShareInterval {
+		return 0
+	}
+	return cfg.Accounting.ShareInterval
+}
+
+// derivedMetrics names, for each figure NVML is asked for, the counters
+// derived from it: the figure is read while any of them is enabled.
+var derivedMetrics = map[string][]string{
+	"hw.gpu.utilization":             {"nvidia.gpu.busy.time", "nvidia.gpu.idle.time", "nvidia.gpu.process.busy.time"},
+	"nvidia.gpu.sm.activity":         {"nvidia.gpu.active.time", "nvidia.gpu.idle.time"},
+	"nvidia.gpu.process.count":       {"nvidia.gpu.held.time", "nvidia.gpu.idle.time", "nvidia.gpu.process.held.time", "nvidia.gpu.process.idle.time"},
+	"nvidia.gpu.process.utilization": {"nvidia.gpu.process.busy.time"},
 }
 
 // enabledMetrics maps each metric's name to whether it is enabled, from the
