@@ -32,7 +32,7 @@ type Client struct {
 	devices []*Device
 	calls   *inflight // the calls of the open session
 	sampler *shareSampler
-	lost    lostLog   // the GPUs logged lost, across sessions
+	lost    lostLog // the GPUs logged lost, across sessions
 }
 
 // New returns a Client on lib, which is not touched until Open.

@@ -38,7 +38,7 @@ type Device struct {
 	// hasProcesses says the newest read listed a process: the share
 	// sampler samples only such GPUs.
 	hasProcesses atomic.Bool
-	panics atomic.Int64 // recovered inside reads (panics.go)
+	panics       atomic.Int64 // recovered inside reads (panics.go)
 
 	opts    options
 	calls   *inflight // the session's NVML calls in flight
