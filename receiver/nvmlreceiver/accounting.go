@@ -1,6 +1,7 @@
 package nvmlreceiver
 
 import (
+	"math"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -129,6 +130,7 @@ func (a *accountant) add(w deviceWindow) (*deviceAccount, []*processAccount) {
 	windowStart := acct.last
 	acct.last = w.at
 
+	w.busy, w.active = fraction(w.busy), fraction(w.active)
 	activity := w.active
 	if !activity.OK {
 		activity = w.busy // no GPM: idle falls back to busy
@@ -167,6 +169,16 @@ func (a *accountant) add(w deviceWindow) (*deviceAccount, []*processAccount) {
 		return acct, nil
 	}
 	return acct, a.addProcesses(w, windowStart, dt, idle)
+}
+
+// fraction keeps a figure within 0..1 and drops one that is not a number,
+// so that no window takes a counter down or past its wall time.
+func fraction(v nvmlclient.Opt[float64]) nvmlclient.Opt[float64] {
+	if !v.OK || math.IsNaN(v.Value) {
+		return nvmlclient.Opt[float64]{}
+	}
+	v.Value = math.Min(math.Max(v.Value, 0), 1)
+	return v
 }
 
 // window is the length in seconds of a window to count: 0 when it is too
