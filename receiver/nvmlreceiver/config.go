@@ -97,7 +97,10 @@ type AccountingConfig struct {
 	// time are sampled between scrapes, when the collection interval is
 	// longer: NVML keeps only a smoothed recent figure per process, so
 	// nvidia.gpu.process.busy.time averages these samples over the window.
-	// 0 samples only at the scrapes.
+	// Each sample is one nvmlDeviceGetProcessUtilization per GPU with a
+	// process (about 1.9 ms of CPU on an H200), so the default, 2s, adds
+	// about 1 ms of CPU per such GPU per second at a 10 s interval, and
+	// nothing at intervals under 4 s. 0 samples only at the scrapes.
 	ShareInterval time.Duration `mapstructure:"share_interval"`
 }
 

@@ -80,6 +80,8 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 		// Review 2, finding 6: accepted, though it could never attribute
 		// anything, while the kubelet was still polled.
 		{"kubernetes_without_processes", []string{"kubernetes::enabled: true needs processes::enabled: true"}},
+		{"bad_idle_threshold", []string{"accounting::idle_threshold: 5 must be above 0 and below 1"}},
+		{"bad_share_interval", []string{"accounting::share_interval: 10ns must be 0 (at the scrapes only) or at least 100ms"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,6 +92,23 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 			}
 		})
 	}
+}
+
+func TestAccountingConfig(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadConfig(t, "")
+	require.NoError(t, err)
+	assert.Equal(t, DefaultIdleThreshold, cfg.Accounting.IdleThreshold)
+	assert.Equal(t, 2*time.Second, cfg.shareSampling(), "the default 10 s interval holds 5 share samples")
+	cfg, err = loadConfig(t, "accounting")
+	require.NoError(t, err)
+	assert.Equal(t, 0.1, cfg.Accounting.IdleThreshold)
+	assert.Equal(t, 500*time.Millisecond, cfg.shareSampling(), "a 10 s interval holds 20 share samples")
+	cfg.CollectionInterval = 900 * time.Millisecond
+	assert.Zero(t, cfg.shareSampling(), "the scrape's own sample suffices")
+	cfg.CollectionInterval = 10 * time.Second
+	cfg.Metrics.NvidiaGpuProcessBusyTime.Enabled = false
+	assert.Zero(t, cfg.shareSampling(), "nothing uses the shares")
 }
 
 func TestLibraryPathDirectoryIsRejected(t *testing.T) {

@@ -42,7 +42,7 @@ func createDefaultConfig() component.Config {
 		},
 		Accounting: AccountingConfig{
 			IdleThreshold: DefaultIdleThreshold,
-			ShareInterval: time.Second,
+			ShareInterval: 2 * time.Second,
 		},
 		Kubernetes: KubernetesConfig{
 			PodResourcesSocket: attribution.DefaultPodResourcesSocket,
