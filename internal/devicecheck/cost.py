@@ -10,7 +10,9 @@ For each build DIR (holding otelcol-nvml and receivercost.test):
 And once: nvidia-smi --query-gpu with 15 fields, wall and CPU per call.
 
 Prints a markdown table and writes cost.json. Reads only; changes no GPU
-setting. Usage: cost.py --out DIR --seconds 45 before=DIR after=DIR
+setting. Works with any number of GPUs (the receiver and nvidia-smi read
+them all); --load names them and their load in the table.
+Usage: cost.py --out DIR --seconds 45 [--load TEXT] before=DIR after=DIR
 """
 import argparse
 import json
@@ -156,10 +158,11 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--seconds", type=int, default=45)
+    ap.add_argument("--load", default="2 GPUs", help="the GPUs and their load, for the table's heading")
     ap.add_argument("builds", nargs="+", help="label=DIR")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    res = {"smi": smi(), "builds": {}}
+    res = {"load": a.load, "smi": smi(), "builds": {}}
     for b in a.builds:
         label, d = b.split("=", 1)
         res["builds"][label] = {"receiver": receiver(d, a.out, label), "collector": collector(d, a.out, label, a.seconds)}
@@ -170,7 +173,7 @@ def main():
         json.dump(res, f, indent=1)
     labels = list(res["builds"])
     s = res["smi"]
-    print("| what (2 GPUs) | " + " | ".join(labels) + " |")
+    print(f"| what ({a.load}) | " + " | ".join(labels) + " |")
     print("|---|" + "---|" * len(labels))
     rows = [
         ("receiver scrape, CPU ms p50 / p99", lambda r: f'{r["receiver"].get("cpu_ms_p50", "?")} / {r["receiver"].get("cpu_ms_p99", "?")}'),
