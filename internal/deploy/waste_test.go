@@ -1,0 +1,164 @@
+package deploy
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"sigs.k8s.io/yaml"
+)
+
+// The recording rules of the waste accounting that other parts read (the
+// dashboard's Waste row, the e2e suite, docs/waste.md): a rename breaks
+// them, so the names are pinned here.
+func wasteRuleNames() []string {
+	var names []string
+	for _, r := range []string{"1h", "24h"} {
+		for _, m := range []string{"held", "busy", "active", "idle"} {
+			for _, level := range []string{"namespace_pod", "namespace", "node", "model"} {
+				names = append(names, level+":nvidia_gpu_"+m+"_hours:"+r)
+			}
+			if m != "active" { // GPM has no per-process figure
+				names = append(names, "user:nvidia_gpu_"+m+"_hours:"+r)
+			}
+		}
+		for _, level := range []string{"namespace_pod", "namespace", "user"} {
+			names = append(names, level+":nvidia_gpu_efficiency:"+r)
+		}
+	}
+	for _, level := range []string{"namespace_pod", "namespace", "user"} {
+		names = append(names, level+":nvidia_gpu_idle_cost:24h")
+	}
+	return append(names, "nvidia_gpu_price_per_hour",
+		"gpu_holder:nvidia_gpu_diagnosis:5m", "gpu_holder:nvidia_gpu_activity:5m",
+		"gpu_holder:nvidia_gpu_cpu_of_limit:5m", "gpu_holder:nvidia_gpu_memory_headroom:5m")
+}
+
+// renderRules renders the chart's PrometheusRule with extra helm args.
+func renderRules(t *testing.T, args ...string) monitoringv1.PrometheusRuleSpec {
+	t.Helper()
+	args = append([]string{"--set", "prometheusRule.enabled=true", "--show-only", "templates/prometheusrule.yaml"}, args...)
+	rules := only[monitoringv1.PrometheusRule](t, decodeAll(t, helmTemplate(t, args...)))
+	require.Len(t, rules, 1)
+	return rules[0].Spec
+}
+
+// rulesNamed returns the rules recording name, or the alert of that name.
+func rulesNamed(spec monitoringv1.PrometheusRuleSpec, name string) []monitoringv1.Rule {
+	var out []monitoringv1.Rule
+	for _, g := range spec.Groups {
+		for _, r := range g.Rules {
+			if r.Record == name || r.Alert == name {
+				out = append(out, r)
+			}
+		}
+	}
+	return out
+}
+
+func oneRule(t *testing.T, spec monitoringv1.PrometheusRuleSpec, name string) monitoringv1.Rule {
+	t.Helper()
+	rs := rulesNamed(spec, name)
+	require.Len(t, rs, 1, name)
+	return rs[0]
+}
+
+// TestWasteRuleNames: rules.yaml records every name of the spec, and each
+// diagnosis state once.
+func TestWasteRuleNames(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "rules.yaml"))
+	require.NoError(t, err)
+	var spec monitoringv1.PrometheusRuleSpec
+	require.NoError(t, yaml.UnmarshalStrict(data, &spec))
+	for _, name := range wasteRuleNames() {
+		assert.NotEmpty(t, rulesNamed(spec, name), "rules.yaml does not record %s", name)
+	}
+	var states []string
+	for _, r := range rulesNamed(spec, "gpu_holder:nvidia_gpu_diagnosis:5m") {
+		states = append(states, r.Labels["state"])
+	}
+	assert.Equal(t, []string{"memory_pressure", "idle", "input_bound", "gpu_bound", "underused"}, states,
+		"one diagnosis series per state, in precedence order")
+	assert.NotEmpty(t, rulesNamed(spec, "GPUPodIdle"))
+	assert.NotEmpty(t, rulesNamed(spec, "NamespaceIdleGPUHours"))
+}
+
+// TestWasteRulesFollowValues: the prices and thresholds of
+// prometheusRule.waste reach the rules, the default price covers exactly
+// the models the list does not name (the names are regex-quoted), and
+// waste.enabled=false leaves only the alert group.
+func TestWasteRulesFollowValues(t *testing.T) {
+	values := filepath.Join(t.TempDir(), "values.yaml")
+	require.NoError(t, os.WriteFile(values, []byte(`prometheusRule:
+  waste:
+    idleActivity: 0.1
+    inputBound: {activity: 0.4, cpuOfLimit: 0.8}
+    gpuBound: {activity: 0.6}
+    memoryPressure: {usage: 0.9, trendMinutes: 15, predictMinutes: 60}
+    podIdle: {ratio: 0.9, for: 1h}
+    namespaceIdle: {gpuHours: 24, for: 30m}
+    pricePerHour:
+      "NVIDIA H200": 9.5
+      "Tesla V100-SXM2-16GB (x.y)": 0.25
+      "NVIDIA A100-SXM4-80GB": null
+    defaultPricePerHour: 0.75
+`), 0o600))
+	spec := renderRules(t, "-f", values)
+
+	prices := map[string]string{}
+	var defaultExpr string
+	for _, r := range rulesNamed(spec, "nvidia_gpu_price_per_hour") {
+		if m, ok := r.Labels["hw_model"]; ok {
+			prices[m] = r.Expr.String()
+		} else {
+			require.Empty(t, defaultExpr, "one default price rule")
+			defaultExpr = r.Expr.String()
+		}
+	}
+	assert.Equal(t, map[string]string{
+		"NVIDIA H200":                "vector(9.5)",
+		"NVIDIA H100 80GB HBM3":      "vector(3)", // a default the values file leaves
+		"Tesla V100-SXM2-16GB (x.y)": "vector(0.25)",
+	}, prices, "the values' list, merged with the defaults, null dropping one")
+	require.True(t, strings.HasPrefix(defaultExpr, "0.75 * "), defaultExpr)
+	m := regexp.MustCompile("hw_model!~`([^`]*)`").FindStringSubmatch(defaultExpr)
+	require.Len(t, m, 2, defaultExpr)
+	listed := regexp.MustCompile("^(?:" + m[1] + ")$") // Prometheus anchors label regexes
+	for model := range prices {
+		assert.True(t, listed.MatchString(model), "the default price would also cover the listed %q", model)
+	}
+	for _, model := range []string{"NVIDIA H200 (SIMULATED)", "Tesla V100-SXM2-16GB (xxy)", "NVIDIA A100-SXM4-80GB", "NVIDIA L4"} {
+		assert.False(t, listed.MatchString(model), "%q gets no price", model)
+	}
+
+	codeRule := oneRule(t, spec, "gpu_holder:nvidia_gpu_diagnosis_code:5m")
+	code := codeRule.Expr.String()
+	for _, want := range []string{
+		">= 0.9\n", // memory used of the limit
+		"predict_linear(hw_gpu_memory_usage_bytes[15m], 3600)",
+		"gpu_holder:nvidia_gpu_activity:5m < 0.1)",
+		"gpu_holder:nvidia_gpu_activity:5m < 0.4\n",
+		"gpu_holder:nvidia_gpu_cpu_of_limit:5m >= 0.8\n",
+		"gpu_holder:nvidia_gpu_activity:5m >= 0.6)",
+	} {
+		assert.Contains(t, code, want)
+	}
+	podIdle := oneRule(t, spec, "GPUPodIdle")
+	assert.Contains(t, podIdle.Expr.String(), ">= 0.9\n")
+	require.NotNil(t, podIdle.For)
+	assert.Equal(t, monitoringv1.Duration("1h"), *podIdle.For)
+	assert.Contains(t, podIdle.Annotations["description"], "at or above 90% for 1h")
+	nsIdle := oneRule(t, spec, "NamespaceIdleGPUHours")
+	assert.Equal(t, "namespace:nvidia_gpu_idle_hours:24h > 24", nsIdle.Expr.String())
+	require.NotNil(t, nsIdle.For)
+	assert.Equal(t, monitoringv1.Duration("30m"), *nsIdle.For)
+
+	off := renderRules(t, "--set", "prometheusRule.waste.enabled=false")
+	require.Len(t, off.Groups, 1)
+	assert.Equal(t, "otelcol-nvml", off.Groups[0].Name)
+}
