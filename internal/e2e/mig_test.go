@@ -273,7 +273,9 @@ func TestMIG(t *testing.T) {
 			"nvidia.gpu.memory.reserved": true,
 			"nvidia.gpu.process.count":   true, "nvidia.gpu.sm.activity": true, "nvidia.gpu.sm.occupancy": true,
 			"nvidia.gpu.tensor.activity": true, "nvidia.gpu.memory.bandwidth.utilization": true, "hw.gpu.io": true,
-			"nvidia.gpu.pipe.activity": true, "nvidia.gpu.graphics.activity": true, "nvidia.gpu.nvlink.io": true}
+			"nvidia.gpu.pipe.activity": true, "nvidia.gpu.graphics.activity": true, "nvidia.gpu.nvlink.io": true,
+			// A MIG device is held, active and idle on its own (it has no busy time: NVML gives it no utilization).
+			"nvidia.gpu.held.time": true, "nvidia.gpu.active.time": true, "nvidia.gpu.idle.time": true}
 		for _, m := range migDevices {
 			for _, p := range filter(devPts, m.uuid, "", nil) {
 				assert.True(t, allowed[p.Metric], "%s: %s belongs to the parent GPU", m.uuid, p.Metric)

@@ -291,8 +291,11 @@ func near(t float64, edges []float64, d float64) bool {
 
 // checkedElsewhere are the enabled metrics this scenario cannot produce, and
 // the test that checks them end to end instead: the container CPU needs GPU
-// processes in containers (cgroups), which the pipeline's processes are not.
+// processes in containers (cgroups), which the pipeline's processes are not,
+// and a process's CPU needs its /proc entry, which the pipeline's PIDs have
+// not.
 var checkedElsewhere = map[string]string{
+	"process.cpu.time":               "TestWaste (a fake /proc whose utime grows)",
 	"container.cpu.time":             "TestDashboardAndRules (cgroup fixtures), TestContainerCPUOnRealCgroup",
 	"nvidia.gpu.container.cpu.limit": "TestDashboardAndRules (cgroup fixtures), TestContainerCPUOnRealCgroup",
 }

@@ -80,7 +80,8 @@ var soakCalls = []struct {
 	{"nvmlDeviceGetPerformanceState", []string{"nvidia.gpu.performance_state"}},
 	{"nvmlDeviceGetComputeRunningProcesses", soakProcessMetrics},
 	{"nvmlDeviceGetGraphicsRunningProcesses", soakProcessMetrics},
-	{"nvmlDeviceGetProcessUtilization", []string{"nvidia.gpu.process.utilization", "nvidia.gpu.process.memory.controller.utilization"}},
+	{"nvmlDeviceGetProcessUtilization", []string{"nvidia.gpu.process.utilization", "nvidia.gpu.process.memory.controller.utilization",
+		"nvidia.gpu.process.held.time", "nvidia.gpu.process.busy.time", "nvidia.gpu.process.idle.time", "process.cpu.time"}},
 	{"nvmlGpmSampleGet", soakGPMMetrics},
 	{"nvmlGpmMetricsGet", soakGPMMetrics},
 	{"nvmlDeviceGetTotalEccErrors", []string{"hw.errors", "hw.status"}},
@@ -93,7 +94,9 @@ var soakCalls = []struct {
 }
 
 var soakProcessMetrics = []string{"nvidia.gpu.process.count", "nvidia.gpu.process.dropped", "nvidia.gpu.process.memory.usage",
-	"nvidia.gpu.process.utilization", "nvidia.gpu.process.memory.controller.utilization"}
+	"nvidia.gpu.process.utilization", "nvidia.gpu.process.memory.controller.utilization",
+	// The per-process counters are recorded with the list they count.
+	"nvidia.gpu.process.held.time", "nvidia.gpu.process.busy.time", "nvidia.gpu.process.idle.time", "process.cpu.time"}
 
 // GPM also gives a GPM GPU's general utilization and, when configured, its
 // memory controller's.
