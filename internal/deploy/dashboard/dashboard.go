@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/grafana/grafana-foundation-sdk/go/bargauge"
 	"github.com/grafana/grafana-foundation-sdk/go/cog"
 	"github.com/grafana/grafana-foundation-sdk/go/cog/variants"
 	"github.com/grafana/grafana-foundation-sdk/go/common"
@@ -59,6 +60,24 @@ const (
 	containerGPUSelector = gpuSelector + `, k8s_pod_name=~"$pod", container_id!=""`
 )
 
+// The recording rules of deploy/prometheus/rules.yaml the Waste row reads
+// (docs/waste.md). The deploy tests fail on a name rules.yaml does not
+// record.
+const (
+	namespaceIdleHours = "namespace:nvidia_gpu_idle_hours:24h"
+	userIdleHours      = "user:nvidia_gpu_idle_hours:24h"
+	namespaceIdleCost  = "namespace:nvidia_gpu_idle_cost:24h"
+	userIdleCost       = "user:nvidia_gpu_idle_cost:24h"
+	podEfficiency      = "namespace_pod:nvidia_gpu_efficiency:1h"
+	holderDiagnosis    = "gpu_holder:nvidia_gpu_diagnosis:5m"
+	holderActivity     = "gpu_holder:nvidia_gpu_activity:5m"
+	holderCPUOfLimit   = "gpu_holder:nvidia_gpu_cpu_of_limit:5m"
+	holderHeadroom     = "gpu_holder:nvidia_gpu_memory_headroom:5m"
+	// holder is the labels of one GPU holder, the diagnosis's key.
+	holder         = "hw_id, k8s_node_name, k8s_namespace_name, k8s_pod_name, container_id"
+	holderSelector = `k8s_node_name=~"$node", hw_id=~"$gpu", k8s_pod_name=~"$pod"`
+)
+
 // Build returns the dashboard.
 func Build() (dashboard.Dashboard, error) {
 	ds := common.DataSourceRef{Type: cog.ToPtr("prometheus"), Uid: cog.ToPtr("${" + datasourceVar + "}")}
@@ -74,6 +93,8 @@ func Build() (dashboard.Dashboard, error) {
 		WithVariable(labelVariable(ds, "node", "Node", memoryLimit, "", "k8s_node_name")).
 		WithVariable(labelVariable(ds, "gpu", "GPU", memoryLimit, `k8s_node_name=~"$node"`, "hw_id")).
 		WithVariable(labelVariable(ds, "pod", "Pod", memoryLimit, `k8s_node_name=~"$node", hw_id=~"$gpu"`, "k8s_pod_name"))
+
+	b = wasteRow(b, ds)
 
 	b = b.WithRow(dashboard.NewRowBuilder("Truth: is the GPU doing work?")).
 		WithPanel(series(ds, "Utilization, SM activity, tensor activity", "percentunit", 24,
@@ -158,6 +179,78 @@ func Build() (dashboard.Dashboard, error) {
 	return b.Build()
 }
 
+// wasteRow is the dashboard's first row: the GPU time paid for and not
+// used, from the waste recording rules (issue 15), and each holder's
+// diagnosis now.
+func wasteRow(b *dashboard.DashboardBuilder, ds common.DataSourceRef) *dashboard.DashboardBuilder {
+	return b.WithRow(dashboard.NewRowBuilder("Waste: GPU time held and not used")).
+		WithPanel(bars(ds, "Idle GPU-hours, last 24 h, by namespace", "h", 6,
+			"GPU-hours each namespace held a GPU while its activity stayed under the idle threshold, over the last 24 hours; the longest bar wastes the most. Cluster-wide: the node, GPU and pod variables do not apply.",
+			query(`sort_desc(`+namespaceIdleHours+` > 0)`, "{{k8s_namespace_name}}"))).
+		WithPanel(bars(ds, "Idle GPU-hours, last 24 h, by user", "h", 6,
+			"The same by the GPU processes' user (process.owner); an idle GPU shared by n processes counts 1/n to each, so the bars add up to GPU-hours. Cluster-wide.",
+			query(`sort_desc(`+userIdleHours+` > 0)`, "{{process_owner}}"))).
+		WithPanel(bars(ds, "Idle cost, last 24 h, by namespace", "short", 6,
+			"Idle GPU-hours times the hourly price of the GPU's model (the chart's prometheusRule.waste.pricePerHour, in its currency): what each namespace's idle GPUs cost over the last 24 hours. Cluster-wide.",
+			query(`sort_desc(`+namespaceIdleCost+` > 0)`, "{{k8s_namespace_name}}")).Decimals(2)).
+		WithPanel(bars(ds, "Idle cost, last 24 h, by user", "short", 6,
+			"Idle GPU-hours times the model's hourly price, by the GPU processes' user: what each user's idle GPUs cost over the last 24 hours. Cluster-wide.",
+			query(`sort_desc(`+userIdleCost+` > 0)`, "{{process_owner}}")).Decimals(2)).
+		WithPanel(series(ds, "GPU efficiency per pod, trailing hour", "percentunit", 10,
+			"Active GPU time over held GPU time for each pod over the trailing hour (busy time where the GPU has no GPM): 100 % = every held second fully used, 0 = held and doing nothing.",
+			query(podEfficiency+`{k8s_pod_name=~"$pod"}`, "{{k8s_namespace_name}}/{{k8s_pod_name}}"),
+		).Min(0).Max(1)).
+		WithPanel(diagnosisTable(ds))
+}
+
+// diagnosisTable is each GPU holder's state with the figures it was read
+// from, one row per holder. The four instant queries keep the same holder
+// labels (max by holder), and the merge transformation joins their rows on
+// the labels every query has; the diagnosis's state comes along.
+func diagnosisTable(ds common.DataSourceRef) *table.PanelBuilder {
+	sel := `{` + holderSelector + `}`
+	instant := func(expr string) *prometheus.DataqueryBuilder {
+		return query(expr, "").Instant().Format(prometheus.PromQueryFormatTable)
+	}
+	state := func(text, color string) dashboard.ValueMappingResult {
+		return dashboard.ValueMappingResult{Text: cog.ToPtr(text), Color: cog.ToPtr(color)}
+	}
+	states := dashboard.ValueMapping{ValueMap: &dashboard.ValueMap{
+		Type: dashboard.MappingTypeValueToText,
+		Options: map[string]dashboard.ValueMappingResult{
+			"memory_pressure": state("memory pressure", "red"),
+			"idle":            state("idle", "red"),
+			"input_bound":     state("input-bound", "orange"),
+			"underused":       state("underused", "yellow"),
+			"gpu_bound":       state("GPU-bound", "green"),
+		},
+	}}
+	return tablePanel(ds, "Diagnosis: what each GPU holder is doing", 14,
+		"Each pod holding a GPU in the last 5 minutes, in the first state that fits (chart defaults): memory pressure (95 % used, or full within 30 min), idle (activity under 5 %), input-bound (under 50 % with CPU at 90 % of its limit), GPU-bound (70 % or more), else underused; CPU is in cores where there is no limit.",
+		instant(`max by (`+holder+`, state) (`+holderDiagnosis+sel+` == 1)`),
+		instant(`max by (`+holder+`) (`+holderActivity+sel+`)`),
+		instant(`max by (`+holder+`) (`+holderCPUOfLimit+sel+`)`),
+		instant(`max by (`+holder+`) (`+holderHeadroom+sel+`)`),
+	).Unit("percentunit").
+		WithTransformation(dashboard.DataTransformerConfig{Id: "merge", Options: map[string]any{}}).
+		WithTransformation(dashboard.DataTransformerConfig{Id: "organize", Options: map[string]any{
+			"excludeByName": map[string]bool{"Time": true, "Value #A": true, "container_id": true},
+			"indexByName": map[string]int{
+				"k8s_node_name": 0, "k8s_namespace_name": 1, "k8s_pod_name": 2, "hw_id": 3, "state": 4,
+				"Value #B": 5, "Value #C": 6, "Value #D": 7,
+			},
+			"renameByName": map[string]string{
+				"k8s_node_name": "Node", "k8s_namespace_name": "Namespace", "k8s_pod_name": "Pod", "hw_id": "GPU",
+				"state": "State", "Value #B": "Activity", "Value #C": "CPU of limit", "Value #D": "Memory headroom",
+			},
+		}}).
+		OverrideByName("State", []dashboard.DynamicConfigValue{
+			{Id: "mappings", Value: []dashboard.ValueMapping{states}},
+			{Id: "custom.cellOptions", Value: map[string]any{"type": "color-text"}},
+		}).
+		SortBy([]cog.Builder[common.TableSortByFieldState]{common.NewTableSortByFieldStateBuilder().DisplayName("Activity")})
+}
+
 // JSON returns the dashboard as the committed file holds it.
 func JSON() ([]byte, error) {
 	d, err := Build()
@@ -216,6 +309,17 @@ func series(ds common.DataSourceRef, title, unit string, width uint32, descripti
 	}
 	p = p.Targets(withRefIDs(qs))
 	return p
+}
+
+// bars is a horizontal bar gauge of instant values, one bar per series, in
+// the order of the query's result, in one color: a bar is waste, and a
+// threshold color would call some of it fine.
+func bars(ds common.DataSourceRef, title, unit string, width uint32, description string, q *prometheus.DataqueryBuilder) *bargauge.PanelBuilder {
+	return bargauge.NewPanelBuilder().Title(title).Datasource(ds).Description(description).Unit(unit).Span(width).Height(8).
+		Min(0).Orientation(common.VizOrientationHorizontal).DisplayMode(common.BarGaugeDisplayModeBasic).
+		ShowUnfilled(true).ColorScheme(dashboard.NewFieldColorBuilder().Mode(dashboard.FieldColorModeIdFixed).FixedColor("orange")).
+		ReduceOptions(common.NewReduceDataOptionsBuilder().Calcs([]string{"lastNotNull"}).Values(false)).
+		Targets(withRefIDs([]*prometheus.DataqueryBuilder{q.Instant()}))
 }
 
 func tablePanel(ds common.DataSourceRef, title string, width uint32, description string, qs ...*prometheus.DataqueryBuilder) *table.PanelBuilder {
