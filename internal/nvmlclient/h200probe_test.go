@@ -7,6 +7,7 @@ package nvmlclient
 // GPU machine (see docs/h200-runs.md); never part of `make test`.
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"sync"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"go.uber.org/zap"
 )
 
 func p50max(ds []time.Duration) string {
@@ -106,5 +108,99 @@ func TestH200Probe(t *testing.T) {
 			}()
 			wg.Wait()
 		})
+	}
+}
+
+// TestH200ProcessShares prints what nvmlDeviceGetProcessUtilization hands
+// back for each process of GPU 0, every 0.5 s for 12 s, asked with
+// lastSeen = 0 and with lastSeen = now - 10 s (shareHorizon): how many
+// samples per PID, the newest one's age and its SM figure. It explains the
+// busy split of nvidia.gpu.process.busy.time (docs/h200-runs.md).
+func TestH200ProcessShares(t *testing.T) {
+	lib := nvml.New()
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		t.Skip("no NVML:", ret)
+	}
+	defer lib.Shutdown()
+	h, ret := lib.DeviceGetHandleByIndex(0)
+	if ret != nvml.SUCCESS {
+		t.Fatal(ret)
+	}
+	describe := func(samples []nvml.ProcessUtilizationSample, now time.Time) string {
+		type agg struct {
+			n          int
+			newest     uint64
+			sm, smLast uint32
+		}
+		per := map[uint32]*agg{}
+		for _, s := range samples {
+			a := per[s.Pid]
+			if a == nil {
+				a = &agg{}
+				per[s.Pid] = a
+			}
+			a.n++
+			if s.TimeStamp >= a.newest {
+				a.newest, a.smLast = s.TimeStamp, s.SmUtil
+			}
+			a.sm = max(a.sm, s.SmUtil)
+		}
+		pids := make([]uint32, 0, len(per))
+		for p := range per {
+			pids = append(pids, p)
+		}
+		slices.Sort(pids)
+		out := ""
+		for _, p := range pids {
+			a := per[p]
+			age := now.Sub(time.UnixMicro(int64(a.newest)))
+			out += fmt.Sprintf("  pid %d: %d samples, newest %.2fs old sm=%d (max %d)", p, a.n, age.Seconds(), a.smLast, a.sm)
+		}
+		return out
+	}
+	procs, _ := h.GetComputeRunningProcesses()
+	fmt.Printf("compute processes: %d\n", len(procs))
+	for i := 0; i < 24; i++ {
+		now := time.Now()
+		all, r0 := h.GetProcessUtilization(0)
+		recent, r1 := h.GetProcessUtilization(uint64(now.Add(-shareHorizon).UnixMicro()))
+		fmt.Printf("t=%4.1fs lastSeen=0 [%v]%s\n", float64(i)/2, r0, describe(all, now))
+		fmt.Printf("t=%4.1fs lastSeen=now-10s [%v]%s\n", float64(i)/2, r1, describe(recent, now))
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
+// TestH200ProcessSharesRaw reads GPU 0's process utilization every 0.5 s
+// for 15 s both through go-nvml and through the bounded call the receiver
+// makes (rawcalls.go), with lastSeen = now - 10 s, and the receiver's own
+// reading of each process (Read), to tell a difference of the call from
+// one of NVML's answer.
+func TestH200ProcessSharesRaw(t *testing.T) {
+	c := NewSystem("", zap.NewNop(), WithProcesses(true))
+	if err := c.Open(nil); err != nil {
+		t.Skip("no NVML:", err)
+	}
+	defer c.Close(context.Background())
+	c.PrimeAll()
+	d := c.Devices()[0]
+	show := func(samples []nvml.ProcessUtilizationSample, ret nvml.Return) string {
+		out := fmt.Sprintf("[%v]", ret)
+		for pid, s := range newestByPID(samples) {
+			out += fmt.Sprintf(" %d:sm=%d@%.2fs", pid, s.SmUtil, time.Since(time.UnixMicro(int64(s.TimeStamp))).Seconds())
+		}
+		return out
+	}
+	for i := 0; i < 30; i++ {
+		since := d.shareSince()
+		gs, gr := d.handle.GetProcessUtilization(since)
+		rs, rr := d.raw.processUtilization(since)
+		fmt.Printf("t=%4.1fs raw=%v go-nvml %s | raw %s", float64(i)/2, d.raw.ok(), show(gs, gr), show(rs, rr))
+		if s, err := d.Read(); err == nil || s.ProcessesListed {
+			for _, p := range s.Processes {
+				fmt.Printf(" | read %d: util %.2f share %v", p.PID, p.SMUtil.Value, p.BusyShare)
+			}
+		}
+		fmt.Println()
+		time.Sleep(500 * time.Millisecond)
 	}
 }
