@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
@@ -29,7 +30,7 @@ type Config struct {
 	LibraryPath string `mapstructure:"library_path"`
 
 	// Devices lists the GPUs to watch, each a UUID (GPU-...) or an NVML
-	// index. Empty means every GPU.
+	// index, as a YAML integer or a string. Empty means every GPU.
 	Devices []string `mapstructure:"devices"`
 
 	// Processes configures the per-process resources.
@@ -86,6 +87,28 @@ type KubernetesConfig struct {
 	// GPUs, by name prefix: NVIDIA's device plugin's by default; other
 	// device plugins name theirs otherwise.
 	ResourcePrefixes []string `mapstructure:"resource_prefixes"`
+}
+
+// Unmarshal reads the configuration, taking a device index written as a
+// YAML integer (devices: [0, 1]) as its string.
+func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
+	if raw, ok := conf.Get("devices").([]any); ok {
+		devices := make([]any, len(raw))
+		for i, d := range raw {
+			switch v := d.(type) {
+			case int, int64, uint64:
+				devices[i] = fmt.Sprint(v)
+			default:
+				devices[i] = d
+			}
+		}
+		m := conf.ToStringMap()
+		m["devices"] = devices
+		conf = confmap.NewFromStringMap(m)
+	}
+	// The same fields without this method, which would be called again.
+	type plain Config
+	return conf.Unmarshal((*plain)(cfg))
 }
 
 // AccountingConfig configures the GPU-time counters.

@@ -80,6 +80,7 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 		// Review 2, finding 6: accepted, though it could never attribute
 		// anything, while the kubelet was still polled.
 		{"kubernetes_without_processes", []string{"kubernetes::enabled: true needs processes::enabled: true"}},
+		{"negative_device", []string{`devices[0]: "-1" is neither a GPU UUID`}},
 		{"bad_idle_threshold", []string{"accounting::idle_threshold: 5 must be above 0 and below 1"}},
 		{"bad_share_interval", []string{"accounting::share_interval: 10ns must be 0 (at the scrapes only) or at least 100ms"}},
 	}
@@ -92,6 +93,15 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Issue 16: `devices: [0, 1]` was refused ("expected type 'string', got
+// unconvertible type 'int'"), though indices are allowed.
+func TestDevicesAsYAMLIntegers(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadConfig(t, "integer_devices")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"0", "1", "2", "GPU-5b1a1a9e-0c1f-4d3e-9a43-6c1b2b7f9d10"}, cfg.Devices)
 }
 
 func TestAccountingConfig(t *testing.T) {
