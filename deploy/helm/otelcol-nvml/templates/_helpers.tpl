@@ -44,6 +44,37 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- end -}}
 
 {{/*
+A Go duration (e.g. 10s, 1m30s, 500ms) in milliseconds, as an int.
+*/}}
+{{- define "otelcol-nvml.durationMs" -}}
+{{- $s := toString . -}}
+{{- if not (regexMatch "^([0-9]+(\\.[0-9]+)?(ms|s|m|h))+$" $s) -}}
+{{- fail (printf "%q is not a duration of ms, s, m or h (e.g. 10s, 1m30s)" $s) -}}
+{{- end -}}
+{{- $ms := 0.0 -}}
+{{- $per := dict "ms" 1.0 "s" 1000.0 "m" 60000.0 "h" 3600000.0 -}}
+{{- range regexFindAll "[0-9.]+(ms|s|m|h)" $s -1 -}}
+{{- $unit := regexFind "(ms|s|m|h)$" . -}}
+{{- $ms = addf $ms (mulf (float64 (trimSuffix $unit .)) (get $per $unit)) -}}
+{{- end -}}
+{{- printf "%d" (int64 (round $ms 0)) -}}
+{{- end -}}
+
+{{/*
+The prometheus exporter's metric_expiration: prometheus.metricExpiration, or
+3 collection intervals, so that a lost GPU's figures, an exited process or an
+ended pod leave the endpoint within 3 intervals (the exporter's default: 5m).
+*/}}
+{{- define "otelcol-nvml.metricExpiration" -}}
+{{- if .Values.prometheus.metricExpiration -}}
+{{- .Values.prometheus.metricExpiration -}}
+{{- else -}}
+{{- $ms := mul 3 (int64 (include "otelcol-nvml.durationMs" .Values.collectionInterval)) -}}
+{{- if eq (mod $ms 1000) 0 -}}{{- printf "%ds" (div $ms 1000) -}}{{- else -}}{{- printf "%dms" $ms -}}{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
 The collector config, as YAML. Extra components are merged in and appended
 to the metrics pipeline.
 */}}
@@ -89,7 +120,7 @@ to the metrics pipeline.
 {{- $exporters = append $exporters (include "otelcol-nvml.otlpExporter" .) -}}
 {{- end -}}
 {{- if $v.prometheus.enabled -}}
-{{- $_ := set $exp "prometheus" (dict "endpoint" (printf "${env:POD_IP}:%d" (int $v.prometheus.port)) "resource_constant_labels" (dict "included" (list "*"))) -}}
+{{- $_ := set $exp "prometheus" (dict "endpoint" (printf "${env:POD_IP}:%d" (int $v.prometheus.port)) "metric_expiration" (include "otelcol-nvml.metricExpiration" .) "resource_constant_labels" (dict "included" (list "*"))) -}}
 {{- $exporters = append $exporters "prometheus" -}}
 {{- end -}}
 {{- $exp = mustMergeOverwrite $exp (deepCopy $v.extraExporters) -}}
