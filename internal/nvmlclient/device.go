@@ -70,6 +70,13 @@ type Device struct {
 
 	logMu  sync.Mutex
 	logged map[string]struct{}
+	// failing holds the calls logged failing, by call, with the cause
+	// logged: a call is logged again only with a new cause, or after it
+	// answered again (answered, logged by the next Read). failingCount
+	// lets a success skip the lock while nothing fails.
+	failing      map[call]string
+	answered     map[call]struct{}
+	failingCount atomic.Int32
 
 	stats [callCount]callStat
 }
@@ -99,6 +106,8 @@ func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym symbols, 
 		symbols:  sym,
 		logger:   logger.With(zap.String("hw.id", info.UUID), zap.Int("nvidia.gpu.index", info.Index)),
 		logged:   map[string]struct{}{},
+		failing:  map[call]string{},
+		answered: map[call]struct{}{},
 		now:      time.Now,
 		metricOn: func(string) bool { return true },
 	}
@@ -204,16 +213,67 @@ func (d *Device) Read() (Sample, error) {
 		return Sample{}, ErrGPULost
 	}
 	d.lostLog.back(d.Info.UUID)
+	d.logCalls(r.failed)
 	if len(r.failed) == 0 {
 		return s, nil
 	}
-	for _, f := range r.failed {
-		d.logOnce("error:"+f.cause(), func(l *zap.Logger) {
-			l.Warn("NVML call failed; the metrics it feeds are left out of this scrape (logged once per call and cause)",
-				zap.Error(f))
-		})
-	}
 	return s, &ReadError{Calls: r.failed, Metrics: d.metricsOf(r.failed)}
+}
+
+// logCalls logs, at warn and without a stack trace, each call that fails
+// for the first time or with a new cause, and at info each call logged
+// failing that has answered since (answeredAgain). A call that keeps failing
+// is thus logged once per failure episode, however many scrapes it lasts.
+func (d *Device) logCalls(failed []*CallError) {
+	if len(failed) == 0 && d.failingCount.Load() == 0 {
+		return
+	}
+	type line struct {
+		warn *CallError
+		back call
+	}
+	var lines []line
+	d.logMu.Lock()
+	now := map[call]bool{}
+	for _, f := range failed {
+		now[f.call] = true
+		delete(d.answered, f.call) // failing again since: not back
+		if d.failing[f.call] == f.cause() {
+			continue
+		}
+		d.failing[f.call] = f.cause()
+		lines = append(lines, line{warn: f})
+	}
+	for c := range d.answered {
+		delete(d.answered, c)
+		if _, ok := d.failing[c]; ok && !now[c] {
+			delete(d.failing, c)
+			lines = append(lines, line{back: c})
+		}
+	}
+	d.failingCount.Store(int32(len(d.failing)))
+	d.logMu.Unlock()
+	for _, l := range lines {
+		if l.warn != nil {
+			d.logger.Warn("NVML call failed; the metrics it feeds are left out until it answers again (logged once per call and cause, and once when it recovers)",
+				zap.String("call", l.warn.Call), zap.Error(l.warn))
+			continue
+		}
+		d.logger.Info("NVML call recovered; the metrics it feeds are back", zap.String("call", l.back.String()))
+	}
+}
+
+// answeredAgain records that c succeeded: if it was logged failing, the
+// next Read logs that it is back.
+func (d *Device) answeredAgain(c call) {
+	if d.failingCount.Load() == 0 {
+		return
+	}
+	d.logMu.Lock()
+	if _, ok := d.failing[c]; ok {
+		d.answered[c] = struct{}{}
+	}
+	d.logMu.Unlock()
 }
 
 // markLost records that the GPU fell off the bus, logged once.

@@ -56,6 +56,7 @@ func (r *reading) result(c call, ret nvml.Return) bool {
 		return false
 	case ret == nvml.SUCCESS:
 		r.d.support.supported(c)
+		r.d.answeredAgain(c)
 		return true
 	}
 	switch classify(ret) {

@@ -12,10 +12,13 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
-	"go.opentelemetry.io/collector/scraper/scrapererror"
+	otelattr "go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
 // nvmlScraper is one configured receiver: an NVML session (session.go),
@@ -31,6 +34,11 @@ type nvmlScraper struct {
 	events   *eventCounter
 	reporter *reporter
 	bounds   lifecycleBounds // how long each step waits on NVML
+
+	// telemetry counts the metrics and calls that failed NVML calls left
+	// out (readAll says why not through a partial scrape error).
+	telemetry *metadata.TelemetryBuilder
+	scrapeSet metric.MeasurementOption // receiver and scraper, as scraperhelper's
 
 	// Used from the scrape goroutine only.
 	logged  map[string]struct{} // "device/cause" keys already logged
@@ -64,6 +72,18 @@ func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *
 		bounds:   defaultBounds,
 		logged:   map[string]struct{}{},
 	}
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		s.logger.Warn("The receiver's own telemetry (otelcol_receiver_nvml_*) cannot be recorded", zap.Error(err))
+		nop := set.TelemetrySettings
+		nop.MeterProvider = noop.NewMeterProvider()
+		tb, _ = metadata.NewTelemetryBuilder(nop)
+	}
+	s.telemetry = tb
+	s.scrapeSet = metric.WithAttributeSet(otelattr.NewSet(
+		otelattr.String("receiver", set.ID.String()),
+		otelattr.String("scraper", metadata.Type.String()),
+	))
 	s.session = newSession(cfg, set.Logger, client, &s.bounds)
 	s.events = newEventCounter(cfg, set, client, &s.bounds)
 	s.session.onOpen = s.events.start
@@ -166,7 +186,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	for _, d := range devices {
 		xids[d.Info.UUID] = s.events.counts(d.Info.UUID)
 	}
-	samples, stuck, readErr := s.readAll(ctx, deadline, devices)
+	samples, stuck := s.readAll(ctx, deadline, devices)
 	lost := 0
 	var stuckIDs []string
 	now := pcommon.NewTimestampFromTime(time.Now())
@@ -194,7 +214,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		s.stalled = false
 		s.session.reset(errors.New("every GPU is lost"))
 	}
-	return md, readErr
+	return md, nil
 }
 
 // reportStalled turns the component status to a recoverable error while a
@@ -216,10 +236,24 @@ func (s *nvmlScraper) reportStalled(uuids []string) {
 // arrived before the deadline (nil for the others), and which devices are
 // stuck: still reading (or priming) at the deadline, or busy with an
 // earlier read. A slow or failing GPU never holds back the others. A GPU
-// read in part comes with its sample; the calls that failed make a partial
-// scrape error that counts the metrics left out
-// (otelcol_scraper_errored_metric_points).
-func (s *nvmlScraper) readAll(ctx context.Context, deadline time.Time, devices []*nvmlclient.Device) ([]*nvmlclient.Sample, []bool, error) {
+// read in part comes with its sample.
+//
+// The calls that failed are counted, not returned. scraperhelper (v0.165,
+// obs_metrics.go) logs every non-nil error a scrape returns, a
+// scrapererror.PartialScrapeError included, with Logger.Error("Error
+// scraping metrics"), on every scrape; the collector's logger adds a stack
+// trace at error level. Only then does it add PartialScrapeError.Failed to
+// otelcol_scraper_errored_metric_points: there is no error it counts
+// without logging. So one call that keeps failing gave an error line and a
+// stack trace per scrape. The client already logs such a call once per GPU,
+// call and cause at warn, and once when it answers again (nvmlclient
+// Device.Read); the receiver returns nil and counts what the partial error
+// counted in otelcol_receiver_nvml_errored_metric_points (same receiver and
+// scraper attributes, same figure: the enabled metrics the failed calls
+// feed, per GPU and scrape), and each failed call by name and GPU in
+// otelcol_receiver_nvml_failed_calls. otelcol_scraper_errored_metric_points
+// stays 0 for this receiver.
+func (s *nvmlScraper) readAll(ctx context.Context, deadline time.Time, devices []*nvmlclient.Device) ([]*nvmlclient.Sample, []bool) {
 	type result struct {
 		i      int
 		sample nvmlclient.Sample
@@ -239,13 +273,11 @@ func (s *nvmlScraper) readAll(ctx context.Context, deadline time.Time, devices [
 	samples := make([]*nvmlclient.Sample, len(devices))
 	stuck := make([]bool, len(devices))
 	answered := make([]bool, len(devices))
-	var errs []error
 	failedMetrics := 0
-	partial := func() error {
-		if len(errs) == 0 {
-			return nil
+	count := func() {
+		if failedMetrics > 0 {
+			s.telemetry.ReceiverNvmlErroredMetricPoints.Add(context.WithoutCancel(ctx), int64(failedMetrics), s.scrapeSet)
 		}
-		return scrapererror.NewPartialScrapeError(errors.Join(errs...), failedMetrics)
 	}
 	for pending := len(devices); pending > 0; pending-- {
 		select {
@@ -253,8 +285,8 @@ func (s *nvmlScraper) readAll(ctx context.Context, deadline time.Time, devices [
 			answered[r.i] = true
 			var readErr *nvmlclient.ReadError
 			if errors.As(r.err, &readErr) {
-				errs = append(errs, fmt.Errorf("GPU %s: %w", devices[r.i].Info.UUID, readErr))
 				failedMetrics += readErr.Metrics
+				s.countCalls(ctx, devices[r.i], readErr)
 				r.err = nil
 			}
 			if r.err == nil {
@@ -269,13 +301,27 @@ func (s *nvmlScraper) readAll(ctx context.Context, deadline time.Time, devices [
 			// Lost GPUs and call errors are logged once by the client.
 		case <-timer.C:
 			s.logPending(devices, answered, stuck)
-			return samples, stuck, partial()
+			count()
+			return samples, stuck
 		case <-ctx.Done():
 			s.logPending(devices, answered, stuck)
-			return samples, stuck, partial()
+			count()
+			return samples, stuck
 		}
 	}
-	return samples, stuck, partial()
+	count()
+	return samples, stuck
+}
+
+// countCalls counts each failed call of one GPU's read.
+func (s *nvmlScraper) countCalls(ctx context.Context, d *nvmlclient.Device, readErr *nvmlclient.ReadError) {
+	for _, c := range readErr.Calls {
+		s.telemetry.ReceiverNvmlFailedCalls.Add(context.WithoutCancel(ctx), 1, metric.WithAttributes(
+			otelattr.String("receiver", s.set.ID.String()),
+			otelattr.String("call", c.Call),
+			otelattr.String("hw.id", d.Info.UUID),
+		))
+	}
 }
 
 func (s *nvmlScraper) logPending(devices []*nvmlclient.Device, answered, stuck []bool) {

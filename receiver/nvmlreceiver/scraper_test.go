@@ -19,7 +19,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receivertest"
-	"go.opentelemetry.io/collector/scraper/scrapererror"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
@@ -27,6 +28,7 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadatatest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -357,15 +359,14 @@ func TestFailedCallDropsOnlyItsMetrics(t *testing.T) {
 	t.Parallel()
 	m := nvmltest.NewH200()
 	ts := newTestScraper(t, m)
+	tt := withTelemetry(t, ts)
 	ts.start(t)
 	m.GPUs[6].GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 0, nvml.ERROR_TIMEOUT }
 	m.GPUs[2].Set(func(g *nvmltest.GPU) { g.FieldErrors[nvml.FI_DEV_PCIE_REPLAY_COUNTER] = nvml.ERROR_UNKNOWN })
-	md, err := ts.scrape(context.Background())
-	require.Error(t, err)
-	var partial scrapererror.PartialScrapeError
-	require.ErrorAs(t, err, &partial)
-	assert.Equal(t, 2, partial.Failed, "nvidia.gpu.clock.frequency on GPU 6, nvidia.gpu.pcie.replays on GPU 2")
-	assert.ErrorContains(t, err, nvmltest.UUID(6))
+	md := ts.scrapeOK(t) // counted, not returned: faillog_test.go
+	metadatatest.AssertEqualReceiverNvmlErroredMetricPoints(t, tt, []metricdata.DataPoint[int64]{
+		{Attributes: scrapeAttrs(ts), Value: 2}, // nvidia.gpu.clock.frequency on GPU 6, nvidia.gpu.pcie.replays on GPU 2
+	}, metricdatatest.IgnoreTimestamp())
 	assert.Len(t, resourceIDs(md), 8, "every GPU is reported")
 	names := gpuMetricNames(md, nvmltest.UUID(6))
 	assert.NotContains(t, names, "nvidia.gpu.clock.frequency")
