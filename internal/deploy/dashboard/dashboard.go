@@ -7,7 +7,13 @@
 // Prometheus's OTLP receiver) with every resource attribute as a label:
 // hw_id is the GPU UUID, k8s_node_name the node (the chart sets it), and
 // k8s_pod_name, k8s_container_name, container_id the GPU's (or process's)
-// owner.
+// owner. Outside Kubernetes (make run, make demo, Docker) k8s_node_name is
+// empty; the host variable reads instance, the label Prometheus gives every
+// scraped target (and every OTLP push with service.instance.id), so a host
+// can be picked there too. Outside Kubernetes (make run, make demo, Docker) k8s_node_name is
+// empty; the host variable reads instance, the label Prometheus gives every
+// scraped target (and every OTLP push with service.instance.id), so a host
+// can be picked there too.
 package dashboard
 
 import (
@@ -54,8 +60,9 @@ const (
 	containerCPULimit    = "nvidia_gpu_container_cpu_limit"
 	hostCPUTime          = "system_cpu_time_seconds_total"
 	datasourceVar        = "datasource"
-	gpuSelector          = `k8s_node_name=~"$node", hw_id=~"$gpu"`
-	podSelector          = `k8s_node_name=~"$node", k8s_pod_name=~"$pod"`
+	hostSelector         = `k8s_node_name=~"$node", instance=~"$host"`
+	gpuSelector          = hostSelector + `, hw_id=~"$gpu"`
+	podSelector          = hostSelector + `, k8s_pod_name=~"$pod"`
 	generalUtilization   = gpuUtilization + `{` + gpuSelector + `, hw_gpu_task="general"}`
 	containerGPUSelector = gpuSelector + `, k8s_pod_name=~"$pod", container_id!=""`
 )
@@ -90,9 +97,12 @@ func Build() (dashboard.Dashboard, error) {
 		Timezone(common.TimeZoneBrowser).
 		Tooltip(dashboard.DashboardCursorSyncCrosshair).
 		WithVariable(dashboard.NewDatasourceVariableBuilder(datasourceVar).Label("Data source").Type("prometheus")).
-		WithVariable(labelVariable(ds, "node", "Node", memoryLimit, "", "k8s_node_name")).
-		WithVariable(labelVariable(ds, "gpu", "GPU", memoryLimit, `k8s_node_name=~"$node"`, "hw_id")).
-		WithVariable(labelVariable(ds, "pod", "Pod", memoryLimit, `k8s_node_name=~"$node", hw_id=~"$gpu"`, "k8s_pod_name"))
+		WithVariable(labelVariable(ds, "node", "Node", memoryLimit, "", "k8s_node_name").
+			Description("The Kubernetes node (k8s.node.name, which the chart sets); empty outside Kubernetes, where All matches.")).
+		WithVariable(labelVariable(ds, "host", "Host", memoryLimit, `k8s_node_name=~"$node"`, "instance").
+			Description("The scraped collector (Prometheus's instance label): filled under make run, make demo and Docker as well as on Kubernetes. The Waste row's recording rules keep the node, not the instance, so this filter leaves them whole.")).
+		WithVariable(labelVariable(ds, "gpu", "GPU", memoryLimit, hostSelector, "hw_id")).
+		WithVariable(labelVariable(ds, "pod", "Pod", memoryLimit, gpuSelector, "k8s_pod_name"))
 
 	b = wasteRow(b, ds)
 
@@ -150,8 +160,8 @@ func Build() (dashboard.Dashboard, error) {
 			query(rowRemapRows+`{`+gpuSelector+`}`, "{{hw_id}} {{error_type}}"),
 		).Min(0)).
 		WithPanel(tablePanel(ds, "State: GPU and row remap", 6, "hw.status (ok, degraded, predicted_failure, failed) and the row remap state (none, pending, failed) of each GPU, now.",
-			query(`max by (k8s_node_name, hw_id, hw_state) (`+status+`{`+gpuSelector+`}) == 1`, "").Instant().Format(prometheus.PromQueryFormatTable),
-			query(`max by (k8s_node_name, hw_id, nvidia_gpu_memory_row_remap_state) (`+rowRemapStatus+`{`+gpuSelector+`}) == 1`, "").Instant().Format(prometheus.PromQueryFormatTable),
+			query(`max by (k8s_node_name, instance, hw_id, hw_state) (`+status+`{`+gpuSelector+`}) == 1`, "").Instant().Format(prometheus.PromQueryFormatTable),
+			query(`max by (k8s_node_name, instance, hw_id, nvidia_gpu_memory_row_remap_state) (`+rowRemapStatus+`{`+gpuSelector+`}) == 1`, "").Instant().Format(prometheus.PromQueryFormatTable),
 		))
 
 	b = b.WithRow(dashboard.NewRowBuilder("Per pod")).
@@ -173,7 +183,7 @@ func Build() (dashboard.Dashboard, error) {
 			"CPU cores each GPU container uses and may use; and the node's busy CPU fraction (host_metrics) for GPU work outside containers.",
 			query(`sum by (container_id, k8s_pod_name, k8s_container_name) (rate(`+containerCPUTime+`{`+podSelector+`}[$__rate_interval]))`, "{{k8s_pod_name}}/{{k8s_container_name}} cores used"),
 			query(`max by (container_id, k8s_pod_name, k8s_container_name) (`+containerCPULimit+`{`+podSelector+`})`, "{{k8s_pod_name}}/{{k8s_container_name}} limit"),
-			query(`1 - avg by (k8s_node_name) (rate(`+hostCPUTime+`{k8s_node_name=~"$node", state="idle"}[$__rate_interval]))`, "{{k8s_node_name}} host busy"),
+			query(`1 - avg by (k8s_node_name, instance) (rate(`+hostCPUTime+`{`+hostSelector+`, state="idle"}[$__rate_interval]))`, "{{k8s_node_name}} {{instance}} host busy"),
 		).Min(0))
 
 	return b.Build()
