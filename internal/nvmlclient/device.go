@@ -70,12 +70,10 @@ type Device struct {
 
 	logMu  sync.Mutex
 	logged map[string]struct{}
-	// failing holds the calls logged failing, by call, with the cause
-	// logged: a call is logged again only with a new cause, or after it
-	// answered again (answered, logged by the next Read). failingCount
-	// lets a success skip the lock while nothing fails.
-	failing      map[call]string
-	answered     map[call]struct{}
+	// failing is what the log said of each call that failed (logCalls);
+	// failingCount, how many fail now, lets a success skip the lock while
+	// none does.
+	failing      map[call]*callLog
 	failingCount atomic.Int32
 
 	stats [callCount]callStat
@@ -106,8 +104,7 @@ func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym symbols, 
 		symbols:  sym,
 		logger:   logger.With(zap.String("hw.id", info.UUID), zap.Int("nvidia.gpu.index", info.Index)),
 		logged:   map[string]struct{}{},
-		failing:  map[call]string{},
-		answered: map[call]struct{}{},
+		failing:  map[call]*callLog{},
 		now:      time.Now,
 		metricOn: func(string) bool { return true },
 	}
@@ -220,58 +217,102 @@ func (d *Device) Read() (Sample, error) {
 	return s, &ReadError{Calls: r.failed, Metrics: d.metricsOf(r.failed)}
 }
 
+// flapHoldOff is how long after a call's warn line a new failure of that
+// call (a new episode, or a new cause) is counted rather than logged: a call
+// that flaps every 30 s writes 4 lines in 10 minutes, not 40. The next line
+// after the hold-off says how many failures went unlogged.
+const flapHoldOff = 5 * time.Minute
+
+// callLog is what the log has said about one call of one device.
+type callLog struct {
+	failing  bool      // failed at its last answer
+	cause    string    // the cause of that failure
+	logged   bool      // this failure episode was logged: its recovery is too
+	lastWarn time.Time // the call's last warn line
+	unlogged int       // failures (episodes or causes) held off since lastWarn
+	answered bool      // succeeded since it failed (answeredAgain)
+}
+
 // logCalls logs, at warn and without a stack trace, each call that fails
-// for the first time or with a new cause, and at info each call logged
-// failing that has answered since (answeredAgain). A call that keeps failing
-// is thus logged once per failure episode, however many scrapes it lasts.
+// for the first time or with a new cause, and at info the recovery of each
+// call whose failure was logged. A call that keeps failing is logged once,
+// however many scrapes it lasts; a call that flaps, once per flapHoldOff.
 func (d *Device) logCalls(failed []*CallError) {
 	if len(failed) == 0 && d.failingCount.Load() == 0 {
 		return
 	}
 	type line struct {
-		warn *CallError
-		back call
+		warn     *CallError
+		back     call
+		unlogged int
 	}
 	var lines []line
+	now := d.now()
 	d.logMu.Lock()
-	now := map[call]bool{}
+	failedNow := map[call]bool{}
 	for _, f := range failed {
-		now[f.call] = true
-		delete(d.answered, f.call) // failing again since: not back
-		if d.failing[f.call] == f.cause() {
+		failedNow[f.call] = true
+		st := d.failing[f.call]
+		if st == nil {
+			st = &callLog{}
+			d.failing[f.call] = st
+		}
+		st.answered = false
+		if st.failing && st.cause == f.cause() {
 			continue
 		}
-		d.failing[f.call] = f.cause()
-		lines = append(lines, line{warn: f})
+		newEpisode := !st.failing
+		st.failing, st.cause = true, f.cause()
+		if !st.lastWarn.IsZero() && now.Sub(st.lastWarn) < flapHoldOff {
+			st.unlogged++
+			if newEpisode {
+				st.logged = false
+			}
+			continue
+		}
+		lines = append(lines, line{warn: f, unlogged: st.unlogged})
+		st.lastWarn, st.unlogged = now, 0
+		st.logged = true // its recovery is logged too
 	}
-	for c := range d.answered {
-		delete(d.answered, c)
-		if _, ok := d.failing[c]; ok && !now[c] {
-			delete(d.failing, c)
-			lines = append(lines, line{back: c})
+	n := int32(0)
+	for c, st := range d.failing {
+		if st.failing && st.answered && !failedNow[c] {
+			st.failing, st.answered = false, false
+			if st.logged {
+				lines = append(lines, line{back: c})
+			}
+			st.logged = false
+		}
+		if st.failing {
+			n++
 		}
 	}
-	d.failingCount.Store(int32(len(d.failing)))
+	d.failingCount.Store(n)
 	d.logMu.Unlock()
 	for _, l := range lines {
-		if l.warn != nil {
-			d.logger.Warn("NVML call failed; the metrics it feeds are left out until it answers again (logged once per call and cause, and once when it recovers)",
-				zap.String("call", l.warn.Call), zap.Error(l.warn))
+		if l.warn == nil {
+			d.logger.Info("NVML call recovered; the metrics it feeds are back", zap.String("call", l.back.String()))
 			continue
 		}
-		d.logger.Info("NVML call recovered; the metrics it feeds are back", zap.String("call", l.back.String()))
+		fields := []zap.Field{zap.String("call", l.warn.Call), zap.Error(l.warn)}
+		if l.unlogged > 0 {
+			fields = append(fields, zap.Int("unlogged_failures", l.unlogged))
+		}
+		d.logger.Warn("NVML call failed; the metrics it feeds are left out until it answers again "+
+			"(logged once per call and cause, and once when it recovers; a call that keeps flapping once per "+
+			flapHoldOff.String()+", with the failures not logged in between)", fields...)
 	}
 }
 
-// answeredAgain records that c succeeded: if it was logged failing, the
-// next Read logs that it is back.
+// answeredAgain records that c succeeded: if it was failing, the next Read
+// logs that it is back.
 func (d *Device) answeredAgain(c call) {
 	if d.failingCount.Load() == 0 {
 		return
 	}
 	d.logMu.Lock()
-	if _, ok := d.failing[c]; ok {
-		d.answered[c] = struct{}{}
+	if st := d.failing[c]; st != nil && st.failing {
+		st.answered = true
 	}
 	d.logMu.Unlock()
 }

@@ -5,6 +5,7 @@ package nvmlclient
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/assert"
@@ -22,67 +23,80 @@ const (
 )
 
 // A call that keeps failing is logged once per GPU, call and cause, at
-// warn; a flapping call once per failure episode, and once per recovery, at
-// info; a new cause within an episode is logged too. Nothing at error
-// level, and no stack trace.
+// warn, and its recovery once at info. A call that flaps is logged so once
+// per flapHoldOff: the failures in between are counted into the next warn
+// line. Nothing at error level, and no stack trace.
 func TestFailingCallLoggedOncePerEpisode(t *testing.T) {
 	m := nvmltest.NewH200GPUs(2)
+	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
 	core, logs := observer.New(zapcore.DebugLevel)
-	c := New(m, zap.New(core))
+	c := New(m, zap.New(core), WithClock(clock.Now))
 	require.NoError(t, c.Open(nil))
 	c.PrimeAll()
 	defer c.Close(context.Background())
 	answer := nvml.ERROR_UNKNOWN
 	m.GPUs[0].GetPowerUsageFunc = func() (uint32, nvml.Return) { return 150_000, answer }
 	m.GPUs[1].GetPowerUsageFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
-	read := func(failing bool) {
+	read := func(n int, failing bool) {
 		t.Helper()
-		for i, d := range c.Devices() {
-			s, err := d.Read()
-			if i == 0 && !failing {
-				require.NoError(t, err)
-				assert.True(t, s.PowerWatts.OK)
-				continue
+		for range n {
+			clock.Advance(time.Second)
+			for i, d := range c.Devices() {
+				s, err := d.Read()
+				if i == 0 && !failing {
+					require.NoError(t, err)
+					assert.True(t, s.PowerWatts.OK)
+					continue
+				}
+				var re *ReadError
+				require.ErrorAs(t, err, &re)
+				assert.Equal(t, 1, re.Metrics, "hw.power")
+				assert.False(t, s.PowerWatts.OK)
 			}
-			var re *ReadError
-			require.ErrorAs(t, err, &re)
-			assert.Equal(t, 1, re.Metrics, "hw.power")
-			assert.False(t, s.PowerWatts.OK)
 		}
 	}
-	warns := func(uuid string) int {
-		return logs.FilterMessageSnippet(failedSnippet).FilterField(zap.String("hw.id", uuid)).Len()
+	warns := func(uuid string) *observer.ObservedLogs {
+		return logs.FilterMessageSnippet(failedSnippet).FilterField(zap.String("hw.id", uuid))
 	}
 	recoveries := func() int { return logs.FilterMessageSnippet(recoveredSnippet).Len() }
 
-	for range 10 {
-		read(true)
-	}
-	assert.Equal(t, 1, warns(nvmltest.UUID(0)))
-	assert.Equal(t, 1, warns(nvmltest.UUID(1)), "once per GPU")
+	read(10, true)
+	assert.Equal(t, 1, warns(nvmltest.UUID(0)).Len())
+	assert.Equal(t, 1, warns(nvmltest.UUID(1)).Len(), "once per GPU")
 	assert.Equal(t, 0, recoveries())
 
 	answer = nvml.SUCCESS
-	for range 5 {
-		read(false)
-	}
+	read(5, false)
 	assert.Equal(t, 1, recoveries(), "the recovery logged once")
 	assert.Equal(t, 1, logs.FilterMessageSnippet(recoveredSnippet).FilterField(zap.String("hw.id", nvmltest.UUID(0))).
 		FilterField(zap.String("call", "nvmlDeviceGetPowerUsage")).Len())
 
-	answer = nvml.ERROR_UNKNOWN
+	// Flapping within the hold-off: counted, not logged.
 	for range 3 {
-		read(true)
+		answer = nvml.ERROR_UNKNOWN
+		read(3, true)
+		answer = nvml.SUCCESS
+		read(3, false)
 	}
-	assert.Equal(t, 2, warns(nvmltest.UUID(0)), "a second episode is logged again")
-	answer = nvml.ERROR_TIMEOUT
-	read(true)
-	assert.Equal(t, 3, warns(nvmltest.UUID(0)), "a new cause is logged")
+	answer = nvml.ERROR_TIMEOUT // a new cause, within the hold-off too
+	read(2, true)
+	assert.Equal(t, 1, warns(nvmltest.UUID(0)).Len(), "held off")
+	assert.Equal(t, 1, recoveries(), "an episode not logged: nor is its recovery")
+
+	// After the hold-off: the next failure is logged, with the count of
+	// those that were not; and its recovery.
 	answer = nvml.SUCCESS
-	read(false)
-	read(false)
+	read(1, false)
+	clock.Advance(flapHoldOff)
+	answer = nvml.ERROR_UNKNOWN
+	read(3, true)
+	w := warns(nvmltest.UUID(0)).All()
+	require.Len(t, w, 2)
+	assert.Equal(t, int64(4), w[1].ContextMap()["unlogged_failures"], "3 episodes and 1 new cause")
+	answer = nvml.SUCCESS
+	read(2, false)
 	assert.Equal(t, 2, recoveries())
-	assert.Equal(t, 1, warns(nvmltest.UUID(1)), "the call that never recovers: still one line")
+	assert.Equal(t, 1, warns(nvmltest.UUID(1)).Len(), "the call that never recovers: still one line")
 
 	for _, e := range logs.All() {
 		assert.Less(t, e.Level, zapcore.ErrorLevel, e.Message)

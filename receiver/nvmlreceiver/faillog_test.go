@@ -5,6 +5,7 @@ package nvmlreceiver
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/assert"
@@ -74,8 +75,10 @@ func TestFailingCallLogsOnceAndCounts(t *testing.T) {
 	}, metricdatatest.IgnoreTimestamp())
 }
 
-// A flapping call: one warn per failure episode, one info line per
-// recovery, and the count of the points left out stays exact.
+// A flapping call: one warn per failure episode and one info line per
+// recovery, but a failure within the client's hold-off (5 min) of the last
+// warn is counted into the next warn line instead; the count of the points
+// left out stays exact.
 func TestFlappingCallLogsPerEpisode(t *testing.T) {
 	t.Parallel()
 	m := nvmltest.NewH200()
@@ -91,6 +94,9 @@ func TestFlappingCallLogsPerEpisode(t *testing.T) {
 	}
 	failed := 0
 	for episode := range 3 {
+		if episode == 2 {
+			ts.clock.Advance(5 * time.Minute) // the client's flap hold-off
+		}
 		failing = true
 		for range 4 + episode {
 			md := ts.scrapeOK(t)
@@ -102,9 +108,11 @@ func TestFlappingCallLogsPerEpisode(t *testing.T) {
 			assert.Contains(t, gpuMetricNames(ts.scrapeOK(t), nvmltest.UUID(5)), "hw.power")
 		}
 	}
-	assert.Equal(t, 3, ts.logs.FilterMessageSnippet("NVML call failed").Len(), "one per episode")
-	assert.Equal(t, 3, ts.logs.FilterMessageSnippet("NVML call recovered").Len(), "one per recovery")
-	assert.Equal(t, 3, ts.logs.FilterLevelExact(zapcore.WarnLevel).Len())
+	warns := ts.logs.FilterMessageSnippet("NVML call failed").All()
+	require.Len(t, warns, 2, "the first episode, and the first after the hold-off")
+	assert.Equal(t, int64(1), warns[1].ContextMap()["unlogged_failures"], "the second episode, held off")
+	assert.Equal(t, 2, ts.logs.FilterMessageSnippet("NVML call recovered").Len(), "one per logged episode")
+	assert.Equal(t, 2, ts.logs.FilterLevelExact(zapcore.WarnLevel).Len())
 	assert.Zero(t, ts.logs.FilterLevelExact(zapcore.ErrorLevel).Len())
 	metadatatest.AssertEqualReceiverNvmlErroredMetricPoints(t, tt, []metricdata.DataPoint[int64]{
 		{Attributes: scrapeAttrs(ts), Value: int64(failed)},
