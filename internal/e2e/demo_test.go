@@ -40,7 +40,7 @@ func TestDemoConfig(t *testing.T) {
 	promAddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	healthAddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	p := startProcess(t, "demo collector",
-		[]string{scenarioEnv + "=" + scenario, "FAKENVML_LIBRARY=" + testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath)},
+		demoEnv(t, scenario),
 		testutil.AbsFlag(t, "otelcol", *otelcolPath), "--config="+cfg,
 		"--set=exporters::prometheus::endpoint="+promAddr,
 		"--set=extensions::health_check::endpoint="+healthAddr)
@@ -75,4 +75,14 @@ func TestDemoConfig(t *testing.T) {
 	assert.Contains(t, body, "SIMULATED", "the model names say SIMULATED")
 	assert.Contains(t, p.logs.String(), "fakenvml: SIMULATED NVML")
 	p.requireAlive(t)
+}
+
+// demoEnv is the environment `make demo` gives the collector: the fake
+// library, the scenario, and PWD the repository root (demo.yaml's proc_root
+// and cgroup_root are under it).
+func demoEnv(t *testing.T, scenario string) []string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	return []string{scenarioEnv + "=" + scenario, "FAKENVML_LIBRARY=" + testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath), "PWD=" + root}
 }
