@@ -22,7 +22,7 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak
+.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak logvolume
 
 all: build
 
@@ -154,6 +154,13 @@ SOAK_DURATION ?= 10m
 soak: build $(FAKENVML)
 	$(GO) test -tags e2e -count=1 -v -timeout 30m -run '^TestSoak$$' ./internal/e2e \
 		-otelcol=$(OTELCOL) -fakenvml=$(FAKENVML) -soak.duration=$(SOAK_DURATION) -soak.report=$(DIST_DIR)/soak-report.md
+
+## logvolume: the log-volume test (issue 16) for LOGVOLUME_DURATION (10m) at 200 ms, one call always failing and
+## one flapping every 30 s: a handful of log lines (make test runs a 20 s one, flapping every 4 s, in e2e)
+LOGVOLUME_DURATION ?= 10m
+logvolume: build $(FAKENVML)
+	$(GO) test -tags e2e -count=1 -v -timeout 30m -run '^TestLogVolume$$' ./internal/e2e \
+		-otelcol=$(OTELCOL) -fakenvml=$(FAKENVML) -logvolume.duration=$(LOGVOLUME_DURATION) -logvolume.flap=30s
 
 ## demo: otelcol-nvml on the SIMULATED NVML (no GPU needed): debug exporter, Prometheus on 127.0.0.1:8889
 demo: build $(FAKENVML)
