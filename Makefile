@@ -127,6 +127,9 @@ CJSON_LIBS     = $(if $(filter /%,$(CJSON_A)),$(CJSON_A),-lcjson)
 FAKENVML_CFLAGS := -std=gnu11 -O2 -g -fPIC -Wall -Wextra -Werror -Wno-deprecated-declarations
 PROMETHEUS    ?= $(or $(shell command -v prometheus 2>/dev/null),/usr/bin/prometheus)
 PROMTOOL      ?= $(or $(shell command -v promtool 2>/dev/null),/usr/bin/promtool)
+# Prometheus 3, the OTLP backend of the e2e suite (TestPrometheus3OTLP): built once into _build (about 6 min cold).
+PROMETHEUS3_VERSION := v0.316.0
+PROMETHEUS3   := $(DIST_DIR)/prometheus3-$(PROMETHEUS3_VERSION)/prometheus
 DEMO_SCENARIO ?= testdata/scenarios/demo.json
 
 ## fakenvml: build the simulated libnvidia-ml.so.1 into _build/fakenvml/
@@ -141,12 +144,17 @@ $(FAKENVML): $(FAKENVML_DEPS)
 		-Wl,--version-script=internal/fakenvml/exports.map \
 		$(FAKENVML_SRCS) $(CJSON_LIBS) -lm -lpthread
 
+# Prometheus 3 into _build, only when missing.
+$(PROMETHEUS3):
+	@mkdir -p $(@D)
+	GOBIN=$(@D) $(GO) install github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS3_VERSION)
+
 ## e2e: the built collector on the simulated NVML, end to end: a backend collector, Prometheus, faults
-e2e: build $(FAKENVML)
+e2e: build $(FAKENVML) $(PROMETHEUS3)
 	@test -x $(PROMETHEUS) || { echo "prometheus not found at $(PROMETHEUS): apt-get install prometheus, or set PROMETHEUS="; exit 1; }
 	$(GO) vet -tags e2e ./internal/e2e
 	$(GO) test -tags e2e -count=1 -v -timeout 10m ./internal/e2e \
-		-otelcol=$(OTELCOL) -fakenvml=$(FAKENVML) -prometheus=$(PROMETHEUS) -gonvml=$(GONVML_DIR)
+		-otelcol=$(OTELCOL) -fakenvml=$(FAKENVML) -prometheus=$(PROMETHEUS) -prometheus3=$(PROMETHEUS3) -gonvml=$(GONVML_DIR)
 
 ## soak: the fault soak (issue 9) for SOAK_DURATION (10m) at 200 ms against the built collector on the
 ## simulated NVML; its figures go to _build/soak-report.md (make test runs a 60 s one in e2e)
