@@ -7,7 +7,7 @@ export CGO_ENABLED := 1
 export CGO_CFLAGS ?= -O2 -g -Wno-deprecated-declarations
 
 GO        ?= go
-# Pinned tool versions. mdatagen is built from internal/tools/go.mod, which
+# Pinned tool versions. mdatagen is built from tools/mdatagen/go.mod, which
 # must name the same version (checked below).
 OCB_VERSION      := v0.165.0
 MDATAGEN_VERSION := v0.161.0
@@ -33,7 +33,7 @@ vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
 	$(GO) vet -tags "e2e smoke h200probe image" ./...
-	cd internal/deploy && $(GO) vet ./...
+	cd test/deploy && $(GO) vet ./...
 	@# Without cgo (a laptop, a CGO_ENABLED=0 distribution) everything builds,
 	@# and on macOS it vets; NVML is then reported unavailable.
 	CGO_ENABLED=0 $(GO) build ./...
@@ -44,11 +44,11 @@ $(OCB):
 	GOBIN=$(BIN) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
 	mv $(BIN)/builder $@
 
-$(MDATAGEN): internal/tools/go.mod internal/tools/go.sum
-	@grep -q "go.opentelemetry.io/collector/cmd/mdatagen $(MDATAGEN_VERSION)" internal/tools/go.mod || \
-		{ echo "internal/tools/go.mod does not pin mdatagen $(MDATAGEN_VERSION)"; exit 1; }
+$(MDATAGEN): tools/mdatagen/go.mod tools/mdatagen/go.sum
+	@grep -q "go.opentelemetry.io/collector/cmd/mdatagen $(MDATAGEN_VERSION)" tools/mdatagen/go.mod || \
+		{ echo "tools/mdatagen/go.mod does not pin mdatagen $(MDATAGEN_VERSION)"; exit 1; }
 	@mkdir -p $(BIN)
-	cd internal/tools && $(GO) build -o $@ go.opentelemetry.io/collector/cmd/mdatagen
+	cd tools/mdatagen && $(GO) build -o $@ go.opentelemetry.io/collector/cmd/mdatagen
 
 $(HELM):
 	@mkdir -p $(BIN)
@@ -91,7 +91,7 @@ run: build
 
 ## smoke: start the built collector with the default config and check it serves
 smoke: build
-	$(GO) test -tags smoke -count=1 -v ./internal/smoketest -otelcol=$(OTELCOL) -config=$(CURDIR)/$(CONFIG)
+	$(GO) test -tags smoke -count=1 -v ./test/smoke -otelcol=$(OTELCOL) -config=$(CURDIR)/$(CONFIG)
 
 ## bench: the scrape benchmark over the 8-GPU dgxh200 mock
 bench:
@@ -103,21 +103,21 @@ fmt:
 clean:
 	rm -rf $(BIN) $(DIST_DIR)
 
-## h200-bundle: the binaries for internal/devicecheck/h200-run.sh and cost.sh, gzipped into .carry/ (see docs/h200-runs.md)
+## h200-bundle: the binaries for tools/h200/h200-run.sh and cost.sh, gzipped into .carry/ (see docs/h200-runs.md)
 h200-bundle: build
 	@mkdir -p .carry
-	$(GO) build -trimpath -ldflags='-s -w' -o .carry/scrapecost ./internal/devicecheck/scrapecost
+	$(GO) build -trimpath -ldflags='-s -w' -o .carry/scrapecost ./tools/h200/scrapecost
 	$(GO) test -c -tags h200probe -ldflags='-s -w' -o .carry/receivercost.test ./$(RECEIVER)/
 	cp $(OTELCOL) .carry/otelcol-nvml
 	gzip -f -6 .carry/otelcol-nvml .carry/scrapecost .carry/receivercost.test
 	@ls -l .carry
 
-# ---- the simulated NVML (internal/fakenvml), the e2e suite and the demo ----
+# ---- the simulated NVML (test/fakenvml), the e2e suite and the demo ----
 
 FAKENVML_DIR  := $(DIST_DIR)/fakenvml
 FAKENVML      := $(FAKENVML_DIR)/libnvidia-ml.so.1
-FAKENVML_SRCS := $(sort $(wildcard internal/fakenvml/*.c))
-FAKENVML_DEPS := $(FAKENVML_SRCS) internal/fakenvml/fakenvml.h internal/fakenvml/exports.map go.mod
+FAKENVML_SRCS := $(sort $(wildcard test/fakenvml/*.c))
+FAKENVML_DEPS := $(FAKENVML_SRCS) test/fakenvml/fakenvml.h test/fakenvml/exports.map go.mod
 # go-nvml ships the nvml.h the fake is compiled against (the ABI go-nvml calls).
 GONVML_DIR     = $(shell $(GO) list -m -f '{{.Dir}}' github.com/NVIDIA/go-nvml)
 # cJSON (Debian: libcjson-dev) goes in statically where libcjson.a exists, so
@@ -139,9 +139,9 @@ $(FAKENVML): $(FAKENVML_DEPS)
 	@echo '#include <cjson/cJSON.h>' | $(CC) -E -x c - >/dev/null 2>&1 || \
 		{ echo "cJSON headers not found: apt-get install libcjson-dev"; exit 1; }
 	@mkdir -p $(FAKENVML_DIR)
-	$(CC) $(FAKENVML_CFLAGS) -I$(GONVML_DIR)/pkg/nvml -Iinternal/fakenvml -shared -o $@ \
+	$(CC) $(FAKENVML_CFLAGS) -I$(GONVML_DIR)/pkg/nvml -Itest/fakenvml -shared -o $@ \
 		-Wl,-soname,libnvidia-ml.so.1 -Wl,-z,nodelete -Wl,-z,defs \
-		-Wl,--version-script=internal/fakenvml/exports.map \
+		-Wl,--version-script=test/fakenvml/exports.map \
 		$(FAKENVML_SRCS) $(CJSON_LIBS) -lm -lpthread
 
 # Prometheus 3 into _build, only when missing.
@@ -152,22 +152,22 @@ $(PROMETHEUS3):
 ## e2e: the built collector on the simulated NVML, end to end: a backend collector, Prometheus, faults
 e2e: build $(FAKENVML) $(PROMETHEUS3)
 	@test -x $(PROMETHEUS) || { echo "prometheus not found at $(PROMETHEUS): apt-get install prometheus, or set PROMETHEUS="; exit 1; }
-	$(GO) vet -tags e2e ./internal/e2e
-	$(GO) test -tags e2e -count=1 -v -timeout 10m ./internal/e2e \
+	$(GO) vet -tags e2e ./test/e2e
+	$(GO) test -tags e2e -count=1 -v -timeout 10m ./test/e2e \
 		-otelcol=$(OTELCOL) -fakenvml=$(FAKENVML) -prometheus=$(PROMETHEUS) -prometheus3=$(PROMETHEUS3) -gonvml=$(GONVML_DIR)
 
 ## soak: the fault soak (issue 9) for SOAK_DURATION (10m) at 200 ms against the built collector on the
 ## simulated NVML; its figures go to _build/soak-report.md (make test runs a 60 s one in e2e)
 SOAK_DURATION ?= 10m
 soak: build $(FAKENVML)
-	$(GO) test -tags e2e -count=1 -v -timeout 30m -run '^TestSoak$$' ./internal/e2e \
+	$(GO) test -tags e2e -count=1 -v -timeout 30m -run '^TestSoak$$' ./test/e2e \
 		-otelcol=$(OTELCOL) -fakenvml=$(FAKENVML) -soak.duration=$(SOAK_DURATION) -soak.report=$(DIST_DIR)/soak-report.md
 
 ## logvolume: the log-volume test (issue 16) for LOGVOLUME_DURATION (10m) at 200 ms, one call always failing and
 ## one flapping every 30 s: a handful of log lines (make test runs a 20 s one, flapping every 4 s, in e2e)
 LOGVOLUME_DURATION ?= 10m
 logvolume: build $(FAKENVML)
-	$(GO) test -tags e2e -count=1 -v -timeout 30m -run '^TestLogVolume$$' ./internal/e2e \
+	$(GO) test -tags e2e -count=1 -v -timeout 30m -run '^TestLogVolume$$' ./test/e2e \
 		-otelcol=$(OTELCOL) -fakenvml=$(FAKENVML) -logvolume.duration=$(LOGVOLUME_DURATION) -logvolume.flap=30s
 
 ## demo: otelcol-nvml on the SIMULATED NVML (no GPU needed): debug exporter, Prometheus on 127.0.0.1:8889
@@ -188,15 +188,15 @@ rules:
 ## k8s.io/api and Prometheus Operator types, `otelcol-nvml validate` of every collector config, drift of the renderings,
 ## the probes against the running collector (pod IP; red on a receiver's permanent error)
 deploy-check: $(HELM) $(OTELCOL) $(FAKENVML)
-	cd internal/deploy && $(GO) test -count=1 . -helm=$(HELM) -otelcol=$(OTELCOL) -fakenvml=$(FAKENVML)
+	cd test/deploy && $(GO) test -count=1 . -helm=$(HELM) -otelcol=$(OTELCOL) -fakenvml=$(FAKENVML)
 
-## dashboard: regenerate deploy/grafana/otelcol-nvml.json from internal/deploy/dashboard (deploy-check fails on drift)
+## dashboard: regenerate deploy/grafana/otelcol-nvml.json from test/deploy/dashboard (deploy-check fails on drift)
 dashboard:
-	cd internal/deploy && $(GO) run ./cmd/gendashboard -o $(CURDIR)/deploy/grafana/otelcol-nvml.json
+	cd test/deploy && $(GO) run ./cmd/gendashboard -o $(CURDIR)/deploy/grafana/otelcol-nvml.json
 
 ## deploy-generate: rewrite deploy/kubernetes/otelcol-nvml.yaml from the chart
 deploy-generate: $(HELM) $(OTELCOL)
-	cd internal/deploy && $(GO) test -count=1 . -run 'TestKubernetesManifests' -helm=$(HELM) -otelcol=$(OTELCOL) -update
+	cd test/deploy && $(GO) test -count=1 . -run 'TestKubernetesManifests' -helm=$(HELM) -otelcol=$(OTELCOL) -update
 
 # ---- the container image ----
 
@@ -223,5 +223,5 @@ $(IMAGE_ARCHIVE): $(OTELCOL) deploy/image/Containerfile deploy/image/config.yaml
 
 ## image-test: chroot-run the image on the simulated NVML (as root: podman mount, chroot)
 image-test: image $(FAKENVML)
-	$(GO) test -tags image -count=1 -v ./internal/imagetest -image=$(IMAGE) -archive=$(IMAGE_ARCHIVE) \
+	$(GO) test -tags image -count=1 -v ./test/image -image=$(IMAGE) -archive=$(IMAGE_ARCHIVE) \
 		-fakenvml=$(FAKENVML) -scenario=$(abspath $(IMAGE_SCENARIO)) -podman=$$(command -v $(PODMAN))

@@ -6,7 +6,7 @@
 #   --pid host         NVML reports host PIDs; this resolves them
 #   --cgroupns host    the containers' cgroups, for container.cpu.time
 # It runs as the image's non-root user, read-only, with no capability.
-# make test checks this command (internal/deploy) and the README quotes it.
+# make test checks this command (test/deploy) and the README quotes it.
 exec docker run --detach --name otelcol-nvml --restart unless-stopped \
   --gpus all --pid host --cgroupns host \
   --read-only --cap-drop ALL --security-opt no-new-privileges \

@@ -12,7 +12,7 @@ import "github.com/NVIDIA/go-nvml/pkg/nvml"
 //
 // Adding a figure: a call here, a Sample field, one line that reads it (the
 // reader named in the row), its metric in metadata.yaml and its record line;
-// the fake NVML (internal/fakenvml) answers it for the e2e suite.
+// the fake NVML (test/fakenvml) answers it for the e2e suite.
 
 // call names one NVML read: a getter, one field of the per-GPU
 // nvmlDeviceGetFieldValues batch, or a sample window.

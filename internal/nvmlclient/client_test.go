@@ -18,7 +18,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
+	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
 func openH200(t *testing.T, selectors ...string) (*nvmltest.Machine, *Client, *observer.ObservedLogs) {

@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
+	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
 // A transient NOT_SUPPORTED or NO_PERMISSION must not turn a figure off

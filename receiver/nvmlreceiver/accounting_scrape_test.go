@@ -15,7 +15,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
+	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
 // The accounting through the scraper, on the mock machine.

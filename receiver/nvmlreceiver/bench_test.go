@@ -12,7 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
+	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
 // perGPU reports ns/op and allocs/op divided by the GPUs of one op.

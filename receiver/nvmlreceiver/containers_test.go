@@ -19,7 +19,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
+	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 

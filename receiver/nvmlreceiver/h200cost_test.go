@@ -6,7 +6,7 @@ package nvmlreceiver
 // scrape, exactly as the collector runs it (reads, attribution, pdata),
 // timed in wall and process CPU per scrape. Built with
 // `go test -c -tags h200probe ./receiver/nvmlreceiver/` and run there by
-// internal/devicecheck/cost.py; never part of `make test`.
+// tools/h200/cost.py; never part of `make test`.
 
 import (
 	"context"

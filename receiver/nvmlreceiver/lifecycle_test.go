@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmltest"
+	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
 // Issue 9: the receiver never hangs and never goes dark, whatever NVML

@@ -1,0 +1,282 @@
+//go:build image
+
+// Package image runs the otelcol-nvml image (make image) the way a GPU
+// node would, without a container runtime: podman run cannot start
+// containers in this sandbox, so the test creates a container from the
+// image, mounts its root, drops the simulated libnvidia-ml.so.1 where the
+// NVIDIA container toolkit puts the driver's, and chroot-runs the image's
+// entrypoint and command as the image's user with the image's environment.
+// Run it with `make image-test` (root, podman), or:
+//
+//	go test -tags image -count=1 -v ./test/image -image=localhost/otelcol-nvml:0.1.0 \
+//	    -fakenvml=/abs/libnvidia-ml.so.1 -scenario=/abs/scenario.json
+package image
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-nvml/otelcol-nvml/test/testutil"
+)
+
+var (
+	imageRef     = flag.String("image", "", "the image to test, e.g. localhost/otelcol-nvml:0.1.0")
+	archivePath  = flag.String("archive", "", "the OCI archive make image wrote (checked to hold the image)")
+	fakeNVMLPath = flag.String("fakenvml", "", "the simulated libnvidia-ml.so.1 (make fakenvml)")
+	scenarioPath = flag.String("scenario", "", "the fake library's scenario")
+	podmanPath   = flag.String("podman", "podman", "the podman binary")
+)
+
+// driverDir is where the NVIDIA container toolkit mounts the driver's
+// libraries on Debian/Ubuntu-style (multiarch) roots.
+const driverDir = "/usr/lib/x86_64-linux-gnu"
+
+func podman(t *testing.T, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(*podmanPath, args...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("podman %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+	}
+	return strings.TrimSpace(stdout.String())
+}
+
+// imageConfig is the part of `podman image inspect` the test runs by.
+type imageConfig struct {
+	Config struct {
+		User       string            `json:"User"`
+		Env        []string          `json:"Env"`
+		Entrypoint []string          `json:"Entrypoint"`
+		Cmd        []string          `json:"Cmd"`
+		WorkingDir string            `json:"WorkingDir"`
+		Labels     map[string]string `json:"Labels"`
+	} `json:"Config"`
+}
+
+func inspect(t *testing.T) imageConfig {
+	t.Helper()
+	var out []imageConfig
+	require.NoError(t, json.Unmarshal([]byte(podman(t, "image", "inspect", *imageRef)), &out))
+	require.Len(t, out, 1)
+	return out[0]
+}
+
+func TestImageLabelsAndArchive(t *testing.T) {
+	cfg := inspect(t)
+	for _, l := range []string{"title", "description", "version", "revision", "created"} {
+		assert.NotEmpty(t, cfg.Config.Labels["org.opencontainers.image."+l], "OCI label org.opencontainers.image.%s", l)
+	}
+	if *archivePath == "" {
+		t.Skip("-archive not given")
+	}
+	// An OCI archive: a tar with oci-layout, index.json and the blobs.
+	out, err := exec.Command("tar", "-tf", *archivePath).Output()
+	require.NoError(t, err)
+	names := strings.Fields(string(out))
+	assert.Contains(t, names, "oci-layout")
+	assert.Contains(t, names, "index.json")
+}
+
+// TestImageRunsChrooted is the image on a simulated GPU node.
+func TestImageRunsChrooted(t *testing.T) {
+	cfg := inspect(t)
+	uid, gid := parseUser(t, cfg.Config.User)
+	require.NotZero(t, uid, "the image's default user must not be root")
+
+	// A container's writable root, as a runtime would prepare it.
+	ctr := podman(t, "create", *imageRef)
+	t.Cleanup(func() { podman(t, "rm", "--force", ctr) })
+	root := podman(t, "mount", ctr)
+	t.Cleanup(func() { podman(t, "unmount", ctr) })
+
+	// The image carries no NVML of its own.
+	_, err := os.Stat(filepath.Join(root, driverDir, "libnvidia-ml.so.1"))
+	require.ErrorIs(t, err, os.ErrNotExist, "the image must not ship libnvidia-ml.so.1")
+
+	// What the toolkit does: the driver's library into the multiarch dir. The
+	// simulated driver also brings the cJSON it links (Debian ships no
+	// static libcjson); every other library it needs must be in the image.
+	fake := absFile(t, *fakeNVMLPath)
+	copyFile(t, fake, filepath.Join(root, driverDir, "libnvidia-ml.so.1"))
+	for _, dep := range neededNotIn(t, fake, filepath.Join(root, driverDir)) {
+		require.True(t, strings.HasPrefix(dep.name, "libcjson"), "libnvidia-ml.so.1 needs %s, which the image lacks", dep.name)
+		copyFile(t, dep.path, filepath.Join(root, driverDir, dep.name))
+	}
+	copyFile(t, absFile(t, *scenarioPath), filepath.Join(root, "tmp", "scenario.json"))
+
+	// The runtime's /proc (host_metrics reads it); nothing else from outside.
+	procDir := filepath.Join(root, "proc")
+	require.NoError(t, os.MkdirAll(procDir, 0o555))
+	require.NoError(t, syscall.Mount("proc", procDir, "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""))
+	t.Cleanup(func() { _ = syscall.Unmount(procDir, syscall.MNT_DETACH) })
+
+	promPort, healthPort := testutil.FreePort(t), testutil.FreePort(t)
+	argv := append(slices.Clone(cfg.Config.Entrypoint), cfg.Config.Cmd...)
+	require.NotEmpty(t, argv)
+	// Only the image's environment and the test's knobs.
+	env := append(slices.Clone(cfg.Config.Env), "FAKE_NVML_SCENARIO=/tmp/scenario.json",
+		"PROMETHEUS_PORT="+strconv.Itoa(promPort), "HEALTH_PORT="+strconv.Itoa(healthPort), "COLLECTION_INTERVAL=1s")
+	for _, e := range env {
+		require.False(t, strings.HasPrefix(e, "LD_LIBRARY_PATH="), "the image must not need LD_LIBRARY_PATH")
+	}
+	// chroot(8) from the host; the entrypoint runs inside the root with
+	// exactly env (no inherited environment).
+	cmd := exec.Command("chroot", append([]string{"--userspec=" + fmt.Sprintf("%d:%d", uid, gid), root}, argv...)...)
+	cmd.Env = env
+	cmd.Dir = "/"
+	logs := &testutil.SyncBuffer{}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("---- collector output ----\n%s", logs.String())
+		}
+	})
+
+	// GPU metrics come out, through the image's own loader and libraries.
+	var metrics string
+	deadline := time.Now().Add(60 * time.Second)
+	client := &http.Client{Timeout: 2 * time.Second}
+	for {
+		select {
+		case err := <-done:
+			t.Fatalf("the collector exited: %v", err)
+		default:
+		}
+		if resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", promPort)); err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			metrics = string(b)
+			if strings.Contains(metrics, "hw_gpu_memory_limit_bytes{") && strings.Contains(metrics, "hw_power_watts{") {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no GPU metrics on :%d/metrics after 60 s; got:\n%.2000s", promPort, metrics)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	gpus := regexp.MustCompile(`hw_gpu_memory_limit_bytes\{[^}]*hw_id="(GPU-[0-9a-f-]+)"`).FindAllStringSubmatch(metrics, -1)
+	assert.NotEmpty(t, gpus, "GPU series carry hw_id")
+	assert.Contains(t, logs.String(), "fakenvml: SIMULATED NVML", "the simulated library was loaded")
+
+	resp, err := client.Get(fmt.Sprintf("http://127.0.0.1:%d/status", healthPort))
+	require.NoError(t, err)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the default config's health check")
+
+	// The process: the image's non-root user, and every file it maps from
+	// inside the image root (the loader found libnvidia-ml.so.1 in
+	// /usr/lib/x86_64-linux-gnu on its own).
+	pid := cmd.Process.Pid
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	require.NoError(t, err)
+	for _, field := range []string{"Uid", "Gid"} {
+		m := regexp.MustCompile(`(?m)^` + field + `:\s+(\d+)\s+(\d+)\s+(\d+)\s+(\d+)`).FindStringSubmatch(string(status))
+		require.NotNil(t, m, field)
+		want := strconv.Itoa(map[string]int{"Uid": uid, "Gid": gid}[field])
+		assert.Equal(t, []string{want, want, want, want}, m[1:], "%s (real, effective, saved, fs)", field)
+	}
+	maps := mappedFiles(t, pid)
+	assert.Contains(t, maps, filepath.Join(root, driverDir, "libnvidia-ml.so.1"))
+	for _, f := range maps {
+		assert.True(t, strings.HasPrefix(f, root+"/"), "the collector maps %s, outside the image root %s", f, root)
+	}
+}
+
+func parseUser(t *testing.T, user string) (int, int) {
+	t.Helper()
+	u, g, ok := strings.Cut(user, ":")
+	require.True(t, ok, "the image's User %q should be numeric uid:gid (a runtime checks runAsNonRoot by it)", user)
+	uid, err1 := strconv.Atoi(u)
+	gid, err2 := strconv.Atoi(g)
+	require.NoError(t, err1)
+	require.NoError(t, err2)
+	return uid, gid
+}
+
+// mappedFiles lists the files a process maps (its binary and libraries).
+func mappedFiles(t *testing.T, pid int) []string {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	require.NoError(t, err)
+	defer f.Close()
+	seen := map[string]bool{}
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || !strings.HasPrefix(fields[5], "/") {
+			continue // anonymous, [heap], [vdso], ...
+		}
+		if p := fields[5]; !seen[p] {
+			seen[p] = true
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+type lib struct{ name, path string }
+
+// neededNotIn returns the libraries elf needs (as the host's loader
+// resolves them) that dir does not hold.
+func neededNotIn(t *testing.T, elf, dir string) []lib {
+	t.Helper()
+	out, err := exec.Command("ldd", elf).Output()
+	require.NoError(t, err)
+	var missing []lib
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 3 || f[1] != "=>" {
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(dir, f[0])); err != nil {
+			missing = append(missing, lib{f[0], f[2]})
+		}
+	}
+	return missing
+}
+
+func absFile(t *testing.T, p string) string {
+	t.Helper()
+	require.NotEmpty(t, p, "a required flag is missing (see the package comment)")
+	a, err := filepath.Abs(p)
+	require.NoError(t, err)
+	return a
+}
+
+func copyFile(t *testing.T, from, to string) {
+	t.Helper()
+	data, err := os.ReadFile(from)
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(to, data, 0o755))
+}
