@@ -52,6 +52,7 @@ type nvmlSession struct {
 	ready     bool
 	closed    bool
 	opening   chan struct{} // closed when the running Open ends; nil when none runs
+	resetting chan struct{} // closed when the running reset ends; nil when none runs
 	fatal     error         // a configuration error found once NVML came up
 	backoff   retryBackoff
 	lastCause string // the cause last logged; cleared when data flows
@@ -137,6 +138,9 @@ func (s *nvmlSession) open() <-chan struct{} {
 	}
 	if s.opening != nil {
 		return s.opening
+	}
+	if s.resetting != nil {
+		return s.resetting // the old session first; open again once it is done
 	}
 	if !s.backoff.due(s.now()) {
 		return nil
@@ -306,21 +310,46 @@ func (s *nvmlSession) reportStatus(ev *componentstatus.Event) {
 // (a driver reload, a GPU reset) are tried again soon; GPUs lost before
 // giving any data wait the longest delay. Calls still stuck in the old
 // session keep it from being shut down until they return.
-func (s *nvmlSession) reset(cause error) {
+//
+// It returns at once: stop (the event watcher's, or nil), then Close run
+// in the background, each for at most bounds.reset, so that a scrape that
+// found every GPU lost returns by its deadline. Until they are done, open
+// answers with their channel rather than opening NVML again, and shutdown
+// waits for them.
+func (s *nvmlSession) reset(cause error, stop func(context.Context) error) {
 	s.mu.Lock()
+	if !s.ready || s.resetting != nil {
+		s.mu.Unlock()
+		return // closed, or reset already
+	}
 	s.ready, s.lost = false, true
 	gaveData := s.gaveData
+	done := make(chan struct{})
+	s.resetting = done
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), s.bounds.reset)
-	defer cancel()
-	if err := s.client.Close(ctx); nvmlclient.IsInFlight(err) {
-		s.logger.Warn("Re-initializing NVML without shutting the old session down: calls are still running in it", zap.Error(err))
-	}
+	// The next attempt counts from now, not from when the old session is
+	// down.
 	if gaveData {
 		s.unavailable(cause)
-		return
+	} else {
+		s.failed(cause, s.backoff.lostAtOnce)
 	}
-	s.failed(cause, s.backoff.lostAtOnce)
+	go func() {
+		defer close(done)
+		if stop != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), s.bounds.reset)
+			_ = stop(ctx) // a stuck watcher keeps the old session from being shut down: Close says so
+			cancel()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.bounds.reset)
+		defer cancel()
+		if err := s.client.Close(ctx); nvmlclient.IsInFlight(err) {
+			s.logger.Warn("Re-initializing NVML without shutting the old session down: calls are still running in it", zap.Error(err))
+		}
+		s.mu.Lock()
+		s.resetting = nil
+		s.mu.Unlock()
+	}()
 }
 
 // shutdown shuts NVML down, never for longer than bounds.shutdown and
@@ -328,9 +357,16 @@ func (s *nvmlSession) reset(cause error) {
 func (s *nvmlSession) shutdown(ctx context.Context) {
 	s.mu.Lock()
 	s.closed, s.ready = true, false
+	resetting := s.resetting
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, s.bounds.shutdown)
 	defer cancel()
+	if resetting != nil {
+		select { // a reset's Close first, then this one, never two at once
+		case <-resetting:
+		case <-ctx.Done():
+		}
+	}
 	if err := s.client.Close(ctx); nvmlclient.IsInFlight(err) {
 		s.logger.Warn("Not shutting NVML down: calls are still running inside it; the process may exit with them",
 			zap.Error(err))
