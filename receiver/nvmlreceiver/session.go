@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 )
 
@@ -55,9 +56,11 @@ type nvmlSession struct {
 	resetting chan struct{} // closed when the running reset ends; nil when none runs
 	fatal     error         // a configuration error found once NVML came up
 	backoff   retryBackoff
-	lastCause string // the cause last logged; cleared when data flows
+	// causes logs NVML's unavailability once per cause (key nvmlKey); OK
+	// when data flows.
+	causes *logonce.Log
 	// lost: the last session ended with every GPU lost. The Opens after it
-	// neither reset the backoff nor clear lastCause: only data does
+	// neither reset the backoff nor forget the cause logged: only data does
 	// (gotData), so that GPUs that stay lost are not re-initialized and
 	// logged on every scrape.
 	lost bool
@@ -73,8 +76,11 @@ type nvmlSession struct {
 }
 
 func newSession(cfg *Config, logger *zap.Logger, client *nvmlclient.Client, bounds *lifecycleBounds) *nvmlSession {
-	return &nvmlSession{cfg: cfg, logger: logger, client: client, now: time.Now, bounds: bounds}
+	return &nvmlSession{cfg: cfg, logger: logger, client: client, now: time.Now, bounds: bounds, causes: logonce.New(1)}
 }
+
+// nvmlKey is the one key of nvmlSession.causes.
+const nvmlKey = "nvml"
 
 // scrapeTimeout is the deadline of one scrape, which also bounds each GPU's
 // priming.
@@ -92,7 +98,8 @@ func (s *nvmlSession) start(ctx context.Context, host component.Host) error {
 	s.host, s.closed = host, false
 	// A new start: NVML is tried at once, and its state logged again.
 	s.backoff.succeeded()
-	s.lastCause, s.lost, s.loggedInv = "", false, ""
+	s.causes.OK(nvmlKey)
+	s.lost, s.loggedInv = false, ""
 	s.mu.Unlock()
 	done := s.open()
 	timer := time.NewTimer(s.bounds.start)
@@ -190,7 +197,7 @@ func (s *nvmlSession) runOpen(done chan struct{}) {
 	s.gen++
 	s.openedAt = s.now()
 	if !s.lost {
-		s.lastCause = ""
+		s.causes.OK(nvmlKey)
 		s.backoff.succeeded()
 	}
 	s.mu.Unlock()
@@ -231,9 +238,7 @@ func (s *nvmlSession) unavailable(err error) {
 func (s *nvmlSession) failed(err error, next func(time.Time) time.Duration) {
 	s.mu.Lock()
 	delay := next(s.now())
-	cause := err.Error()
-	newCause := cause != s.lastCause
-	s.lastCause = cause
+	newCause := s.causes.Fail(nvmlKey, err.Error()).Log
 	s.mu.Unlock()
 	if newCause {
 		s.logger.Warn("NVML is unavailable; the receiver keeps running, emits no GPU metrics and retries with backoff",
@@ -287,7 +292,8 @@ func (s *nvmlSession) gotData() {
 	}
 	s.gaveData = true
 	recovered := s.lost
-	s.lost, s.lastCause = false, ""
+	s.lost = false
+	s.causes.OK(nvmlKey)
 	s.backoff.succeeded()
 	s.mu.Unlock()
 	if recovered {
