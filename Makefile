@@ -30,7 +30,7 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version release-artifacts release-check release-push release-login test-checks
+.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version release-artifacts release-check release-push release-login test-checks test-background
 
 all: build
 
@@ -38,14 +38,19 @@ all: build
 ## alert-rule tests, a smoke run, the chart and deploy checks, the e2e suite, both images (arm64 under qemu-user),
 ## the release artifacts)
 test: vet lint-workflows check-generated build
-	@# The arm64 cross-build (about 7 CPU-minutes with a cold cache) runs at the
-	@# lowest priority beside the checks, on the CPU their waits leave idle.
-	$(MAKE) --no-print-directory -j2 test-checks build-arm64 ARM64_NICE='nice -n 19'
+	@# The arm64 cross-build (about 7 CPU-minutes with a cold cache) and the
+	@# SBOM tool's build run at the lowest priority beside the checks, on the
+	@# CPU their waits leave idle.
+	$(MAKE) --no-print-directory -j2 test-checks test-background NICE='nice -n 19'
 	$(MAKE) --no-print-directory image-test release-check
 
 # The checks of make test that need only the amd64 build, one after another.
 test-checks:
 	$(MAKE) --no-print-directory -j1 unit rules smoke deploy-check e2e
+
+# What make test builds beside them (with NICE).
+test-background:
+	$(MAKE) --no-print-directory -j1 build-arm64 $(FAKENVML_ARM64) $(CYCLONEDX)
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -241,8 +246,8 @@ ARM64_CC       ?= aarch64-linux-gnu-gcc
 ARM64_LIBDIR   := /usr/lib/aarch64-linux-gnu
 OTELCOL_ARM64  := $(DIST_DIR)/linux-arm64/otelcol-nvml
 FAKENVML_ARM64 := $(DIST_DIR)/fakenvml-arm64/libnvidia-ml.so.1
-# make test sets it to `nice -n 19`, to build on the CPU the other checks leave idle.
-ARM64_NICE     ?=
+# make test sets NICE to `nice -n 19` for what it builds beside the checks.
+NICE           ?=
 QEMU_AARCH64   ?= $(or $(shell command -v qemu-aarch64-static 2>/dev/null),/usr/bin/qemu-aarch64-static)
 otelcol_amd64  := $(OTELCOL)
 otelcol_arm64  := $(OTELCOL_ARM64)
@@ -253,7 +258,7 @@ build-arm64: $(OTELCOL_ARM64)
 $(OTELCOL_ARM64): $(OTELCOL)
 	@command -v $(ARM64_CC) >/dev/null || { echo "$(ARM64_CC) not found: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross"; exit 1; }
 	@mkdir -p $(@D)
-	cd $(DIST_DIR) && GOOS=linux GOARCH=arm64 CC=$(ARM64_CC) $(ARM64_NICE) $(GO) build -trimpath -ldflags='-s -w' -o $@ .
+	cd $(DIST_DIR) && GOOS=linux GOARCH=arm64 CC=$(ARM64_CC) $(NICE) $(GO) build -trimpath -ldflags='-s -w' -o $@ .
 
 $(FAKENVML_ARM64): $(FAKENVML_DEPS)
 	@echo '#include <cjson/cJSON.h>' | $(ARM64_CC) -E -x c - >/dev/null 2>&1 && test -e $(ARM64_LIBDIR)/libcjson.so || \
@@ -318,7 +323,7 @@ $(ACTIONLINT):
 
 $(CYCLONEDX):
 	@mkdir -p $(BIN)
-	GOBIN=$(BIN) $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
+	GOBIN=$(BIN) $(NICE) $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
 	mv $(BIN)/cyclonedx-gomod $@
 
 ## lint-workflows: actionlint on .github/workflows

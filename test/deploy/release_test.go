@@ -67,6 +67,18 @@ func TestVersionInOnePlace(t *testing.T) {
 	}
 	require.NoError(t, yaml.Unmarshal(data, &values))
 	assert.Empty(t, values.Image.Tag, "values.yaml image.tag: empty, so the tag is appVersion")
+
+	// The quick starts install the published chart at this version.
+	install := regexp.MustCompile(`helm install \S+ oci://\S+/charts/otelcol-nvml --version (\S+)`)
+	for _, f := range []string{filepath.Join(repoRoot, "README.md"), filepath.Join(chartDir, "README.md")} {
+		data, err := os.ReadFile(f)
+		require.NoError(t, err)
+		ms := install.FindAllSubmatch(data, -1)
+		require.NotEmpty(t, ms, "%s: no helm install oci://.../charts/otelcol-nvml --version", f)
+		for _, m := range ms {
+			assert.Equal(t, v, string(m[1]), "%s: helm install --version", f)
+		}
+	}
 }
 
 func sha256File(t *testing.T, path string) string {
