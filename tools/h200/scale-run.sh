@@ -21,7 +21,9 @@
 #   receivercost.test (it reads every GPU; it takes no device selection).
 # PART=truth: one collector (nvml at 1 s, every GPU, defaults -> file) for
 #   $TRUTH_SECONDS (45), nvidia-smi's processes beside it, checked per GPU by
-#   scale-compare.py.
+#   scale-compare.py. TRUTH_SWAP=1 (the default on one GPU, which has only
+#   one of the two loads) then swaps each GPU's load for the other kind, the
+#   holders staying, and checks the truths again (truth-swap-*).
 # PART=all: both, in one call. PART=auto (default): all when the plan fits
 #   3/4 of $BUDGET_S (540 s), else cost now and truth in a second call.
 # PLAN_ONLY=1 prints the plan and exits.
@@ -66,16 +68,21 @@ setup_s=$((40 + 2 * ngpu))            # CUDA processes start, all on the GPUs
 count_s=$((WARMUP + COST_SECONDS + 8)) # + stop, nvidia-smi timings
 recv_s=35                              # receivercost.test: 40 scrapes at 500 ms
 truth_s=$((TRUTH_SECONDS + 25))        # warm-up, stop, nvidia-smi
+# On one GPU, the truths once more with the other load (TRUTH_SWAP=1).
+TRUTH_SWAP=${TRUTH_SWAP:-$([ "$ngpu" -eq 1 ] && echo 1 || echo 0)}
+swap_s=0
+[ "$TRUTH_SWAP" = 1 ] && swap_s=$((truth_s + 25))
+truth_s_all=$((truth_s + swap_s))
 pack_s=15
 cost_part=$((setup_s + ${#counts[@]} * count_s + recv_s + pack_s))
-truth_part=$((setup_s + truth_s + pack_s))
-all_part=$((setup_s + ${#counts[@]} * count_s + recv_s + truth_s + pack_s))
+truth_part=$((setup_s + truth_s_all + pack_s))
+all_part=$((setup_s + ${#counts[@]} * count_s + recv_s + truth_s_all + pack_s))
 if [ "$PART" = auto ]; then
 	if [ "$all_part" -le $((BUDGET_S * 3 / 4)) ]; then PART=all; else PART=cost; fi
 fi
 {
 	echo "GPUs: $ngpu; counts: ${counts[*]}; load order: $LOAD_ORDER; $HOLDERS holders x $HOLD_MIB MiB per GPU"
-	echo "estimates: setup ${setup_s} s, each count ${count_s} s, receivercost ${recv_s} s, truth ${truth_s} s"
+	echo "estimates: setup ${setup_s} s, each count ${count_s} s, receivercost ${recv_s} s, truth ${truth_s} s, swapped-load truth ${swap_s} s"
 	echo "one call (PART=all): ~${all_part} s; or two: PART=cost ~${cost_part} s, PART=truth ~${truth_part} s"
 	echo "budget ${BUDGET_S} s per call; this call: PART=$PART"
 	[ "$PART" = cost ] && [ -z "${PLAN_ONLY:-}" ] &&
@@ -141,23 +148,26 @@ for ((i = 0; i < ngpu; i++)); do
 	done
 done
 note "started ${#started[@]} CUDA processes on $ngpu GPUs"
-# Until every one of them has a context on its GPU (120 s at most).
-deadline=$((SECONDS + 120))
-while :; do
-	on=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | tr -d ' ')
-	missing=()
-	for p in "${started[@]}"; do
-		grep -qx "$p" <<<"$on" || missing+=("$p")
+# wait_on_gpus PID...: until each has a context on its GPU (120 s at most).
+wait_on_gpus() {
+	local deadline=$((SECONDS + 120)) on p missing dead
+	while :; do
+		on=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | tr -d ' ')
+		missing=()
+		for p in "$@"; do
+			grep -qx "$p" <<<"$on" || missing+=("$p")
+		done
+		[ ${#missing[@]} -eq 0 ] && return 0
+		dead=()
+		for p in "${missing[@]}"; do kill -0 "$p" 2>/dev/null || dead+=("$p"); done
+		if [ ${#dead[@]} -gt 0 ] || [ "$SECONDS" -ge "$deadline" ]; then
+			note "WARNING: not on their GPU: ${missing[*]} (exited: ${dead[*]:-none}); the truths will say so"
+			return 1
+		fi
+		sleep 1
 	done
-	[ ${#missing[@]} -eq 0 ] && break
-	dead=()
-	for p in "${missing[@]}"; do kill -0 "$p" 2>/dev/null || dead+=("$p"); done
-	if [ ${#dead[@]} -gt 0 ] || [ "$SECONDS" -ge "$deadline" ]; then
-		note "WARNING: not on their GPU: ${missing[*]} (exited: ${dead[*]:-none}); the truths will say so"
-		break
-	fi
-	sleep 1
-done
+}
+wait_on_gpus "${started[@]}"
 sleep 5 # the matmuls' memory and cuBLAS; the windows fill
 nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv >"$RUN_DIR/apps-start.csv" 2>&1
 note "load ready: $(($(wc -l <"$RUN_DIR/apps-start.csv") - 1)) compute processes"
@@ -196,16 +206,18 @@ if [ "$PART" = all ] || [ "$PART" = cost ]; then
 fi
 
 # ---- PART truth ----
-if [ "$PART" = all ] || [ "$PART" = truth ]; then
-	if time_left "$truth_s"; then
-		note "truth: every GPU, $TRUTH_SECONDS s"
-		cat >"$RUN_DIR/truth.yaml" <<EOF
+# truth_run TAG: one collector on every GPU for $TRUTH_SECONDS, with
+# nvidia-smi's processes beside it; truth$TAG-*.
+truth_run() {
+	local tag=$1 tpid t0 t1 end ts
+	note "truth$tag: every GPU, $TRUTH_SECONDS s"
+	cat >"$RUN_DIR/truth$tag.yaml" <<EOF
 receivers:
   nvml:
     collection_interval: 1s
 exporters:
   file:
-    path: $RUN_DIR/truth-metrics.jsonl
+    path: $RUN_DIR/truth$tag-metrics.jsonl
 service:
   telemetry:
     metrics:
@@ -215,34 +227,71 @@ service:
       receivers: [nvml]
       exporters: [file]
 EOF
-		"$CARRY/otelcol-nvml" --config "$RUN_DIR/truth.yaml" >"$RUN_DIR/truth-collector.log" 2>&1 &
-		tpid=$!
-		pids+=("$tpid")
+	"$CARRY/otelcol-nvml" --config "$RUN_DIR/truth$tag.yaml" >"$RUN_DIR/truth$tag-collector.log" 2>&1 &
+	tpid=$!
+	pids+=("$tpid")
+	sleep 5
+	t0=$(date +%s%N)
+	: >"$RUN_DIR/truth$tag-apps.csv"
+	end=$((SECONDS + TRUTH_SECONDS))
+	while [ "$SECONDS" -lt "$end" ]; do
+		ts=$(date +%s%N)
+		nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
+			sed "s/^/$ts, /" >>"$RUN_DIR/truth$tag-apps.csv"
 		sleep 5
-		t0=$(date +%s%N)
-		: >"$RUN_DIR/truth-apps.csv"
-		end=$((SECONDS + TRUTH_SECONDS))
-		while [ "$SECONDS" -lt "$end" ]; do
-			ts=$(date +%s%N)
-			nvidia-smi --query-compute-apps=gpu_uuid,pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
-				sed "s/^/$ts, /" >>"$RUN_DIR/truth-apps.csv"
-			sleep 5
-		done
-		t1=$(date +%s%N)
-		echo "$t0 $t1" >"$RUN_DIR/truth-window.txt"
-		kill -TERM "$tpid"
-		for _ in $(seq 1 30); do kill -0 "$tpid" 2>/dev/null || break; sleep 0.5; done
-		kill -0 "$tpid" 2>/dev/null && note "WARNING: the truth collector did not stop in 15 s; killed" && kill -KILL "$tpid"
-		wait "$tpid"
-		echo "collector exit: $?" >>"$RUN_DIR/truth-collector.log"
+	done
+	t1=$(date +%s%N)
+	echo "$t0 $t1" >"$RUN_DIR/truth$tag-window.txt"
+	kill -TERM "$tpid"
+	for _ in $(seq 1 30); do kill -0 "$tpid" 2>/dev/null || break; sleep 0.5; done
+	kill -0 "$tpid" 2>/dev/null && note "WARNING: the truth$tag collector did not stop in 15 s; killed" && kill -KILL "$tpid"
+	wait "$tpid"
+	echo "collector exit: $?" >>"$RUN_DIR/truth$tag-collector.log"
+}
+if [ "$PART" = all ] || [ "$PART" = truth ]; then
+	if time_left "$truth_s"; then
+		cp "$RUN_DIR/loads.txt" "$RUN_DIR/truth-loads.txt"
+		truth_run ""
 	else
 		note "SKIPPED truth: no time left (run again with PART=truth)"
+	fi
+	# One GPU has only one of the two loads: swap it for the other (the
+	# holders stay) and check the truths again, so that both are seen.
+	if [ "$TRUTH_SWAP" = 1 ]; then
+		if time_left "$swap_s"; then
+			: >"$RUN_DIR/truth-swap-loads.txt"
+			swapped=()
+			while read -r i kind pid; do
+				if [ "$kind" = holder ]; then
+					echo "$i $kind $pid" >>"$RUN_DIR/truth-swap-loads.txt"
+					continue
+				fi
+				kill "$pid" 2>/dev/null
+				wait "$pid" 2>/dev/null
+				if [ "$kind" = matmul ]; then
+					python3 "$here/spin.py" --device "$i" --seconds 900 >"$RUN_DIR/load$i-swap-spin.log" 2>&1 &
+					kind=spin
+				else
+					python3 "$here/workload.py" --device "$i" --gib 4 --duty 0.5 --seconds 900 >"$RUN_DIR/load$i-swap-matmul.log" 2>&1 &
+					kind=matmul
+				fi
+				pids+=($!)
+				swapped+=($!)
+				echo "$i $kind $!" >>"$RUN_DIR/truth-swap-loads.txt"
+			done <"$RUN_DIR/loads.txt"
+			note "swapped the loads: ${swapped[*]}"
+			wait_on_gpus "${swapped[@]}"
+			sleep 5
+			truth_run -swap
+		else
+			note "SKIPPED the swapped-load truth: no time left"
+		fi
 	fi
 fi
 
 cleanup
 trap - EXIT
-grep -hiE $'\t(warn|error)\t' "$RUN_DIR"/collector-n*.log "$RUN_DIR"/truth-collector.log 2>/dev/null | head -40 >"$RUN_DIR/collector-warnings.txt"
+grep -hiE $'\t(warn|error)\t' "$RUN_DIR"/collector-n*.log "$RUN_DIR"/truth*-collector.log 2>/dev/null | head -40 >"$RUN_DIR/collector-warnings.txt"
 python3 "$here/scale-compare.py" --out "$RUN_DIR" "$RUN_DIR" | tee "$RUN_DIR/compare.txt"
 rc=${PIPESTATUS[0]}
 cp "$RUN_DIR/scale.md" "$RUN_DIR/scale.json" "$OUT/" 2>/dev/null

@@ -70,27 +70,31 @@ class Run:
         self.drop_pid = None  # a pid the receiver does not report
         self.loads = {0: ("matmul", 100, [101, 102]), 1: ("spin", 200, [201, 202])}
 
-    def write_truth(self):
+    def write_truth(self, tag=""):
+        """truth{tag}-*; the loads in truth{tag}-loads.txt (and loads.txt)."""
         j = lambda n: os.path.join(self.dir, n)  # noqa: E731
         with open(j("uuids.csv"), "w") as f:
-            for i, u in UUIDS.items():
-                f.write("%d, %s\n" % (i, u))
-        with open(j("loads.txt"), "w") as f:
-            for i, (kind, pid, holders) in self.loads.items():
-                f.write("%d %s %d\n" % (i, kind, pid))
-                for h in holders:
-                    f.write("%d holder %d\n" % (i, h))
+            for i in self.loads:
+                f.write("%d, %s\n" % (i, UUIDS[i]))
+        for name in ("loads.txt", "truth%s-loads.txt" % tag):
+            if name == "loads.txt" and tag:
+                continue
+            with open(j(name), "w") as f:
+                for i, (kind, pid, holders) in self.loads.items():
+                    f.write("%d %s %d\n" % (i, kind, pid))
+                    for h in holders:
+                        f.write("%d holder %d\n" % (i, h))
         with open(j("run.json"), "w") as f:
             json.dump({"gpus": 2, "part": "all", "load_order": "matmul-first", "holders": 2, "hold_mib": 256}, f)
-        with open(j("truth-window.txt"), "w") as f:
+        with open(j("truth%s-window.txt" % tag), "w") as f:
             f.write("%d %d\n" % (T0, T0 + 45 * S))
-        with open(j("truth-apps.csv"), "w") as f:
+        with open(j("truth%s-apps.csv" % tag), "w") as f:
             for k in range(0, 45, 5):
                 for i, (_, pid, holders) in self.loads.items():
                     for p in [pid] + holders:
                         f.write("%d, %s, %d, %.0f\n" % (T0 + k * S, UUIDS[i], p, self.mem_mib[p] + self.smi_mem_delta.get(p, 0)))
         start = T0 - 6 * S
-        with open(j("truth-metrics.jsonl"), "w") as f:
+        with open(j("truth%s-metrics.jsonl" % tag), "w") as f:
             for k in range(-5, 47):
                 t = T0 + k * S
                 el = (t - start) / S
@@ -157,7 +161,7 @@ def read(path):
 
 
 def results(res):
-    return {(i, c["check"]): c["ok"] for i, g in res["truth"]["gpus"].items() for c in g["checks"]}
+    return {(i, c["check"]): c["ok"] for i, g in res["truth"]["gpus"].items() for c in g["checks"] if not c.get("info")}
 
 
 def failed(res):
@@ -214,6 +218,13 @@ class TruthTest(unittest.TestCase):
         self.run.drop_pid = 201  # also no held time for that holder
         self.assertEqual(self.failed_checks(), [(1, "each"), (1, "process")])
 
+    def test_holders_busy_is_reported_not_judged(self):
+        self.run.util[0] = 0.48
+        res = self.analyse()
+        info = [c for c in res["truth"]["gpus"][0]["checks"] if c.get("info")]
+        self.assertEqual(len(info), 1)
+        self.assertIn("max 0.000, sum 0.000 over 2 holders; the load's 0.480", info[0]["detail"])
+
     def test_energy_goes_down(self):
         self.run.energy_drop_at = (0, 30)
         self.assertEqual(self.failed_checks(), [(0, "energy")])
@@ -236,6 +247,27 @@ class TruthTest(unittest.TestCase):
             self.assertEqual(sc.main([self.tmp]), 1)
         self.assertIn("| 1 | spin | windowed utilization within 0.05 of the truth | FAIL |",
                       read(os.path.join(self.tmp, "scale.md")))
+
+    def test_one_gpu_both_loads_through_the_swap(self):
+        # One GPU: the matmul first, then the spinning block in its place.
+        self.run.loads = {0: ("matmul", 100, [101, 102])}
+        self.run.write_truth()
+        res = sc.analyse([self.tmp], REPO)
+        self.assertIn("No GPU ran the spinning block", sc.render(res))
+        self.run.loads = {0: ("spin", 300, [101, 102])}
+        self.run.util[0], self.run.sm[0], self.run.mem_mib[300] = 0.995, 0.0076, 506.0
+        self.run.write_truth("-swap")
+        res = sc.analyse([self.tmp], REPO)
+        self.assertEqual(res["truth"]["gpus"][0]["load"], "matmul")
+        self.assertEqual(res["truth_swap"]["gpus"][0]["load"], "spin")
+        self.assertEqual(sc.truth_failures(res), [])
+        md = sc.render(res)
+        self.assertNotIn("No GPU ran", md)
+        self.assertIn("Truths (swapped loads): PASS (0 of 7 checks failed)", md)
+        self.run.sm[0] = 0.05
+        self.run.write_truth("-swap")
+        self.assertEqual(sc.truth_failures(sc.analyse([self.tmp], REPO)),
+                         [("truth_swap", 0, "SM activity under 0.02 for one spinning block")])
 
     def test_nothing_to_read(self):
         with redirect_stdout(io.StringIO()):
@@ -314,9 +346,17 @@ class LinearityTest(unittest.TestCase):
         self.assertAlmostEqual(l["intercept"], 3.0)
         self.assertAlmostEqual(l["slope_per_gpu"], 2.0)
 
-    def test_flat_is_not_linear(self):
+    def test_flat_does_not_grow(self):
         v = sc.linearity({1: 5.0, 2: 9.5, 4: 6.0, 8: 5.5})["verdict"]
-        self.assertTrue(v.startswith("NOT linear"), v)
+        self.assertTrue(v.startswith("does not grow"), v)
+
+    def test_irregular_is_not_linear(self):
+        v = sc.linearity({1: 10.0, 2: 11.0, 4: 30.0, 8: 32.0})["verdict"]
+        self.assertTrue(v.startswith("NOT linear (sub-linear"), v)
+
+    def test_falling_is_not_growth(self):
+        v = sc.linearity({1: 60.0, 2: 53.0})["verdict"]
+        self.assertTrue(v.startswith("does not grow"), v)
 
     def test_one_count(self):
         self.assertIn("not measurable", sc.linearity({1: 5.0})["verdict"])
