@@ -408,6 +408,9 @@ def analyse(run_dirs, repo):
             if rows:
                 res["cost"] = {"from": d, "rows": rows}
                 res["receivercost"] = read_json(os.path.join(d, "receivercost.json"))
+                nt = read_json(os.path.join(d, "cost-n1-notraces.json"))
+                if nt and nt.get("cpu_ms_per_s") is not None:
+                    res["no_traces_n1"] = {k: nt.get(k) for k in ("cpu_ms_per_s", "rss_mib_end", "rss_mib_max", "seconds")}
                 res["run"] = read_json(os.path.join(d, "run.json"))
         for key, tag, _ in TRUTH_SETS:
             if key in res:
@@ -504,6 +507,13 @@ def render(res):
                     fmt(rc.get("cpu_ms_per_scrape_all"), 2), rc.get("scrapes"), rc.get("interval_ms")))
         elif rc:
             say("- receivercost.test: no COST line (%s)" % str(rc.get("error", ""))[-200:].replace("\n", " "))
+        nt, r1 = res.get("no_traces_n1"), rows.get(1, {})
+        if nt and r1.get("cpu_ms_per_s") is not None:
+            say("- 1 GPU without the traces (the figure comparable with cost.py's runs): %s ms/s of CPU, RSS %s MiB; "
+                "with them %s ms/s, so the spans cost about %s ms/s (within this figure's run-to-run spread of "
+                "about ±0.6 ms/s, docs/h200-runs.md)" % (
+                    fmt(nt["cpu_ms_per_s"], 2), fmt(nt["rss_mib_max"], 0), fmt(r1["cpu_ms_per_s"], 2),
+                    fmt(r1["cpu_ms_per_s"] - nt["cpu_ms_per_s"], 2)))
         say("- Method: CPU from /proc/<pid>/stat over the window (as cost.py), each second's from the threads' "
             "schedstat; the per-N scrape wall time from the collector's own scrape spans (%s) sent to a second "
             "collector; receivercost.test builds its scraper from the default config without `devices:`, so it "

@@ -6,7 +6,8 @@
     runs the collector, nvml at 1 s with `devices:` = the list (the rest of the
     receiver at its defaults) -> debug (basic), self-telemetry metrics off and
     its traces (one span per scrape, "scraper/nvml/ScrapeMetrics") sent to the
-    sink collector at HOST:PORT; samples its CPU (/proc/<pid>/stat) and RSS
+    sink collector at HOST:PORT (without --sink: no traces, cost.py's own
+    collector with `devices:`, to price the spans); samples its CPU (/proc/<pid>/stat) and RSS
     every second over --seconds after --warmup. The measured window (unix ns)
     goes into the JSON, so that scale-compare.py can take the scrape spans of
     this run out of the sink's file.
@@ -58,8 +59,10 @@ def receiver_block(devices, interval="1s", library_path=""):
 
 def collector_config(devices, sink, library_path=""):
     """cost.py's collector (nvml -> debug, self-telemetry metrics off) with
-    `devices:` and the traces to the sink."""
+    `devices:` and the traces to the sink (none when sink is empty)."""
     cfg = cost.collector_config(receiver_block(devices, library_path=library_path))
+    if not sink:
+        return cfg
     if _TELEMETRY not in cfg:
         raise ValueError("cost.collector_config changed: no telemetry block to extend")
     return cfg.replace(_TELEMETRY, _TELEMETRY + TRACES.format(sink=sink))
@@ -172,7 +175,7 @@ def main():
     c = sub.add_parser("collector")
     c.add_argument("--bin", required=True)
     c.add_argument("--devices", required=True, help="NVML indices, comma-separated")
-    c.add_argument("--sink", required=True, help="HOST:PORT of the traces sink")
+    c.add_argument("--sink", default="", help="HOST:PORT of the traces sink (none: no traces)")
     c.add_argument("--seconds", type=int, default=60)
     c.add_argument("--warmup", type=int, default=10)
     c.add_argument("--log", required=True)

@@ -17,15 +17,17 @@
 #   (/proc/<pid>/stat, and each second from the threads' schedstat), RSS, and
 #   its scrape spans (wall time of each scrape, from the collector's own
 #   traces sent to a second collector that writes them to a file); then
-#   `nvidia-smi -i <those n> --query-gpu=<15 fields>` timed 10 times. Last,
+#   `nvidia-smi -i <those n> --query-gpu=<15 fields>` timed 10 times. Then 1
+#   GPU once more without the traces (their own cost), and last
 #   receivercost.test (it reads every GPU; it takes no device selection).
 # PART=truth: one collector (nvml at 1 s, every GPU, defaults -> file) for
 #   $TRUTH_SECONDS (45), nvidia-smi's processes beside it, checked per GPU by
 #   scale-compare.py. TRUTH_SWAP=1 (the default on one GPU, which has only
 #   one of the two loads) then swaps each GPU's load for the other kind, the
 #   holders staying, and checks the truths again (truth-swap-*).
-# PART=all: both, in one call. PART=auto (default): all when the plan fits
-#   3/4 of $BUDGET_S (540 s), else cost now and truth in a second call.
+# PART=all: both, in one call. PART=auto (default): all when the plan's
+#   estimate (rounded up) fits $BUDGET_S (540 s), else cost now and truth in
+#   a second call; a step that would end past $DEADLINE_S (575 s) is skipped.
 # PLAN_ONLY=1 prints the plan and exits.
 #
 # Changes no GPU setting (no MIG, clocks, power limit, persistence, compute
@@ -74,15 +76,15 @@ swap_s=0
 [ "$TRUTH_SWAP" = 1 ] && swap_s=$((truth_s + 25))
 truth_s_all=$((truth_s + swap_s))
 pack_s=15
-cost_part=$((setup_s + ${#counts[@]} * count_s + recv_s + pack_s))
+cost_part=$((setup_s + (${#counts[@]} + 1) * count_s + recv_s + pack_s))
 truth_part=$((setup_s + truth_s_all + pack_s))
-all_part=$((setup_s + ${#counts[@]} * count_s + recv_s + truth_s_all + pack_s))
+all_part=$((setup_s + (${#counts[@]} + 1) * count_s + recv_s + truth_s_all + pack_s))
 if [ "$PART" = auto ]; then
-	if [ "$all_part" -le $((BUDGET_S * 3 / 4)) ]; then PART=all; else PART=cost; fi
+	if [ "$all_part" -le "$BUDGET_S" ]; then PART=all; else PART=cost; fi
 fi
 {
 	echo "GPUs: $ngpu; counts: ${counts[*]}; load order: $LOAD_ORDER; $HOLDERS holders x $HOLD_MIB MiB per GPU"
-	echo "estimates: setup ${setup_s} s, each count ${count_s} s, receivercost ${recv_s} s, truth ${truth_s} s, swapped-load truth ${swap_s} s"
+	echo "estimates: setup ${setup_s} s, each count ${count_s} s (and 1 GPU again without traces), receivercost ${recv_s} s, truth ${truth_s} s, swapped-load truth ${swap_s} s"
 	echo "one call (PART=all): ~${all_part} s; or two: PART=cost ~${cost_part} s, PART=truth ~${truth_part} s"
 	echo "budget ${BUDGET_S} s per call; this call: PART=$PART"
 	[ "$PART" = cost ] && [ -z "${PLAN_ONLY:-}" ] &&
@@ -196,6 +198,17 @@ if [ "$PART" = all ] || [ "$PART" = cost ]; then
 	sleep 2 # the last spans reach the sink
 	kill "$sink" 2>/dev/null
 	wait "$sink" 2>/dev/null
+	# 1 GPU once more without the traces: what the spans themselves cost, and
+	# the figure comparable with cost.py's runs.
+	if time_left "$((count_s + recv_s + pack_s))"; then
+		note "cost n=1 without traces"
+		python3 "$here/scale-cost.py" collector --bin "$CARRY/otelcol-nvml" --devices 0 \
+			--seconds "$COST_SECONDS" --warmup "$WARMUP" \
+			--log "$RUN_DIR/collector-n1-notraces.log" --out "$RUN_DIR/cost-n1-notraces.json" >>"$RUN_DIR/run.log" 2>&1 ||
+			note "WARNING: the collector run without traces failed"
+	else
+		note "SKIPPED the run without traces: no time left"
+	fi
 	if time_left "$recv_s"; then
 		note "receivercost.test (every GPU)"
 		python3 "$here/scale-cost.py" receiver --build "$CARRY" --out "$RUN_DIR" >>"$RUN_DIR/run.log" 2>&1 ||

@@ -302,6 +302,15 @@ class CostTest(unittest.TestCase):
         self.assertIn("Default `timeout`: 10s", md)
         self.assertIn("is well inside", md)
 
+    def test_the_run_without_traces(self):
+        self.run.write_cost(lambda n: 6.1 * n, lambda n: 3.8 * n, counts=(1, 2))
+        with open(os.path.join(self.tmp, "cost-n1-notraces.json"), "w") as f:
+            json.dump({"cpu_ms_per_s": 5.8, "rss_mib_end": 77, "rss_mib_max": 78, "seconds": 60}, f)
+        res = sc.analyse([self.tmp], REPO)
+        self.assertEqual(sorted(res["cost"]["rows"]), [1, 2])  # not a count of its own
+        self.assertIn("without the traces (the figure comparable with cost.py's runs): 5.80 ms/s of CPU, RSS 78 MiB; "
+                      "with them 6.10 ms/s, so the spans cost about 0.30 ms/s", sc.render(res))
+
     def test_one_gpu_extrapolates_to_8(self):
         self.run.write_cost(lambda n: 5.6, lambda n: 100.0, counts=(1,))
         res = sc.analyse([self.tmp], REPO)
@@ -398,6 +407,9 @@ class CollectorConfigTest(unittest.TestCase):
         self.assertIn("endpoint: http://127.0.0.1:14399", cfg)
         self.assertIn("exporters: [debug]", cfg)
         self.assertNotIn("library_path", cfg)
+        plain = scost.collector_config(["0"], "")
+        self.assertNotIn("traces", plain)
+        self.assertIn('devices: ["0"]', plain)
 
     def test_sink(self):
         cfg = scost.sink_config("127.0.0.1:14399", "/x/spans.jsonl")
