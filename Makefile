@@ -350,8 +350,10 @@ release-artifacts: $(OTELCOL) $(OTELCOL_ARM64) $(IMAGE_ARCHIVE) $(HELM) $(CYCLON
 	@ls -l $(RELEASE_DIR)
 
 ## release-check: check _build/release (every file, checksums, SBOMs, the chart package's version, the
-## binaries' platforms)
+## binaries' platforms) and check-version (the workflow's tag check: v$(VERSION) passes, another tag fails)
 release-check: release-artifacts
+	$(MAKE) --no-print-directory check-version TAG=v$(VERSION)
+	! $(MAKE) --no-print-directory check-version TAG=v$(VERSION).1 2>/dev/null
 	cd test/deploy && $(GO) test -count=1 -run '^TestRelease' . -helm=$(HELM) -release=$(RELEASE_DIR) -version=$(VERSION)
 
 ## release-push: push the image index and the chart to REGISTRY (the release workflow, after a login;
