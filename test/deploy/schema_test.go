@@ -122,6 +122,7 @@ var schemaAccepted = []schemaCase{
 	{"metric expiration in Go units", []string{"--set", "prometheus.enabled=true,prometheus.metricExpiration=1m30s"}, nil},
 	{"a dropped price (null)", []string{"--set", "prometheusRule.enabled=true,prometheusRule.waste.pricePerHour.NVIDIA\\ H200=null"}, nil},
 	{"an integer image tag", []string{"--set", "image.tag=7"}, nil},
+	{"global values (this chart as a subchart)", []string{"--set", "global.imageRegistry=r"}, nil},
 	{"affinity", []string{"--set", "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=a,affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists"}, nil},
 }
 
