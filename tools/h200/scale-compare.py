@@ -168,6 +168,9 @@ def linearity(points, tol=LINEAR_TOL, affine_tol=AFFINE_RESIDUAL):
     elif any(r > 1 + tol for r in ratios.values()):
         res["verdict"] = ("NOT linear (super-linear): cost per GPU up to %.2fx the %d-GPU figure"
                           % (max(ratios.values()), base_n))
+    elif len(ns) == 2:
+        res["verdict"] = ("grows less than linearly (per GPU %.2fx the %d-GPU figure at %d: a fixed part); two counts "
+                          "cannot tell more" % (ratios[ns[1]], base_n, ns[1]))
     elif residual <= affine_tol and a > 0:
         res["verdict"] = ("linear with a fixed part: cost = %.3g + %.3g per GPU (every count within %d %% of the fit); "
                           "per GPU it falls to %.2fx the %d-GPU figure" % (a, b, 100 * affine_tol,
@@ -178,32 +181,51 @@ def linearity(points, tol=LINEAR_TOL, affine_tol=AFFINE_RESIDUAL):
     return res
 
 
-def cost_rows(run_dir):
-    rows = {}
-    spans = read_spans(os.path.join(run_dir, "spans.jsonl"))
+def _counts(run_dir, prefix):
+    out = {}
     for name in os.listdir(run_dir):
-        m = re.fullmatch(r"cost-n(\d+)\.json", name)
-        if not m:
-            continue
-        n = int(m.group(1))
-        c = read_json(os.path.join(run_dir, name)) or {}
+        m = re.fullmatch(prefix + r"-n(\d+)\.json", name)
+        if m:
+            out[int(m.group(1))] = read_json(os.path.join(run_dir, name)) or {}
+    return out
+
+
+def cost_rows(run_dir):
+    """n -> the cost run's figures (cost-n*.json: no traces) and nvidia-smi's."""
+    rows = {}
+    for n, c in _counts(run_dir, "cost").items():
         s = read_json(os.path.join(run_dir, "smi-n%d.json" % n)) or {}
         row = {"n": n, "devices": c.get("devices"), "error": c.get("error"), "exit": c.get("exit")}
         if "window_ns" in c:
-            w0, w1 = c["window_ns"]
-            walls = [(e - b) / 1e6 for b, e in spans if w0 <= b <= w1]
             each = c.get("cpu_ms_each_s") or []
             row.update({
                 "cpu_ms_per_s": c.get("cpu_ms_per_s"),
-                "cpu_ms_each_s_p50": pct(each, 0.5), "cpu_ms_each_s_p99": pct(each, 0.99),
-                "scrapes": len(walls), "seconds": c.get("seconds"),
-                "wall_ms_p50": pct(walls, 0.5), "wall_ms_p99": pct(walls, 0.99), "wall_ms_max": max(walls, default=None),
+                "cpu_ms_each_s_p50": pct(each, 0.5), "cpu_ms_each_s_p99": pct(each, 0.99), "seconds": c.get("seconds"),
                 "rss_mib_end": c.get("rss_mib_end"), "rss_mib_max": c.get("rss_mib_max"),
                 "rss_anon_kib": (c.get("memory") or {}).get("RssAnon"),
                 "rss_file_kib": (c.get("memory") or {}).get("RssFile"),
             })
         row.update({"smi_cpu_ms_p50": s.get("cpu_ms_p50"), "smi_wall_ms_p50": s.get("wall_ms_p50"),
                     "smi_fields": s.get("fields")})
+        rows[n] = row
+    return rows
+
+
+def wall_rows(run_dir):
+    """n -> the scrape spans' wall times in that wall run's window
+    (wall-n*.json, spans.jsonl), and that run's CPU with the traces on."""
+    runs = _counts(run_dir, "wall")
+    if not runs:
+        return {}
+    spans = read_spans(os.path.join(run_dir, "spans.jsonl"))
+    rows = {}
+    for n, c in runs.items():
+        row = {"n": n, "wall_error": c.get("error")}
+        if "window_ns" in c:
+            w0, w1 = c["window_ns"]
+            walls = [(e - b) / 1e6 for b, e in spans if w0 <= b <= w1]
+            row.update({"scrapes": len(walls), "wall_ms_p50": pct(walls, 0.5), "wall_ms_p99": pct(walls, 0.99),
+                        "wall_ms_max": max(walls, default=None), "cpu_ms_per_s_traced": c.get("cpu_ms_per_s")})
         rows[n] = row
     return rows
 
@@ -409,10 +431,12 @@ def analyse(run_dirs, repo):
             if rows:
                 res["cost"] = {"from": d, "rows": rows}
                 res["receivercost"] = read_json(os.path.join(d, "receivercost.json"))
-                nt = read_json(os.path.join(d, "cost-n1-notraces.json"))
-                if nt and nt.get("cpu_ms_per_s") is not None:
-                    res["no_traces_n1"] = {k: nt.get(k) for k in ("cpu_ms_per_s", "rss_mib_end", "rss_mib_max", "seconds")}
                 res["run"] = read_json(os.path.join(d, "run.json"))
+        if "wall" not in res:
+            rows = wall_rows(d) if os.path.isdir(d) else {}
+            if rows:
+                res["wall"] = {"from": d, "rows": rows}
+                res.setdefault("run", read_json(os.path.join(d, "run.json")))
         for key, tag, _ in TRUTH_SETS:
             if key in res:
                 continue
@@ -424,16 +448,22 @@ def analyse(run_dirs, repo):
                 res["missing"][d] = missing
         if "machine" not in res and os.path.exists(os.path.join(d, "machine.txt")):
             res["machine"] = read_text(os.path.join(d, "machine.txt")).splitlines()[:12]
-    if "cost" in res:
-        rows = res["cost"]["rows"]
+    if "cost" in res or "wall" in res:
+        # One row per count: the cost run's figures and the wall run's.
+        rows = {}
+        for part in ("cost", "wall"):
+            for n, r in res.get(part, {}).get("rows", {}).items():
+                rows.setdefault(n, {"n": n}).update({k: v for k, v in r.items() if k != "n"})
+        res["rows"] = rows
         ok = {n: r for n, r in rows.items() if r.get("cpu_ms_per_s") is not None}
+        walled = {n: r for n, r in rows.items() if r.get("wall_ms_p99") is not None}
         res["linearity"] = {
             "collector_cpu": linearity({n: r["cpu_ms_per_s"] for n, r in ok.items()}),
-            "scrape_wall_p50": linearity({n: r["wall_ms_p50"] for n, r in ok.items() if r.get("wall_ms_p50")}),
+            "scrape_wall_p50": linearity({n: r["wall_ms_p50"] for n, r in walled.items() if r.get("wall_ms_p50")}),
             "nvidia_smi_cpu": linearity({n: r["smi_cpu_ms_p50"] for n, r in rows.items() if r.get("smi_cpu_ms_p50")}),
             "rss": linearity({n: r["rss_mib_max"] for n, r in ok.items()}),
         }
-        res["scrape_vs_timeout"] = scrape_vs_timeout(ok, res["timeout"])
+        res["scrape_vs_timeout"] = scrape_vs_timeout(walled, res["timeout"])
     return res
 
 
@@ -472,26 +502,30 @@ def render(res):
         "holding %s MiB each." % (run.get("load_order", "?"), run.get("holders", "?"), run.get("hold_mib", "?")))
     say("")
     to = res["timeout"]
-    if "cost" in res:
-        rows = res["cost"]["rows"]
+    if "rows" in res:
+        rows = res["rows"]
         say("## Cost against the number of GPUs (nvml at 1 s, `devices:` the first N, -> debug)")
         say("")
-        say("| GPUs | collector CPU ms/s | per GPU | CPU in each second p50 / p99 | scrape wall ms p50 / p99 (spans) | "
-            "wall p50 per GPU | RSS MiB end / max | nvidia-smi -i, 15 fields: CPU / wall ms | nvidia-smi CPU per GPU |")
-        say("|---|---|---|---|---|---|---|---|---|")
+        say("| GPUs | collector CPU ms/s | per GPU | CPU in each second p50 / p99 | RSS MiB end / max | "
+            "scrape wall ms p50 / p99 (spans) | wall p50 per GPU | CPU ms/s with the traces on | "
+            "nvidia-smi -i, 15 fields: CPU / wall ms | nvidia-smi CPU per GPU |")
+        say("|---|---|---|---|---|---|---|---|---|---|")
         for n in sorted(rows):
             r = rows[n]
-            if r.get("cpu_ms_per_s") is None:
-                say("| %d | no data: %s | | | | | | | |" % (n, r.get("error") or "the collector run left no figures"))
-                continue
-            say("| %d | %s | %s | %s / %s | %s / %s (%d scrapes) | %s | %s / %s | %s / %s | %s |" % (
-                n, fmt(r["cpu_ms_per_s"], 2), fmt(r["cpu_ms_per_s"] / n, 2),
-                fmt(r["cpu_ms_each_s_p50"], 2), fmt(r["cpu_ms_each_s_p99"], 2),
-                fmt(r["wall_ms_p50"], 2), fmt(r["wall_ms_p99"], 2), r["scrapes"],
-                fmt(None if r["wall_ms_p50"] is None else r["wall_ms_p50"] / n, 2),
-                fmt(r["rss_mib_end"], 0), fmt(r["rss_mib_max"], 0),
-                fmt(r.get("smi_cpu_ms_p50"), 1), fmt(r.get("smi_wall_ms_p50"), 1),
-                fmt(None if r.get("smi_cpu_ms_p50") is None else r["smi_cpu_ms_p50"] / n, 1)))
+            cpu = r.get("cpu_ms_per_s")
+            if cpu is None:
+                cells = ["no cost run%s" % (": " + r["error"] if r.get("error") else ""), "", "", ""]
+            else:
+                cells = [fmt(cpu, 2), fmt(cpu / n, 2), "%s / %s" % (fmt(r["cpu_ms_each_s_p50"], 2), fmt(r["cpu_ms_each_s_p99"], 2)),
+                         "%s / %s" % (fmt(r["rss_mib_end"], 0), fmt(r["rss_mib_max"], 0))]
+            if r.get("wall_ms_p99") is None:
+                cells += ["no wall run%s" % (": " + r["wall_error"] if r.get("wall_error") else ""), "", ""]
+            else:
+                cells += ["%s / %s (%d scrapes)" % (fmt(r["wall_ms_p50"], 2), fmt(r["wall_ms_p99"], 2), r["scrapes"]),
+                          fmt(r["wall_ms_p50"] / n, 2), fmt(r.get("cpu_ms_per_s_traced"), 2)]
+            smi = r.get("smi_cpu_ms_p50")
+            cells += ["%s / %s" % (fmt(smi, 1), fmt(r.get("smi_wall_ms_p50"), 1)), fmt(None if smi is None else smi / n, 1)]
+            say("| %d | %s |" % (n, " | ".join(cells)))
         say("")
         lin = res["linearity"]
         for key, name in (("collector_cpu", "collector CPU per second"), ("scrape_wall_p50", "scrape wall p50"),
@@ -508,17 +542,16 @@ def render(res):
                     fmt(rc.get("cpu_ms_per_scrape_all"), 2), rc.get("scrapes"), rc.get("interval_ms")))
         elif rc:
             say("- receivercost.test: no COST line (%s)" % str(rc.get("error", ""))[-200:].replace("\n", " "))
-        nt, r1 = res.get("no_traces_n1"), rows.get(1, {})
-        if nt and r1.get("cpu_ms_per_s") is not None:
-            diff = r1["cpu_ms_per_s"] - nt["cpu_ms_per_s"]
-            say("- 1 GPU without the traces (the figure comparable with cost.py's runs): %s ms/s of CPU, RSS %s MiB; "
-                "with them %s ms/s: a difference of %s ms/s, %s this figure's run-to-run spread of about "
-                "±%.1f ms/s (docs/h200-runs.md)" % (
-                    fmt(nt["cpu_ms_per_s"], 2), fmt(nt["rss_mib_max"], 0), fmt(r1["cpu_ms_per_s"], 2), fmt(diff, 2),
-                    "within" if abs(diff) <= RUN_SPREAD_MS else "BEYOND", RUN_SPREAD_MS))
+        diffs = [r["cpu_ms_per_s_traced"] - r["cpu_ms_per_s"] for r in rows.values()
+                 if r.get("cpu_ms_per_s") is not None and r.get("cpu_ms_per_s_traced") is not None]
+        if diffs:
+            d = statistics.fmean(diffs)
+            say("- The traces themselves (wall runs against cost runs): %s ms/s more CPU on average, %s this figure's "
+                "run-to-run spread of about ±%.1f ms/s (docs/h200-runs.md); the CPU figures above are without them" % (
+                    fmt(d, 2), "within" if abs(d) <= RUN_SPREAD_MS else "BEYOND", RUN_SPREAD_MS))
         say("- Method: CPU from /proc/<pid>/stat over the window (as cost.py), each second's from the threads' "
-            "schedstat; the per-N scrape wall time from the collector's own scrape spans (%s) sent to a second "
-            "collector; receivercost.test builds its scraper from the default config without `devices:`, so it "
+            "schedstat, in runs without traces; the per-N scrape wall time from the collector's own scrape spans "
+            "(%s) sent to a second collector, in separate runs with the traces on; receivercost.test builds its scraper from the default config without `devices:`, so it "
             "is reported only for every GPU at once." % SPAN_NAME)
         say("")
         say("## A scrape's p99 against the `timeout`")
@@ -555,7 +588,7 @@ def render(res):
                     n, fmt(r["rss_mib_end"], 0), fmt(r["rss_mib_max"], 0), r.get("rss_anon_kib"), r.get("rss_file_kib")))
         say("")
     else:
-        say("## Cost: not in these runs (PART=cost)")
+        say("## Cost: not in these runs (PART=cost, PART=wall)")
         say("")
     kinds = set()
     for key, tag, title in TRUTH_SETS:
@@ -605,7 +638,7 @@ def main(argv=None):
     with open(os.path.join(out, "scale.json"), "w") as f:
         json.dump(res, f, indent=1, default=str)
     sys.stdout.write(md)
-    if "cost" not in res and "truth" not in res:
+    if "rows" not in res and "truth" not in res:
         return 2
     return 1 if truth_failures(res) else 0
 

@@ -12,22 +12,25 @@
 #   and $HOLDERS (8) processes that each hold $HOLD_MIB (256) MiB and sleep
 #   (scale-hold.py).
 # PART=cost: for n in 1 2 4 8 (those <= N, and N itself; COUNTS overrides),
-#   the collector (nvml at 1 s, `devices:` the first n GPUs -> debug) for
-#   $COST_SECONDS (60) after a $WARMUP (10) s warm-up: its CPU per second
-#   (/proc/<pid>/stat, and each second from the threads' schedstat), RSS, and
-#   its scrape spans (wall time of each scrape, from the collector's own
-#   traces sent to a second collector that writes them to a file); then
-#   `nvidia-smi -i <those n> --query-gpu=<15 fields>` timed 10 times. Then 1
-#   GPU once more without the traces (their own cost), and last
-#   receivercost.test (it reads every GPU; it takes no device selection).
+#   the collector (nvml at 1 s, `devices:` the first n GPUs, the rest of the
+#   receiver at its defaults -> debug) for $COST_SECONDS (60) after a $WARMUP
+#   (10) s warm-up: its CPU per second (/proc/<pid>/stat, and each second
+#   from the threads' schedstat) and RSS; then `nvidia-smi -i <those n>
+#   --query-gpu=<cost.py's 15 fields>` timed 10 times. Last receivercost.test
+#   (it reads every GPU: it takes no device selection).
+# PART=wall: the same collector runs again with its internal traces on, sent
+#   to a second collector that writes them to a file: the span of each scrape
+#   ("scraper/nvml/ScrapeMetrics") is its wall time per count. (Apart from
+#   the cost runs, because the traces cost CPU of their own.)
 # PART=truth: one collector (nvml at 1 s, every GPU, defaults -> file) for
 #   $TRUTH_SECONDS (45), nvidia-smi's processes beside it, checked per GPU by
 #   scale-compare.py. TRUTH_SWAP=1 (the default on one GPU, which has only
 #   one of the two loads) then swaps each GPU's load for the other kind, the
 #   holders staying, and checks the truths again (truth-swap-*).
-# PART=all: both, in one call. PART=auto (default): all when the plan's
-#   estimate (rounded up) fits $BUDGET_S (540 s), else cost now and truth in
-#   a second call; a step that would end past $DEADLINE_S (575 s) is skipped.
+# PART=all: all three in one call; or a comma-separated list. PART=auto
+#   (default): all when the plan's estimate (rounded up) fits $BUDGET_S
+#   (540 s), else cost now and wall,truth in a second call; a step that would
+#   end past $DEADLINE_S (575 s) is skipped, and the report says so.
 # PLAN_ONLY=1 prints the plan and exits.
 #
 # Changes no GPU setting (no MIG, clocks, power limit, persistence, compute
@@ -76,26 +79,35 @@ swap_s=0
 [ "$TRUTH_SWAP" = 1 ] && swap_s=$((truth_s + 25))
 truth_s_all=$((truth_s + swap_s))
 pack_s=15
-cost_part=$((setup_s + (${#counts[@]} + 1) * count_s + recv_s + pack_s))
-truth_part=$((setup_s + truth_s_all + pack_s))
-all_part=$((setup_s + (${#counts[@]} + 1) * count_s + recv_s + truth_s_all + pack_s))
+wall_count_s=$((WARMUP + COST_SECONDS + 4))
+cost_s=$((${#counts[@]} * count_s + recv_s))
+wall_s=$((${#counts[@]} * wall_count_s))
+all_part=$((setup_s + cost_s + wall_s + truth_s_all + pack_s))
+call1=$((setup_s + cost_s + pack_s))
+call2=$((setup_s + wall_s + truth_s_all + pack_s))
 if [ "$PART" = auto ]; then
 	if [ "$all_part" -le "$BUDGET_S" ]; then PART=all; else PART=cost; fi
 fi
+shown=$PART
+[ "$PART" = all ] && PART=cost,wall,truth && shown="all ($PART)"
+# has_part NAME: whether this call runs part NAME.
+has_part() { case ",$PART," in *",$1,"*) return 0 ;; esac; return 1; }
 {
 	echo "GPUs: $ngpu; counts: ${counts[*]}; load order: $LOAD_ORDER; $HOLDERS holders x $HOLD_MIB MiB per GPU"
-	echo "estimates: setup ${setup_s} s, each count ${count_s} s (and 1 GPU again without traces), receivercost ${recv_s} s, truth ${truth_s} s, swapped-load truth ${swap_s} s"
-	echo "one call (PART=all): ~${all_part} s; or two: PART=cost ~${cost_part} s, PART=truth ~${truth_part} s"
-	echo "budget ${BUDGET_S} s per call; this call: PART=$PART"
+	echo "estimates: setup ${setup_s} s; per count: cost ${count_s} s, wall ${wall_count_s} s; receivercost ${recv_s} s; truth ${truth_s} s, swapped-load truth ${swap_s} s"
+	echo "one call (PART=all): ~${all_part} s; or two: PART=cost ~${call1} s, then PART=wall,truth ~${call2} s"
+	echo "budget ${BUDGET_S} s per call; this call: PART=$shown"
 	[ "$PART" = cost ] && [ -z "${PLAN_ONLY:-}" ] &&
-		echo "NEXT: run again with PART=truth for the truths (scale-compare.py DIR_COST DIR_TRUTH merges)"
+		echo "NEXT: run again with PART=wall,truth (then scale-compare.py DIR_CALL1 DIR_CALL2 merges the two)"
 } | tee "$OUT/plan.txt"
 [ -n "${PLAN_ONLY:-}" ] && exit 0
-case "$PART" in all | cost | truth) ;; *)
-	echo "PART must be auto, all, cost or truth" >&2
-	exit 2
-	;;
-esac
+for p in ${PART//,/ }; do
+	case "$p" in cost | wall | truth) ;; *)
+		echo "PART must be auto, all, or a comma-separated list of cost, wall, truth (got $PART)" >&2
+		exit 2
+		;;
+	esac
+done
 
 rm -rf "$RUN_DIR" && mkdir -p "$RUN_DIR"
 cp "$OUT/plan.txt" "$RUN_DIR/plan.txt"
@@ -174,41 +186,31 @@ sleep 5 # the matmuls' memory and cuBLAS; the windows fill
 nvidia-smi --query-compute-apps=gpu_uuid,pid,process_name,used_memory --format=csv >"$RUN_DIR/apps-start.csv" 2>&1
 note "load ready: $(($(wc -l <"$RUN_DIR/apps-start.csv") - 1)) compute processes"
 
-# ---- PART cost ----
-if [ "$PART" = all ] || [ "$PART" = cost ]; then
-	python3 "$here/scale-cost.py" sink-config --listen "127.0.0.1:$SINK_PORT" --path "$RUN_DIR/spans.jsonl" >"$RUN_DIR/sink.yaml"
-	"$CARRY/otelcol-nvml" --config "$RUN_DIR/sink.yaml" >"$RUN_DIR/sink.log" 2>&1 &
-	sink=$!
-	pids+=("$sink")
-	sleep 2
-	for n in "${counts[@]}"; do
-		if ! time_left "$count_s"; then
-			note "SKIPPED n=$n: no time left in this call (run again with PART=cost COUNTS=\"$n\")"
-			continue
-		fi
-		devs=$(seq -s, 0 $((n - 1)))
-		note "cost n=$n: devices $devs"
-		python3 "$here/scale-cost.py" collector --bin "$CARRY/otelcol-nvml" --devices "$devs" \
-			--sink "127.0.0.1:$SINK_PORT" --seconds "$COST_SECONDS" --warmup "$WARMUP" \
-			--log "$RUN_DIR/collector-n$n.log" --out "$RUN_DIR/cost-n$n.json" >>"$RUN_DIR/run.log" 2>&1 ||
-			note "WARNING: the collector run for n=$n failed (collector-n$n.log)"
+# ---- PART cost: CPU, RSS and nvidia-smi per count, no traces ----
+# collector_run MODE N: MODE cost (no traces: the CPU and RSS) or wall (its
+# scrape spans to the sink: the wall time of each scrape).
+collector_run() {
+	local mode=$1 n=$2 devs sink_arg=()
+	devs=$(seq -s, 0 $((n - 1)))
+	[ "$mode" = wall ] && sink_arg=(--sink "127.0.0.1:$SINK_PORT")
+	note "$mode n=$n: devices $devs"
+	python3 "$here/scale-cost.py" collector --bin "$CARRY/otelcol-nvml" --devices "$devs" "${sink_arg[@]}" \
+		--seconds "$COST_SECONDS" --warmup "$WARMUP" \
+		--log "$RUN_DIR/collector-$mode-n$n.log" --out "$RUN_DIR/$mode-n$n.json" >>"$RUN_DIR/run.log" 2>&1 ||
+		note "WARNING: the $mode collector run for n=$n failed (collector-$mode-n$n.log)"
+	if [ "$mode" = cost ]; then
 		python3 "$here/scale-cost.py" smi --gpus "$devs" --out "$RUN_DIR/smi-n$n.json" >>"$RUN_DIR/run.log" 2>&1 ||
 			note "WARNING: nvidia-smi timing for n=$n failed"
-	done
-	sleep 2 # the last spans reach the sink
-	kill "$sink" 2>/dev/null
-	wait "$sink" 2>/dev/null
-	# 1 GPU once more without the traces: what the spans themselves cost, and
-	# the figure comparable with cost.py's runs.
-	if time_left "$((count_s + recv_s + pack_s))"; then
-		note "cost n=1 without traces"
-		python3 "$here/scale-cost.py" collector --bin "$CARRY/otelcol-nvml" --devices 0 \
-			--seconds "$COST_SECONDS" --warmup "$WARMUP" \
-			--log "$RUN_DIR/collector-n1-notraces.log" --out "$RUN_DIR/cost-n1-notraces.json" >>"$RUN_DIR/run.log" 2>&1 ||
-			note "WARNING: the collector run without traces failed"
-	else
-		note "SKIPPED the run without traces: no time left"
 	fi
+}
+if has_part cost; then
+	for n in "${counts[@]}"; do
+		if time_left "$count_s"; then
+			collector_run cost "$n"
+		else
+			note "SKIPPED cost n=$n: no time left in this call (run again with PART=cost COUNTS=\"$n\")"
+		fi
+	done
 	if time_left "$recv_s"; then
 		note "receivercost.test (every GPU)"
 		python3 "$here/scale-cost.py" receiver --build "$CARRY" --out "$RUN_DIR" >>"$RUN_DIR/run.log" 2>&1 ||
@@ -216,6 +218,25 @@ if [ "$PART" = all ] || [ "$PART" = cost ]; then
 	else
 		note "SKIPPED receivercost.test: no time left"
 	fi
+fi
+
+# ---- PART wall: the scrape's wall time per count, from its spans ----
+if has_part wall; then
+	python3 "$here/scale-cost.py" sink-config --listen "127.0.0.1:$SINK_PORT" --path "$RUN_DIR/spans.jsonl" >"$RUN_DIR/sink.yaml"
+	"$CARRY/otelcol-nvml" --config "$RUN_DIR/sink.yaml" >"$RUN_DIR/sink.log" 2>&1 &
+	sink=$!
+	pids+=("$sink")
+	sleep 2
+	for n in "${counts[@]}"; do
+		if time_left "$wall_count_s"; then
+			collector_run wall "$n"
+		else
+			note "SKIPPED wall n=$n: no time left in this call (run again with PART=wall COUNTS=\"$n\")"
+		fi
+	done
+	sleep 2 # the collector flushes its spans on shutdown; let the sink write them
+	kill "$sink" 2>/dev/null
+	wait "$sink" 2>/dev/null
 fi
 
 # ---- PART truth ----
@@ -261,7 +282,7 @@ EOF
 	wait "$tpid"
 	echo "collector exit: $?" >>"$RUN_DIR/truth$tag-collector.log"
 }
-if [ "$PART" = all ] || [ "$PART" = truth ]; then
+if has_part truth; then
 	if time_left "$truth_s"; then
 		cp "$RUN_DIR/loads.txt" "$RUN_DIR/truth-loads.txt"
 		truth_run ""
@@ -304,7 +325,7 @@ fi
 
 cleanup
 trap - EXIT
-grep -hiE $'\t(warn|error)\t' "$RUN_DIR"/collector-n*.log "$RUN_DIR"/truth*-collector.log 2>/dev/null | head -40 >"$RUN_DIR/collector-warnings.txt"
+grep -hiE $'\t(warn|error)\t' "$RUN_DIR"/collector-*.log "$RUN_DIR"/truth*-collector.log 2>/dev/null | head -40 >"$RUN_DIR/collector-warnings.txt"
 python3 "$here/scale-compare.py" --out "$RUN_DIR" "$RUN_DIR" | tee "$RUN_DIR/compare.txt"
 rc=${PIPESTATUS[0]}
 cp "$RUN_DIR/scale.md" "$RUN_DIR/scale.json" "$OUT/" 2>/dev/null

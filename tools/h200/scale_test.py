@@ -126,7 +126,7 @@ class Run:
                                     "scopeMetrics": [{"metrics": pm}]})
                 f.write(json.dumps({"resourceMetrics": rms}) + "\n")
 
-    def write_cost(self, cpu, wall_p50, counts=(1, 2), smi_cpu=(24.0, 26.0)):
+    def write_cost(self, cpu, wall_p50, counts=(1, 2), smi_cpu=(24.0, 26.0), with_wall=True, traces_cpu=0.3):
         """cpu, wall_p50: functions of n (ms per second, ms per scrape)."""
         spans = []
         for k, n in enumerate(counts):
@@ -138,6 +138,9 @@ class Run:
                     "exit": 0}
             with open(os.path.join(self.dir, "cost-n%d.json" % n), "w") as f:
                 json.dump(cost, f)
+            if with_wall:  # the wall run: its own window, in the sink's spans
+                with open(os.path.join(self.dir, "wall-n%d.json" % n), "w") as f:
+                    json.dump(dict(cost, cpu_ms_per_s=cpu(n) + traces_cpu), f)
             with open(os.path.join(self.dir, "smi-n%d.json" % n), "w") as f:
                 json.dump({"cpu_ms_p50": smi_cpu[0] + smi_cpu[1] * (n - 1) * 0, "wall_ms_p50": 30.0, "fields": 15}, f)
             for s in range(60):
@@ -285,7 +288,7 @@ class CostTest(unittest.TestCase):
     def test_rows_from_cost_files_and_spans(self):
         self.run.write_cost(lambda n: 5.6 * n, lambda n: 3.8 * n, counts=(1, 2, 4, 8))
         res = sc.analyse([self.tmp], REPO)
-        rows = res["cost"]["rows"]
+        rows = res["rows"]
         self.assertEqual(sorted(rows), [1, 2, 4, 8])
         r = rows[4]
         self.assertEqual(r["scrapes"], 60)  # the other runs' spans and the exporter's are left out
@@ -302,14 +305,30 @@ class CostTest(unittest.TestCase):
         self.assertIn("Default `timeout`: 10s", md)
         self.assertIn("is well inside", md)
 
-    def test_the_run_without_traces(self):
-        self.run.write_cost(lambda n: 6.1 * n, lambda n: 3.8 * n, counts=(1, 2))
-        with open(os.path.join(self.tmp, "cost-n1-notraces.json"), "w") as f:
-            json.dump({"cpu_ms_per_s": 5.8, "rss_mib_end": 77, "rss_mib_max": 78, "seconds": 60}, f)
+    def test_the_traces_own_cost(self):
+        self.run.write_cost(lambda n: 5.8 * n, lambda n: 3.8 * n, counts=(1, 2), traces_cpu=0.3)
         res = sc.analyse([self.tmp], REPO)
-        self.assertEqual(sorted(res["cost"]["rows"]), [1, 2])  # not a count of its own
-        self.assertIn("without the traces (the figure comparable with cost.py's runs): 5.80 ms/s of CPU, RSS 78 MiB; "
-                      "with them 6.10 ms/s: a difference of 0.30 ms/s, within", sc.render(res))
+        self.assertAlmostEqual(res["rows"][2]["cpu_ms_per_s"], 11.6)  # from the cost run, not the traced one
+        self.assertAlmostEqual(res["rows"][2]["cpu_ms_per_s_traced"], 11.9)
+        self.assertIn("The traces themselves (wall runs against cost runs): 0.30 ms/s more CPU on average, within",
+                      sc.render(res))
+
+    def test_cost_without_wall_and_wall_from_another_call(self):
+        a, b = os.path.join(self.tmp, "call1"), os.path.join(self.tmp, "call2")
+        os.makedirs(a)
+        os.makedirs(b)
+        Run(a).write_cost(lambda n: 5.8 * n, lambda n: 3.8 * n, with_wall=False)
+        res = sc.analyse([a], REPO)
+        self.assertIn("no wall run", sc.render(res))
+        self.assertNotIn("max_n", res["scrape_vs_timeout"])
+        Run(b).write_cost(lambda n: 9.9 * n, lambda n: 3.8 * n)
+        os.remove(os.path.join(b, "cost-n1.json"))
+        os.remove(os.path.join(b, "cost-n2.json"))
+        res = sc.analyse([a, b], REPO)
+        self.assertEqual(res["cost"]["from"], a)
+        self.assertEqual(res["wall"]["from"], b)
+        self.assertAlmostEqual(res["rows"][2]["cpu_ms_per_s"], 11.6)
+        self.assertAlmostEqual(res["rows"][2]["wall_ms_p50"], 7.6, places=3)
 
     def test_one_gpu_extrapolates_to_8(self):
         self.run.write_cost(lambda n: 5.6, lambda n: 100.0, counts=(1,))
@@ -366,6 +385,12 @@ class LinearityTest(unittest.TestCase):
     def test_falling_is_not_growth(self):
         v = sc.linearity({1: 60.0, 2: 53.0})["verdict"]
         self.assertTrue(v.startswith("does not grow"), v)
+
+    def test_two_counts_cannot_vouch_for_a_fit(self):
+        v = sc.linearity({1: 5.0, 2: 6.0})["verdict"]
+        self.assertTrue(v.startswith("grows less than linearly (per GPU 0.60x"), v)
+        self.assertTrue(sc.linearity({1: 5.0, 2: 9.0})["verdict"].startswith("linear:"))
+        self.assertIn("super-linear", sc.linearity({1: 5.0, 2: 14.0})["verdict"])
 
     def test_one_count(self):
         self.assertIn("not measurable", sc.linearity({1: 5.0})["verdict"])
@@ -444,15 +469,15 @@ class PlanTest(unittest.TestCase):
     def test_one_gpu_one_call(self):
         out = self.plan(1)
         self.assertIn("counts: 1;", out)
-        self.assertIn("this call: PART=all", out)
+        self.assertIn("this call: PART=all (cost,wall,truth)", out)
         self.assertLessEqual(self.seconds(out, r"\(PART=all\):"), 540)
 
     def test_eight_gpus_two_calls(self):
         out = self.plan(8)
         self.assertIn("counts: 1 2 4 8;", out)
-        self.assertIn("this call: PART=cost", out)
         self.assertLessEqual(self.seconds(out, "PART=cost"), 600)
-        self.assertLessEqual(self.seconds(out, "PART=truth"), 600)
+        self.assertLessEqual(self.seconds(out, "PART=wall,truth"), 600)
+        self.assertIn("this call: PART=cost\n", out)
 
     def test_six_gpus_measure_six_too(self):
         self.assertIn("counts: 1 2 4 6;", self.plan(6))
