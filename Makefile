@@ -193,9 +193,22 @@ logvolume: build $(FAKENVML)
 	$(GO) test -tags e2e -count=1 -v -timeout 30m -run '^TestLogVolume$$' ./test/e2e \
 		-otelcol=$(OTELCOL) -fakenvml=$(FAKENVML) -logvolume.duration=$(LOGVOLUME_DURATION) -logvolume.flap=30s
 
-## demo: otelcol-nvml on the SIMULATED NVML (no GPU needed): debug exporter, Prometheus on 127.0.0.1:8889
-demo: build $(FAKENVML)
-	FAKE_NVML_SCENARIO=$(abspath $(DEMO_SCENARIO)) FAKENVML_LIBRARY=$(FAKENVML) \
+DEMOKUBELET := $(DIST_DIR)/demokubelet
+DEMO_PODS   ?= testdata/demo/pods.json
+
+$(DEMOKUBELET): go.mod go.sum $(wildcard tools/demokubelet/*.go)
+	$(GO) build -o $@ ./tools/demokubelet
+
+## demo: otelcol-nvml on the SIMULATED NVML (no GPU needed): debug exporter, Prometheus on 127.0.0.1:8889;
+## a simulated kubelet (tools/demokubelet) serves DEMO_PODS's pods on a socket in a temporary directory
+demo: build $(FAKENVML) $(DEMOKUBELET)
+	@dir=$$(mktemp -d); sock=$$dir/kubelet.sock; \
+	$(DEMOKUBELET) -pods $(DEMO_PODS) -socket $$sock & kubelet=$$!; \
+	trap 'kill $$kubelet 2>/dev/null || true; wait $$kubelet 2>/dev/null || true; rm -rf "$$dir"' EXIT; \
+	trap 'exit 130' INT TERM; \
+	for i in $$(seq 100); do test -S $$sock && break; kill -0 $$kubelet 2>/dev/null || exit 1; sleep 0.1; done; \
+	test -S $$sock || { echo "demokubelet did not start"; exit 1; }; \
+	DEMO_KUBELET_SOCKET=$$sock FAKE_NVML_SCENARIO=$(abspath $(DEMO_SCENARIO)) FAKENVML_LIBRARY=$(FAKENVML) \
 		$(OTELCOL) --config testdata/collector/demo.yaml
 
 # ---- deploy/: alert rules, Helm chart, image, dashboard ----

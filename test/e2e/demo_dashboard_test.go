@@ -7,35 +7,22 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
-	"sort"
 	"testing"
 	"time"
 
 	"github.com/otelcol-nvml/otelcol-nvml/test/testutil"
 )
 
-// demoEmpty lists the dashboard's queries that cannot have data under `make
-// demo`, by panel title and refId, with the reason. The demo has no kubelet
-// (its processes are in Docker containers, testdata/demo), so nothing has a
-// pod name or namespace; a query listed here that returns data fails the
-// test too, so the list stays true.
-var demoEmpty = map[string]string{
-	"Idle GPU-hours, last 24 h, by namespace A": "namespace:nvidia_gpu_idle_hours:24h sums the pods' idle hours (k8s_pod_name!=\"\"): no pods without a kubelet",
-	"Idle cost, last 24 h, by namespace A":      "namespace:nvidia_gpu_idle_cost:24h is the namespaces' idle hours times the price: no pods without a kubelet",
-	"GPU efficiency per pod, trailing hour A":   "namespace_pod:nvidia_gpu_efficiency:1h is per pod (k8s_pod_name!=\"\"): no pods without a kubelet",
-	"GPU memory per pod A":                      "per pod (k8s_pod_name!=\"\"): no pods without a kubelet",
-	"Which pod holds which GPU A":               "per pod (k8s_pod_name!=\"\"): no pods without a kubelet",
-	"Utilization per pod A":                     "per pod (k8s_pod_name!=\"\"): no pods without a kubelet",
-}
-
 // TestDemoDashboard runs `make demo` as it ships (testdata/collector/demo.yaml
 // on testdata/scenarios/demo.json, with the simulated processes of
-// testdata/demo) under a real Prometheus with deploy/prometheus/rules.yaml,
-// and runs every panel query of the committed dashboard with each variable
-// at its match-all: each must return data, except the pod-only ones of
-// demoEmpty. The host variable (instance) must have a value; the node and
-// pod variables are empty outside Kubernetes.
+// testdata/demo and the simulated kubelet, tools/demokubelet, on
+// testdata/demo/pods.json, started as make demo starts it) under a real
+// Prometheus with deploy/prometheus/rules.yaml, and runs every panel query
+// of the committed dashboard with each variable at its match-all: every one
+// must return data. Every variable must have a value but the node's: the
+// demo sets no k8s.node.name.
 func TestDemoDashboard(t *testing.T) {
 	t.Parallel()
 	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "grafana", "otelcol-nvml.json"))
@@ -71,9 +58,10 @@ func TestDemoDashboard(t *testing.T) {
 		"--set=exporters::debug::verbosity=basic")
 	prom := startPrometheus(t, promAddr, rules)
 
-	waitFor(t, 40*time.Second, "the demo's GPUs and containers in Prometheus", func() bool {
+	waitFor(t, 40*time.Second, "the demo's GPUs, containers and pods in Prometheus", func() bool {
 		return len(prom.tryQuery(`hw_gpu_memory_limit_bytes`)) == 4 &&
-			len(prom.tryQuery(`rate(container_cpu_time_seconds_total[10s])`)) == 3
+			len(prom.tryQuery(`rate(container_cpu_time_seconds_total[10s])`)) == 3 &&
+			len(prom.tryQuery(`hw_gpu_memory_limit_bytes{k8s_pod_name!=""}`)) == 2
 	}, col, prom.proc)
 	time.Sleep(12 * time.Second) // history for the rate windows ($__rate_interval = 10s)
 
@@ -85,6 +73,25 @@ func TestDemoDashboard(t *testing.T) {
 		if lim := prom.query(t, `nvidia_gpu_container_cpu_limit`); len(lim) != 2 {
 			t.Errorf("%d container CPU limits, want 2 (the inference container has none): %v", len(lim), lim)
 		}
+		// testdata/demo/pods.json: GPU 0 and 2 are allocated to pods whose
+		// containers run their processes; GPU 1's runs in a Docker
+		// container outside Kubernetes, GPU 3 has no pod.
+		want := map[string]string{
+			"GPU-5151a7ed-de30-4000-8000-000000000000": "ml-training/resnet-train-0/trainer",
+			"GPU-5151a7ed-de30-4000-8000-000000000002": "research/notebook-alice/jupyter",
+		}
+		for _, expr := range []string{
+			`max by (hw_id, k8s_namespace_name, k8s_pod_name, k8s_container_name) (hw_gpu_utilization_ratio{hw_gpu_task="general", k8s_pod_name!=""})`,
+			`max by (hw_id, k8s_namespace_name, k8s_pod_name, k8s_container_name) (nvidia_gpu_process_memory_usage_bytes{k8s_pod_name!=""})`,
+		} {
+			got := map[string]string{}
+			for _, r := range prom.query(t, expr) {
+				got[r.Metric["hw_id"]] = r.Metric["k8s_namespace_name"] + "/" + r.Metric["k8s_pod_name"] + "/" + r.Metric["k8s_container_name"]
+			}
+			if !reflect.DeepEqual(got, want) {
+				t.Errorf("%s: %v, want the pods of testdata/demo/pods.json: %v", expr, got, want)
+			}
+		}
 	})
 
 	allValues := map[string]string{"datasource": "prometheus"}
@@ -94,8 +101,8 @@ func TestDemoDashboard(t *testing.T) {
 		}
 	}
 	t.Run("variables", func(t *testing.T) {
-		// Empty outside Kubernetes by nature; All (.*) matches there.
-		noValues := map[string]string{"node": "no k8s.node.name outside Kubernetes", "pod": "no kubelet, so no pod names"}
+		// Empty on the demo by nature; All (.*) matches there.
+		noValues := map[string]string{"node": "the demo sets no k8s.node.name"}
 		for _, v := range dash.Templating.List {
 			if v.Type != "query" {
 				continue
@@ -128,22 +135,14 @@ func TestDemoDashboard(t *testing.T) {
 
 	t.Run("every panel query returns data", func(t *testing.T) {
 		queries, withData := 0, 0
-		seen := map[string]bool{}
 		for _, p := range dash.Panels {
 			for _, target := range p.Targets {
 				queries++
-				key := p.Title + " " + target.RefID
-				seen[key] = true
 				expr := substitute(t, target.Expr, allValues)
 				res, err := prom.queryErr(expr)
-				reason, empty := demoEmpty[key]
 				switch {
 				case err != nil:
 					t.Errorf("panel %q, query %s: %s: %v", p.Title, target.RefID, expr, err)
-				case empty && len(res) > 0:
-					t.Errorf("panel %q, query %s has data on the demo, though listed as empty (%s): %s", p.Title, target.RefID, reason, expr)
-				case empty:
-					t.Logf("panel %q, query %s: empty on the demo by nature: %s", p.Title, target.RefID, reason)
 				case len(res) == 0:
 					t.Errorf("panel %q, query %s returns no data on the demo: %s", p.Title, target.RefID, expr)
 				default:
@@ -151,19 +150,9 @@ func TestDemoDashboard(t *testing.T) {
 				}
 			}
 		}
-		var stale []string
-		for key := range demoEmpty {
-			if !seen[key] {
-				stale = append(stale, key)
-			}
-		}
-		sort.Strings(stale)
-		for _, key := range stale {
-			t.Errorf("demoEmpty lists %q, which the dashboard does not have", key)
-		}
 		if queries < 20 {
 			t.Fatalf("only %d panel queries found", queries)
 		}
-		t.Logf("%d panel queries: %d with data on the demo, %d empty by nature", queries, withData, len(demoEmpty))
+		t.Logf("%d panel queries, %d with data on the demo", queries, withData)
 	})
 }

@@ -4,10 +4,12 @@ package e2e
 
 import (
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -77,12 +79,46 @@ func TestDemoConfig(t *testing.T) {
 	p.requireAlive(t)
 }
 
+var demoKubeletPath = flag.String("demokubelet", "", "path of the built tools/demokubelet (make demo builds it into _build); empty: the demo tests build it")
+
 // demoEnv is the environment `make demo` gives the collector: the fake
-// library, the scenario, and PWD the repository root (demo.yaml's proc_root
-// and cgroup_root are under it).
+// library, the scenario, PWD the repository root (demo.yaml's proc_root
+// and cgroup_root are under it), and DEMO_KUBELET_SOCKET the socket of the
+// simulated kubelet, which it starts as make demo does (startDemoKubelet).
 func demoEnv(t *testing.T, scenario string) []string {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
-	return []string{scenarioEnv + "=" + scenario, "FAKENVML_LIBRARY=" + testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath), "PWD=" + root}
+	return []string{scenarioEnv + "=" + scenario, "FAKENVML_LIBRARY=" + testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath), "PWD=" + root,
+		"DEMO_KUBELET_SOCKET=" + startDemoKubelet(t)}
+}
+
+// startDemoKubelet starts tools/demokubelet as `make demo` does: on the
+// demo's pods file (testdata/demo/pods.json, the Makefile's DEMO_PODS), with
+// its socket in a temporary directory of its own, and waits for the socket.
+// It is stopped by PID when the test ends, and returns the socket.
+func startDemoKubelet(t *testing.T) string {
+	t.Helper()
+	root, err := filepath.Abs(filepath.Join("..", ".."))
+	require.NoError(t, err)
+	bin := *demoKubeletPath
+	if bin == "" {
+		bin = filepath.Join(t.TempDir(), "demokubelet")
+		build := exec.Command("go", "build", "-o", bin, "./tools/demokubelet")
+		build.Dir = root
+		out, err := build.CombinedOutput()
+		require.NoError(t, err, "go build ./tools/demokubelet: %s", out)
+	} else {
+		bin = testutil.AbsFlag(t, "demokubelet", bin)
+	}
+	dir, err := os.MkdirTemp("", "kubelet") // short: a unix socket's path has 108 bytes
+	require.NoError(t, err)
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	sock := filepath.Join(dir, "kubelet.sock")
+	p := startProcess(t, "demokubelet", nil, bin, "-pods", filepath.Join(root, "testdata", "demo", "pods.json"), "-socket", sock)
+	waitFor(t, 10*time.Second, "the simulated kubelet's socket", func() bool {
+		fi, err := os.Stat(sock)
+		return err == nil && fi.Mode()&os.ModeSocket != 0
+	}, p)
+	return sock
 }
