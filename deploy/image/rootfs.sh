@@ -48,7 +48,8 @@ install -m 0755 "$(find_lib "$(basename "$interp")")" "$out$interp"
 # links libm, libdl, libpthread and librt by name; since glibc 2.34 the last
 # three are stubs.
 needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
-todo=($(needed "$bin") libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1)
+mapfile -t todo < <(needed "$bin")
+todo+=(libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1)
 declare -A done_=()
 while [ ${#todo[@]} -gt 0 ]; do
 	soname=${todo[0]} todo=("${todo[@]:1}")
@@ -57,7 +58,7 @@ while [ ${#todo[@]} -gt 0 ]; do
 	[ "$soname" != "$(basename "$interp")" ] || continue
 	path=$(find_lib "$soname")
 	install -m 0755 "$path" "$out/$multiarch/$soname"
-	todo+=($(needed "$path"))
+	mapfile -t -O "${#todo[@]}" todo < <(needed "$path")
 done
 
 install -m 0644 /etc/ssl/certs/ca-certificates.crt "$out/etc/ssl/certs/ca-certificates.crt"
