@@ -498,8 +498,10 @@ def render(res):
     for line in res.get("machine", [])[:6]:
         say("    " + line)
     say("")
-    say("Load on every GPU: even index the 50 %%-duty matmul, odd one spinning block (%s), and %s processes "
-        "holding %s MiB each." % (run.get("load_order", "?"), run.get("holders", "?"), run.get("hold_mib", "?")))
+    first, second = ("one spinning block", "the 50 %-duty matmul") if run.get("load_order") == "spin-first" else (
+        "the 50 %-duty matmul", "one spinning block")
+    say("Load: on even GPU indices %s, on odd ones %s (LOAD_ORDER %s); on every GPU %s more processes holding %s MiB "
+        "each." % (first, second, run.get("load_order", "?"), run.get("holders", "?"), run.get("hold_mib", "?")))
     say("")
     to = res["timeout"]
     if "rows" in res:
