@@ -11,16 +11,6 @@ import (
 	"go.uber.org/zap"
 )
 
-var clockCalls = [clockCount]struct {
-	call call
-	typ  nvml.ClockType
-}{
-	ClockSM:       {callClockSM, nvml.CLOCK_SM},
-	ClockMemory:   {callClockMemory, nvml.CLOCK_MEM},
-	ClockGraphics: {callClockGraphics, nvml.CLOCK_GRAPHICS},
-	ClockVideo:    {callClockVideo, nvml.CLOCK_VIDEO},
-}
-
 // Device reads one GPU. Reads of one device never overlap: a read that is
 // still stuck in NVML makes the next one return ErrBusy instead of piling up
 // goroutines.
@@ -48,11 +38,12 @@ type Device struct {
 	lostLog *lostLog  // the client's GPUs logged lost (lostlog.go)
 	raw     rawDevice // the C handle, for the bounded list calls (prime.go)
 
-	// wanted says which calls feed an enabled metric; set at Open.
+	// wanted says which calls answer an asked-for figure; set at Open.
 	wanted [callCount]bool
-	// metricOn says whether a metric is enabled, for counting what a
-	// failed call drops.
-	metricOn func(string) bool
+	// figures are the figures asked for; leftOut counts what failed calls
+	// drop (WithLeftOutCount).
+	figures Figures
+	leftOut func(Figures) int
 	// support caches NOT_SUPPORTED answers, with a backoff (support.go).
 	support supportCache
 
@@ -98,15 +89,16 @@ func (cs *callStat) observe(d time.Duration) {
 
 func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym symbols, logger *zap.Logger) *Device {
 	d := &Device{
-		Info:     info,
-		lib:      lib,
-		handle:   h,
-		symbols:  sym,
-		logger:   logger.With(zap.String("hw.id", info.UUID), zap.Int("nvidia.gpu.index", info.Index)),
-		logged:   map[string]struct{}{},
-		failing:  map[call]*callLog{},
-		now:      time.Now,
-		metricOn: func(string) bool { return true },
+		Info:    info,
+		lib:     lib,
+		handle:  h,
+		symbols: sym,
+		logger:  logger.With(zap.String("hw.id", info.UUID), zap.Int("nvidia.gpu.index", info.Index)),
+		logged:  map[string]struct{}{},
+		failing: map[call]*callLog{},
+		now:     time.Now,
+		figures: AllFigures,
+		leftOut: Figures.Len,
 	}
 	for c := range d.wanted {
 		d.wanted[c] = true
@@ -120,40 +112,30 @@ func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym symbols, 
 }
 
 // configure applies the client's options: a call is wanted only while a
-// metric it feeds is enabled.
+// figure it answers is asked for.
 func (d *Device) configure(o options) {
 	if o.now != nil {
 		d.now = o.now
 	}
 	d.memCtrlOnGPM = o.memCtrlOnGPM
 	d.counters.interval = o.counterInterval
-	if o.metricOn == nil {
-		return
-	}
-	d.metricOn = o.metricOn
-	anyOn := func(ms []string) bool {
-		for _, m := range ms {
-			if o.metricOn(m) {
-				return true
-			}
-		}
-		return false
+	d.figures = o.figures
+	if o.leftOut != nil {
+		d.leftOut = o.leftOut
 	}
 	fields := false
-	for c, spec := range readTable {
-		if spec.source == sourceGPM || call(c) == callFieldValues {
-			continue
-		}
-		d.wanted[c] = anyOn(spec.metrics)
-		fields = fields || spec.source == sourceField && d.wanted[c]
+	for c := range readTable {
+		spec := &readTable[c]
+		d.wanted[c] = d.figures.Any(spec.figures)
+		fields = fields || spec.field != 0 && d.wanted[c]
 	}
 	d.wanted[callFieldValues] = fields
 	gpm := false
 	for _, g := range gpmActivityMetrics {
-		gpm = gpm || anyOn(g.metrics)
+		gpm = gpm || d.figures.Any(g.figures)
 	}
 	for _, g := range gpmTrafficMetrics {
-		gpm = gpm || anyOn(g.metrics)
+		gpm = gpm || d.figures.Any(g.figures)
 	}
 	d.wanted[callGPMSampleGet], d.wanted[callGPMMetricsGet] = gpm, gpm
 }
@@ -189,8 +171,7 @@ func (d *Device) Read() (Sample, error) {
 		(*reading).readGPM, // first: the general utilization of a GPU with GPM comes from it
 		(*reading).readUtilization,
 		(*reading).readMemory,
-		(*reading).readThermalsAndPower,
-		(*reading).readClocks,
+		(*reading).readPlain,
 		(*reading).readProcesses,
 		(*reading).readFields,
 		(*reading).readHealth,
@@ -214,7 +195,7 @@ func (d *Device) Read() (Sample, error) {
 	if len(r.failed) == 0 {
 		return s, nil
 	}
-	return s, &ReadError{Calls: r.failed, Metrics: d.metricsOf(r.failed)}
+	return s, &ReadError{Calls: r.failed, Metrics: d.leftOutBy(r.failed)}
 }
 
 // flapHoldOff is how long after a call's warn line a new failure of that
@@ -325,24 +306,17 @@ func (d *Device) markLost(c call) {
 	}
 }
 
-// metricsOf counts the enabled metrics fed by the failed calls.
-func (d *Device) metricsOf(failed []*CallError) int {
-	seen := map[string]bool{}
+// leftOutBy counts what the failed calls leave out: the asked-for figures
+// they answer, as WithLeftOutCount counts them; at least 1.
+func (d *Device) leftOutBy(failed []*CallError) int {
+	var figs Figures
 	for _, f := range failed {
-		if f.call == callNone {
-			continue
-		}
-		ms := readTable[f.call].metrics
+		figs |= readTable[f.call].figures
 		if f.call == callGPMSampleGet || f.call == callGPMMetricsGet {
-			ms = d.gpm.metricNames
-		}
-		for _, m := range ms {
-			if d.metricOn(m) {
-				seen[m] = true
-			}
+			figs |= d.gpm.figures
 		}
 	}
-	return max(len(seen), 1)
+	return max(d.leftOut(figs&d.figures), 1)
 }
 
 // logOnce runs log the first time key is seen on this device.
@@ -375,35 +349,4 @@ func memoryOf(h nvml.Device, v2 bool) (used, total, reserved Opt[uint64], ret nv
 	}
 	m, ret := h.GetMemoryInfo()
 	return some(m.Used), some(m.Total), Opt[uint64]{}, ret
-}
-
-func (r *reading) readThermalsAndPower(s *Sample) {
-	h := r.d.handle
-	var v uint32
-	if r.do(callTemperature, func() (ret nvml.Return) { v, ret = h.GetTemperature(nvml.TEMPERATURE_GPU); return }) {
-		s.TemperatureCelsius = some(float64(v))
-	}
-	if r.do(callPowerUsage, func() (ret nvml.Return) { v, ret = h.GetPowerUsage(); return }) {
-		s.PowerWatts = some(float64(v) / 1000)
-	}
-	if r.do(callPowerLimit, func() (ret nvml.Return) { v, ret = h.GetEnforcedPowerLimit(); return }) {
-		s.PowerLimitWatts = some(float64(v) / 1000)
-	}
-	if r.do(callFanSpeed, func() (ret nvml.Return) { v, ret = h.GetFanSpeed(); return }) {
-		s.FanSpeed = some(float64(v) / 100)
-	}
-}
-
-func (r *reading) readClocks(s *Sample) {
-	h := r.d.handle
-	for clk, cc := range clockCalls {
-		var mhz uint32
-		if r.do(cc.call, func() (ret nvml.Return) { mhz, ret = h.GetClockInfo(cc.typ); return }) {
-			s.ClockHz[clk] = some(int64(mhz) * 1_000_000)
-		}
-	}
-	var p nvml.Pstates
-	if r.do(callPerformanceState, func() (ret nvml.Return) { p, ret = h.GetPerformanceState(); return }) && p != nvml.PSTATE_UNKNOWN {
-		s.PerformanceState = some(int64(p))
-	}
 }

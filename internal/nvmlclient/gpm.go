@@ -29,7 +29,7 @@ type gpmState struct {
 	// feed an enabled metric. readsGeneral says graphics utilization also
 	// stands for the general utilization.
 	requests     []gpmRequest
-	metricNames  []string
+	figures      Figures // the asked-for figures the requests answer
 	readsGeneral bool
 	prev, cur    nvml.GpmSample
 	prevTime     time.Time
@@ -47,19 +47,13 @@ type gpmRequest struct {
 	traffic bool
 }
 
-// planGPM lists the GPM metrics that feed an enabled metric.
+// planGPM lists the GPM metrics that answer an asked-for figure.
 func (d *Device) planGPM() {
 	g := &d.gpm
-	g.requests, g.metricNames = nil, nil
+	g.requests, g.figures = nil, 0
 	add := func(gm gpmMetric, index int, traffic bool) {
-		on := false
-		for _, m := range gm.metrics {
-			if d.metricOn(m) {
-				on = true
-				g.metricNames = append(g.metricNames, m)
-			}
-		}
-		if on {
+		if on := gm.figures & d.figures; on != 0 {
+			g.figures |= on
 			g.requests = append(g.requests, gpmRequest{id: gm.id, index: index, traffic: traffic})
 		}
 	}
@@ -69,7 +63,7 @@ func (d *Device) planGPM() {
 	for t, gm := range gpmTrafficMetrics {
 		add(gm, t, true)
 	}
-	g.readsGeneral = d.metricOn(mUtil)
+	g.readsGeneral = d.figures.Has(FigUtilization)
 }
 
 // initGPM checks GPM support and allocates the two samples, then takes the

@@ -201,9 +201,9 @@ func TestGPMAsksOnlyEnabledMetrics(t *testing.T) {
 		}
 		return get(mg)
 	}
-	on := map[string]bool{mSMActivity: true, mUtil: true, mPower: true}
+	on := FiguresOf(FigSMActivity, FigUtilization, FigPower)
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
-	c := New(m, zap.NewNop(), WithClock(clock.Now), WithMetrics(func(n string) bool { return on[n] }))
+	c := New(m, zap.NewNop(), WithClock(clock.Now), WithFigures(on))
 	require.NoError(t, c.Open(nil))
 	c.PrimeAll()
 	defer c.Close(context.Background())

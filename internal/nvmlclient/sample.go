@@ -126,23 +126,6 @@ type Health struct {
 	PCIeWidth        Opt[int64]
 }
 
-// PredictedFailure reports whether NVML says the GPU will fail: a row remap
-// failed, which NVIDIA's guidance answers with replacing the GPU.
-func (h *Health) PredictedFailure() bool {
-	return h.RemapFailed.OK && h.RemapFailed.Value
-}
-
-// Degraded reports whether the readings say the GPU works but needs care:
-// a pending row remap (it takes a GPU reset), an uncorrected ECC error, or a
-// thermal slowdown. A failed row remap is not among them: it is
-// PredictedFailure, the graver state, which the receiver checks first.
-func (h *Health) Degraded() bool {
-	return h.RemapPending.OK && h.RemapPending.Value ||
-		h.ECCUncorrected.OK && h.ECCUncorrected.Value > 0 ||
-		h.ClockEvents[ReasonSWThermalSlowdown].Value ||
-		h.ClockEvents[ReasonHWThermalSlowdown].Value
-}
-
 // GPMActivity names the GPM activity metrics, each a fraction 0..1.
 type GPMActivity int
 

@@ -155,8 +155,8 @@ func percentToFraction(p float64) float64 {
 // that a series never goes silent.
 func (r *reading) readUtilization(s *Sample) {
 	d := r.d
-	generalOn := d.metricOn(mUtil)
-	memOn := d.metricOn(mMemCtrl) && (!d.gpm.supported || d.memCtrlOnGPM)
+	generalOn := d.figures.Has(FigUtilization)
+	memOn := d.figures.Has(FigMemoryController) && (!d.gpm.supported || d.memCtrlOnGPM)
 	var gpu, mem Opt[float64]
 	switch {
 	case !generalOn:
@@ -174,9 +174,11 @@ func (r *reading) readUtilization(s *Sample) {
 			mem = some(v)
 		}
 	}
-	if generalOn && !gpu.OK || memOn && !mem.OK {
+	// Both windows fall back to the same instant getter (the read table's
+	// fallback of each).
+	if rates := readTable[callSamplesGPU].fallback; generalOn && !gpu.OK || memOn && !mem.OK {
 		var u nvml.Utilization
-		if r.do(callUtilizationRates, func() (ret nvml.Return) { u, ret = d.handle.GetUtilizationRates(); return }) {
+		if r.do(rates, func() (ret nvml.Return) { u, ret = d.handle.GetUtilizationRates(); return }) {
 			if generalOn && !gpu.OK {
 				gpu = some(percentToFraction(float64(u.Gpu)))
 			}
@@ -186,21 +188,23 @@ func (r *reading) readUtilization(s *Sample) {
 		}
 	}
 	s.Utilization[EngineGeneral], s.MemoryControllerUtilization = gpu, mem
-	s.Utilization[EngineEncoder] = r.readCodec(samplingEncoder, callEncoderUtilization, d.handle.GetEncoderUtilization)
-	s.Utilization[EngineDecoder] = r.readCodec(samplingDecoder, callDecoderUtilization, d.handle.GetDecoderUtilization)
+	s.Utilization[EngineEncoder] = r.readCodec(samplingEncoder)
+	s.Utilization[EngineDecoder] = r.readCodec(samplingDecoder)
 }
 
-// readCodec reads an encoder or decoder: the instant getter every time
-// (<0.05 ms), and the sample window (1.4 ms) only while the engine is busy
-// now or was at the previous read. A burst that falls wholly between two
-// idle reads is missed; any other is averaged over the interval.
-func (r *reading) readCodec(k samplingKind, instant call, get func() (uint32, uint32, nvml.Return)) Opt[float64] {
+// readCodec reads an encoder or decoder: the instant getter (the window's
+// fallback in the read table, <0.05 ms) every time, and the sample window
+// (1.4 ms) only while the engine is busy now or was at the previous read.
+// A burst that falls wholly between two idle reads is missed; any other is
+// averaged over the interval.
+func (r *reading) readCodec(k samplingKind) Opt[float64] {
 	w := &r.d.windows[k]
-	var v uint32
-	instOK := r.do(instant, func() (ret nvml.Return) { v, _, ret = get(); return })
+	instant := readTable[samplingCalls[k].call].fallback
+	var v float64
+	instOK := r.do(instant, func() (ret nvml.Return) { v, ret = readTable[instant].get(r.d.handle); return })
 	if !instOK || v > 0 || w.active {
 		// Only the samples of this interval: the window was not read
-		// while the engine was idle.
+		// while the engine was idle. By the device clock (WithClock).
 		span := time.Duration(0)
 		if !r.d.lastRead.IsZero() {
 			span = r.d.now().Sub(r.d.lastRead)
@@ -215,5 +219,5 @@ func (r *reading) readCodec(k samplingKind, instant call, get func() (uint32, ui
 		return Opt[float64]{}
 	}
 	w.active = v > 0
-	return some(percentToFraction(float64(v)))
+	return some(percentToFraction(v))
 }

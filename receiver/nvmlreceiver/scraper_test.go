@@ -412,17 +412,6 @@ func scrapeTime(t *testing.T, md pmetric.Metrics) pcommon.Timestamp {
 	return m.Gauge().DataPoints().At(0).Timestamp()
 }
 
-// Every metric the read table names is a metric of metadata.yaml, so that
-// renaming one cannot silently stop its calls.
-func TestReadTableNamesRealMetrics(t *testing.T) {
-	t.Parallel()
-	on := enabledMetrics(metadata.NewDefaultMetricsBuilderConfig().Metrics)
-	for _, name := range nvmlclient.FedMetrics() {
-		_, ok := on[name]
-		assert.True(t, ok, "the read table feeds %q, which metadata.yaml lacks", name)
-	}
-}
-
 func TestSlowGPUDoesNotHoldBackTheOthers(t *testing.T) {
 	t.Parallel()
 	m := nvmltest.NewH200()
