@@ -31,10 +31,6 @@ type migDevice struct {
 	// first marks the GPU instance's lowest compute instance: the MIG
 	// device that reads the instance's memory and GPM.
 	first bool
-	// ownListFailed is set once the MIG device's own process list answers
-	// "not supported" or "no permission": the parent's list is used from
-	// then on.
-	ownListFailed bool
 }
 
 // takeMIGInventory lists the MIG devices of a GPU in MIG mode. A GPU not in
@@ -180,21 +176,26 @@ func (r *reading) readMIG(s *Sample) {
 // migProcesses returns the processes on one MIG device. The parent's list
 // carries every process with its instance ids, but only for a privileged
 // caller; the MIG device's own list needs no privilege, so it is asked
-// first. Its entries lack utilization, which NVML does not give in MIG mode.
+// first, as any call of the read (timed, a panic its own failure, "not
+// supported" or "no permission" cached for the GPU, whose MIG devices share
+// the driver's answer, and asked again with a backoff).
+// Where it gives nothing, the parent's list answers. Its entries lack
+// utilization, which NVML does not give in MIG mode.
 func (r *reading) migProcesses(m *migDevice, parent []Process) []Process {
 	var out []Process
-	if !m.ownListFailed {
-		infos, ret := runningProcesses(m.raw, m.handle, false)
-		if ret == nvml.SUCCESS {
-			for _, in := range infos {
-				out = append(out, Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
-					GPUInstanceID: m.info.GPUInstanceID, ComputeInstanceID: m.info.ComputeInstanceID})
-			}
-			return out
+	var infos []nvml.ProcessInfo
+	ret, made := r.call(callMIGProcesses, func() (ret nvml.Return) {
+		infos, ret = runningProcesses(m.raw, m.handle, false)
+		return ret
+	})
+	// A plain failure is asked again at the next read, and costs nothing
+	// meanwhile: the parent's list answers.
+	if made && classify(ret) != outcomeFailed && r.result(callMIGProcesses, ret) {
+		for _, in := range infos {
+			out = append(out, Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
+				GPUInstanceID: m.info.GPUInstanceID, ComputeInstanceID: m.info.ComputeInstanceID})
 		}
-		// Only a lasting answer turns the own list off; after any other
-		// failure it is asked again at the next read.
-		m.ownListFailed = ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_NO_PERMISSION
+		return out
 	}
 	for _, p := range parent {
 		if p.GPUInstanceID == m.info.GPUInstanceID && p.ComputeInstanceID == m.info.ComputeInstanceID {
