@@ -15,8 +15,8 @@ import "github.com/NVIDIA/go-nvml/pkg/nvml"
 //
 // Adding a plain figure (a getter, or one field of the batch) is one row
 // here with get or field and land, its metric in the receiver's
-// metadata.yaml, its entry in the receiver's figure table (figures.go of
-// the receiver) and its record line. The mock (test/nvmltest) answers a
+// metadata.yaml, its entry in the receiver's figure table (metricFigures)
+// and its record line. The mock (test/nvmltest) answers a
 // field from its FieldValues map and the fake library from its scenario's
 // "fields" key, with no code.
 
@@ -210,8 +210,9 @@ var readTable = [callCount]callSpec{
 	callGPMSampleGet:  {name: "nvmlGpmSampleGet"},
 	callGPMMetricsGet: {name: "nvmlGpmMetricsGet"},
 
-	// Health, <0.05 ms each. ECC and remapped rows stay on their getters
-	// (as fields they cost ~0.7 ms more in the batch on an H200).
+	// Health, <0.05 ms each. ECC and remapped rows cost 0.015 ms as
+	// getters or as fields alike: they stay on their getters, read at every
+	// scrape.
 	callECCCorrected: {name: "nvmlDeviceGetTotalEccErrors(CORRECTED)", symbol: "nvmlDeviceGetTotalEccErrors",
 		figures: FiguresOf(FigECCCorrected),
 		get: getter(func(h nvml.Device) (uint64, nvml.Return) {
@@ -228,10 +229,11 @@ var readTable = [callCount]callSpec{
 	callRemappedRows: {name: "nvmlDeviceGetRemappedRows", symbol: "nvmlDeviceGetRemappedRows", figures: FiguresOf(FigRemappedRows)},
 	callClockEventReasons: {name: "nvmlDeviceGetCurrentClocksEventReasons", symbol: "nvmlDeviceGetCurrentClocksEventReasons",
 		figures: FiguresOf(FigClockEvents), get: getter(nvml.Device.GetCurrentClocksEventReasons), land: landClockEvents},
-	// The six violation counters cost 0.45-0.8 ms each as getters, and
-	// PCIe replays 0.43 ms either way: together they are one field batch
-	// of 1.25 ms on the counters' cadence (counters.go). In nanoseconds,
-	// like GetViolationStatus (checked on an H200).
+	// The six violation counters cost 0.8-1.3 ms each as getters and
+	// 1.0 ms as one field batch; PCIe replays 0.43 ms as getter or field
+	// alike, +0.24 ms in the batch: together one field batch of 1.25 ms on
+	// the counters' cadence (counters.go). In nanoseconds, like
+	// GetViolationStatus (checked on an H200).
 	callViolationPower: {name: "nvmlDeviceGetFieldValues(PERF_POLICY_POWER)", figures: FiguresOf(FigViolationTime),
 		field: nvml.FI_DEV_PERF_POLICY_POWER, per: 1e9, counter: true, land: landViolation(ViolationPower)},
 	callViolationThermal: {name: "nvmlDeviceGetFieldValues(PERF_POLICY_THERMAL)", figures: FiguresOf(FigViolationTime),

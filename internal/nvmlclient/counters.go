@@ -10,14 +10,13 @@ import (
 
 // The cumulative counters that cost the most to read are read on their own
 // cadence (WithCounterInterval), in the background, off the scrape path:
-// the energy counter (3-7 ms of CPU a call on an H200, p90 up to 21 ms),
-// and the six violation counters with the PCIe replays (1.25 ms together
-// as one field batch). A scrape reports the newest reading with the time it
+// the rows of the read table marked counter, which are the costly ones
+// (their costs are in the read table, calls.go). A scrape reports the newest reading with the time it
 // was taken: counters stay monotonic and rate() over them stays exact,
 // however old the reading. Only the first read of a device waits for them.
 
-// The counters are the rows of the read table marked counter: the
-// getters among them read one by one, the fields in one batch.
+// The getters among the counters are read one by one, the fields in one
+// batch.
 
 type counterState struct {
 	interval time.Duration

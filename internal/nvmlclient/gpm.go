@@ -25,6 +25,10 @@ const minGPMWindow = 100 * time.Millisecond
 // flag.
 type gpmState struct {
 	supported bool
+	// pending says the start is yet to be made: another GPU held the GPM
+	// gate past its allowance when this one primed. Each read tries again,
+	// so that a transient stall costs a read's GPM, not the session's.
+	pending bool
 	// requests are the GPM metrics asked of each window: only those that
 	// feed an enabled metric. readsGeneral says graphics utilization also
 	// stands for the general utilization.
@@ -87,13 +91,26 @@ func (d *Device) initGPM(lib nvml.Interface, sym symbols) {
 		return
 	}
 	d.planGPM()
+	d.gpm.pending = true
+	d.startGPM(&d.gpm, d.handle.GpmSampleGet, "")
+}
+
+// startGPM starts g's samples under the GPM gate. Where the gate stays held
+// past its allowance, g stays pending and the next read tries again. mig
+// names the MIG device whose GPU instance g samples (empty: the GPU).
+func (d *Device) startGPM(g *gpmState, take func(nvml.GpmSample) nvml.Return, mig string) {
 	if !d.gpmGate.acquire(gpmGateWait) {
-		d.logger.Warn("Another GPU's GPM call is still running; GPM metrics are absent for this GPU until NVML is re-opened")
+		d.logOnce("gpm-deferred/"+mig, func(l *zap.Logger) {
+			l.Info("Another GPU's GPM call is still running; GPM starts at a later read of this GPU (logged once)",
+				zap.String("mig.uuid", mig))
+		})
 		return
 	}
-	defer d.gpmGate.release()
-	if ret := d.gpm.start(lib, d.handle.GpmSampleGet, d.now); ret != nvml.SUCCESS {
-		d.logger.Warn("nvmlGpmSampleAlloc failed; GPM metrics are absent for this GPU", zap.String("nvml.return", ret.Error()))
+	defer d.gpmGate.release() // also when the driver's call panics
+	g.pending = false
+	if ret := g.start(d.lib, take, d.now); ret != nvml.SUCCESS {
+		d.logger.Warn("nvmlGpmSampleAlloc failed; GPM metrics are absent for this GPU", zap.String("nvml.return", ret.Error()),
+			zap.String("mig.uuid", mig))
 	}
 }
 
@@ -125,11 +142,15 @@ func (g *gpmState) free() {
 			*s = nil
 		}
 	}
-	g.supported, g.readsGeneral = false, false
+	g.supported, g.pending, g.readsGeneral = false, false, false
 }
 
 // readGPM takes the device's GPM sample and computes the window.
 func (r *reading) readGPM(s *Sample) {
+	if r.d.gpm.pending {
+		r.d.startGPM(&r.d.gpm, r.d.handle.GpmSampleGet, "")
+		return // the start takes the window's first sample
+	}
 	if !r.d.gpm.supported {
 		return
 	}

@@ -205,3 +205,33 @@ func TestHungGPMCallDelaysTheOtherGPUsOnce(t *testing.T) {
 		assert.Less(t, time.Since(start), limit, "scrape %d of the healthy GPUs", scrape)
 	}
 }
+
+// Issue 17, defect 3: a GPU that primes while another holds the GPM gate
+// past its allowance starts GPM at a later read, rather than going without
+// it for the whole session. So do the GPU instances of a MIG GPU.
+func TestGPMStartsAfterATransientGateStall(t *testing.T) {
+	m := nvmltest.NewH100()
+	m.GPUs[0].EnableMIG(nvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
+	c := New(m, zap.NewNop(), WithClock(clock.Now))
+	require.NoError(t, c.Open(nil))
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	gate := c.Devices()[0].gpmGate
+	require.True(t, gate.acquire(gpmGateWait), "another GPU's GPM call, stalled")
+	c.PrimeAll()
+	gate.release()
+	for _, i := range []int{0, 1} {
+		d := c.Devices()[i]
+		clock.Advance(time.Second)
+		_, err := d.Read() // starts the window
+		require.NoError(t, err)
+		clock.Advance(time.Second)
+		s, err := d.Read()
+		require.NoError(t, err)
+		require.NotNil(t, s.GPM, "GPU %d has GPM once the stall is over", i)
+		if i == 0 {
+			require.Len(t, s.MIG, 1)
+			assert.NotNil(t, s.MIG[0].GPM, "and so does its GPU instance")
+		}
+	}
+}

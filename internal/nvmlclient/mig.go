@@ -77,23 +77,20 @@ func (d *Device) takeMIGInventory(lib nvml.Interface, sym symbols) {
 	// NVML has no whole-GPU utilization in MIG mode; GPM is read per GPU
 	// instance.
 	d.gpm.readsGeneral = false
-	if sym.gpm && d.gpm.supported {
+	if sym.gpm && (d.gpm.supported || d.gpm.pending) {
 		for _, m := range d.migs {
-			if !m.first {
-				continue
+			if m.first {
+				m.gpm.pending = true
+				d.startGPM(&m.gpm, d.migSampleGet(m), m.info.UUID)
 			}
-			gi := int(m.info.GPUInstanceID)
-			if !d.gpmGate.acquire(gpmGateWait) {
-				d.logger.Warn("Another GPU's GPM call is still running; GPM metrics are absent for this MIG device until NVML is re-opened",
-					zap.String("mig.uuid", m.info.UUID))
-				continue
-			}
-			func() {
-				defer d.gpmGate.release() // also when the driver's call panics
-				m.gpm.start(lib, func(smp nvml.GpmSample) nvml.Return { return d.handle.GpmMigSampleGet(gi, smp) }, d.now)
-			}()
 		}
 	}
+}
+
+// migSampleGet takes a GPM sample of m's GPU instance.
+func (d *Device) migSampleGet(m *migDevice) func(nvml.GpmSample) nvml.Return {
+	gi := int(m.info.GPUInstanceID)
+	return func(smp nvml.GpmSample) nvml.Return { return d.handle.GpmMigSampleGet(gi, smp) }
 }
 
 // markFirstInInstance marks, in each GPU instance, the MIG device with the
@@ -162,9 +159,11 @@ func (r *reading) readMIG(s *Sample) {
 		}) {
 			ms.MemoryUsedBytes, ms.MemoryTotalBytes, ms.MemoryReservedBytes = used, total, reserved
 		}
-		if m.gpm.supported {
-			gi := int(m.info.GPUInstanceID)
-			ms.GPM = r.gpmWindow(&m.gpm, r.d.gpm.requests, func(smp nvml.GpmSample) nvml.Return { return r.d.handle.GpmMigSampleGet(gi, smp) })
+		switch {
+		case m.gpm.pending:
+			r.d.startGPM(&m.gpm, r.d.migSampleGet(m), m.info.UUID)
+		case m.gpm.supported:
+			ms.GPM = r.gpmWindow(&m.gpm, r.d.gpm.requests, r.d.migSampleGet(m))
 		}
 		if r.d.readProcesses {
 			ms.Processes = r.migProcesses(m, s.Processes)
