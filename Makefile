@@ -16,7 +16,15 @@ HELM_VERSION     := v3.22.0
 BIN       := $(CURDIR)/.bin
 OCB       := $(BIN)/builder-$(OCB_VERSION)
 MDATAGEN  := $(BIN)/mdatagen-$(MDATAGEN_VERSION)
-HELM      := $(BIN)/helm-$(HELM_VERSION)
+# helm links the Kubernetes version it assumes without --kube-version (and
+# lints against) at build time; a plain go install leaves helm's fallback,
+# v1.20, below the chart's kubeVersion. 1.37: the client-go helm v3.22 is
+# built with, as helm's own Makefile sets it.
+HELM_KUBE_MAJOR  := 1
+HELM_KUBE_MINOR  := 37
+HELM      := $(BIN)/helm-$(HELM_VERSION)-k8s$(HELM_KUBE_MAJOR).$(HELM_KUBE_MINOR)
+HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
+	$(foreach p,pkg/chartutil pkg/lint/rules,-X helm.sh/helm/v3/$(p).k8sVersionMajor=$(HELM_KUBE_MAJOR) -X helm.sh/helm/v3/$(p).k8sVersionMinor=$(HELM_KUBE_MINOR))
 DIST_DIR  := $(CURDIR)/_build
 OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
@@ -52,7 +60,7 @@ $(MDATAGEN): tools/mdatagen/go.mod tools/mdatagen/go.sum
 
 $(HELM):
 	@mkdir -p $(BIN)
-	GOBIN=$(BIN) $(GO) install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(BIN)/helm $@
 
 tools: $(OCB) $(MDATAGEN) $(HELM)

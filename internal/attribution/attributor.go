@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/procinfo"
 )
 
@@ -49,9 +50,9 @@ type Attributor struct {
 	pods   *PodResourcesCache // nil: no kubelet
 
 	// warned holds the causes of failed reads already logged (what read
-	// failed, and ErrorCause): an unreadable proc root fails every
-	// process the same way, and is logged once.
-	warned *CauseLog
+	// failed, and ErrorCause), at most maxWarnedCauses: an unreadable proc
+	// root fails every process the same way, and is logged once.
+	warned *logonce.Log
 }
 
 // maxWarnedCauses bounds the causes of failed reads remembered; later
@@ -193,15 +194,15 @@ func (a *Attributor) Allocated(deviceID string) bool {
 // cause, naming the first process it happened to. A process that has
 // exited is not worth a log: it is not passed here.
 func (a *Attributor) warnRead(what string, pid int, err error) {
-	first, full := a.warned.Note(what + ": " + ErrorCause(err))
+	v := a.warned.Fail(what+": "+ErrorCause(err), "")
 	msg := "Cannot read a GPU process's details under the proc root; it is reported without executable, owner and creation time"
 	if what == readCgroup {
 		msg = "Cannot read a GPU process's cgroup; it is reported without container and pod"
 	}
 	switch {
-	case full:
+	case v.Full:
 		a.logger.Debug(msg, zap.Int("pid", pid), zap.Error(err))
-	case first:
+	case v.Log:
 		a.logger.Warn(msg+", as are the other processes whose read fails the same way (logged once per cause)",
 			zap.String("proc_root", a.cfg.ProcRoot), zap.Int("pid", pid), zap.Error(err))
 	}

@@ -72,17 +72,13 @@ func NewCgroupCPUReader(procRoot, cgroupRoot string) *CgroupCPUReader {
 // been reused. The error matches ErrProcessNotFound too.
 var ErrContainerChanged = errors.New("the process is no longer in the container it was attributed to")
 
-// Read returns the CPU of the cgroup the process pid is in. A process that
-// is gone gives an error matching ErrProcessNotFound.
-func (r *CgroupCPUReader) Read(pid int) (ContainerCPU, error) {
-	return r.read(pid, "", false)
-}
-
-// ReadContainer is Read for a process found in the container containerID
-// (its 64-hex id; "" for none) some time before: when the process's cgroup
-// names another container now, the process has exited and its PID has been
-// reused, and the error matches ErrContainerChanged and ErrProcessNotFound.
-// Another container's CPU is never read for containerID.
+// ReadContainer returns the CPU of the cgroup the process pid is in, a
+// process found in the container containerID (its 64-hex id; "" for none)
+// some time before. A process that is gone gives an error matching
+// ErrProcessNotFound. When the process's cgroup names another container
+// now, the process has exited and its PID has been reused, and the error
+// matches ErrContainerChanged and ErrProcessNotFound. Another container's
+// CPU is never read for containerID.
 func (r *CgroupCPUReader) ReadContainer(pid int, containerID string) (ContainerCPU, error) {
 	return r.read(pid, containerID, true)
 }

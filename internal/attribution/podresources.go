@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 )
 
 // DefaultPodResourcesSocket is where the kubelet serves the PodResources
@@ -139,7 +141,7 @@ type PodResourcesCache struct {
 	expired bool   // the expiry was logged; used by the refresh goroutine only
 	// notUUIDWarned holds the nonUUIDIDs causes logged, at most
 	// maxNonUUIDShapes.
-	notUUIDWarned *CauseLog
+	notUUIDWarned *logonce.Log
 }
 
 // NewPodResourcesCache returns a cache that does nothing until Start. A nil
@@ -257,7 +259,7 @@ func (c *PodResourcesCache) warnNonUUIDs(s *podSnapshot) {
 	if s == nil || s.notUUIDs.cause == "" {
 		return
 	}
-	if first, _ := c.notUUIDWarned.Note(s.notUUIDs.cause); !first {
+	if !c.notUUIDWarned.Once(s.notUUIDs.cause) {
 		return
 	}
 	c.logger.Warn("The kubelet lists GPUs by ids that are not GPU UUIDs, so pod names cannot be attached to GPUs "+

@@ -9,9 +9,10 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"sync/atomic"
 
 	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 )
 
 // errPIDNamespace is returned by resolver.resolve for every PID once the
@@ -32,8 +33,8 @@ type resolver struct {
 	logger   *zap.Logger
 
 	once   sync.Once
-	err    error // the verdict: nil, errPIDNamespace or an unreadable root
-	warned atomic.Bool
+	err    error        // the verdict: nil, errPIDNamespace or an unreadable root
+	warned *logonce.Log // the verdict was logged
 }
 
 // newResolver returns a resolver on the /proc mounted at procRoot ("/proc"
@@ -44,7 +45,7 @@ func newResolver(procRoot string, logger *zap.Logger) *resolver {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &resolver{procRoot: procRoot, logger: logger}
+	return &resolver{procRoot: procRoot, logger: logger, warned: logonce.New(1)}
 }
 
 // check reports, once for the resolver's life, whether the proc root can
@@ -63,7 +64,7 @@ func newResolver(procRoot string, logger *zap.Logger) *resolver {
 // The first call that finds a problem logs it once, as a warning.
 func (r *resolver) check() error {
 	r.once.Do(func() { r.err = r.verdict() })
-	if r.err != nil && r.warned.CompareAndSwap(false, true) {
+	if r.err != nil && r.warned.Once("verdict") {
 		if errors.Is(r.err, errPIDNamespace) {
 			r.logger.Warn("GPU processes cannot be mapped to containers: the collector runs in its own PID namespace. "+
 				"Run it with hostPID: true, or mount the host's /proc and set the proc root to it; "+

@@ -39,6 +39,9 @@ type accountant struct {
 	// starts holds, within one scrape, the start times of the resources
 	// accounted, for stampStarts.
 	starts map[resourceKey]starts
+	// unlisted holds, within one scrape, the devices whose process list
+	// failed: their processes' accounts are kept.
+	unlisted map[string]bool
 }
 
 // deviceAccount is one device's counters under one owner.
@@ -79,6 +82,7 @@ func newAccountant(cfg *Config) *accountant {
 		devices:       map[string]*deviceAccount{},
 		processes:     map[processKey]*processAccount{},
 		starts:        map[resourceKey]starts{},
+		unlisted:      map[string]bool{},
 	}
 }
 
@@ -87,6 +91,7 @@ func (a *accountant) reset() {
 	clear(a.devices)
 	clear(a.processes)
 	clear(a.starts)
+	clear(a.unlisted)
 }
 
 // deviceWindow is what one sample tells of one device's last window.
@@ -160,12 +165,8 @@ func (a *accountant) add(w deviceWindow) (*deviceAccount, []*processAccount) {
 	}
 	if !w.listed {
 		// Not listed this time: the processes' accounts wait for the next
-		// listing rather than start over.
-		for k, pa := range a.processes {
-			if k.device == w.id {
-				pa.seen = a.scrape
-			}
-		}
+		// listing rather than start over (endScrape keeps them).
+		a.unlisted[w.id] = true
 		return acct, nil
 	}
 	return acct, a.addProcesses(w, windowStart, dt, idle)
@@ -250,11 +251,12 @@ func (a *accountant) endScrape(unread map[string]bool) {
 		}
 	}
 	for k, pa := range a.processes {
-		if pa.seen != a.scrape && !unread[pa.parent] {
+		if pa.seen != a.scrape && !unread[pa.parent] && !a.unlisted[k.device] {
 			delete(a.processes, k)
 		}
 	}
 	clear(a.starts)
+	clear(a.unlisted)
 	a.scrape++
 }
 

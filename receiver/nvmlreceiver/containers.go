@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -22,8 +23,8 @@ type containerCPU struct {
 	// (attribution.ErrorCause: less the paths, which name the container's
 	// cgroup, and the PID it was read through): a wrong cgroup_root fails
 	// every container the same way, and is logged once, not once per
-	// container.
-	warned *attribution.CauseLog
+	// container (attribution.NewCauseLog).
+	warned *logonce.Log
 }
 
 // maxWarnedCauses bounds the causes remembered; later causes are logged at
@@ -89,11 +90,11 @@ func (c *containerCPU) record(mb *metadata.MetricsBuilder, ts pcommon.Timestamp,
 // warn logs a failed read once per cause, naming the first container it
 // happened to.
 func (c *containerCPU) warn(id string, err error) {
-	first, full := c.warned.Note(attribution.ErrorCause(err))
-	if full {
+	v := c.warned.Fail(attribution.ErrorCause(err), "")
+	if v.Full {
 		c.logger.Debug("Cannot read the CPU of a container that holds a GPU", zap.String("container.id", id), zap.Error(err))
 	}
-	if !first {
+	if !v.Log {
 		return
 	}
 	c.logger.Warn("Cannot read the CPU of a container that holds a GPU; container.cpu.time is left out for it, "+

@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/receiver"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
@@ -46,7 +47,7 @@ type eventCounter struct {
 	// nvmlEventSetWait returned late) is dropped.
 	gen    uint64
 	xids   map[string]map[int64]int64 // per GPU UUID, per Xid code
-	logged map[string]struct{}        // GPU/kind/code already in the collector's log
+	logged *logonce.Log               // GPU/kind/code already in the collector's log
 
 	// emit is held (a one-slot semaphore, so that stop can wait for it
 	// under a deadline) while an event is turned into log records and
@@ -59,7 +60,7 @@ type eventCounter struct {
 
 func newEventCounter(cfg *Config, set receiver.Settings, client *nvmlclient.Client, bounds *lifecycleBounds) *eventCounter {
 	return &eventCounter{cfg: cfg, set: set, logger: set.Logger, client: client, bounds: bounds,
-		xids: map[string]map[int64]int64{}, logged: map[string]struct{}{}, emit: make(chan struct{}, 1)}
+		xids: map[string]map[int64]int64{}, logged: logonce.New(maxLoggedKeys), emit: make(chan struct{}, 1)}
 }
 
 // start starts the watcher on the open client.
@@ -140,10 +141,8 @@ func (e *eventCounter) onEvent(w *eventWatcher, ev nvmlclient.Event) {
 		}
 		byCode[int64(ev.XID)]++
 	}
-	_, seen := e.logged[key]
-	e.logged[key] = struct{}{}
 	e.mu.Unlock()
-	if !seen {
+	if e.logged.Once(key) {
 		e.logger.Warn("GPU event (later ones of this GPU, kind and code are not logged here)",
 			zap.String("hw.id", ev.Device.UUID), zap.String("event", ev.Kind.String()), zap.Uint64("xid", ev.XID))
 	}

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/metric/noop"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
@@ -41,8 +42,8 @@ type nvmlScraper struct {
 	scrapeSet metric.MeasurementOption // receiver and scraper, as scraperhelper's
 
 	// Used from the scrape goroutine only.
-	logged  map[string]struct{} // "device/cause" keys already logged
-	stalled bool                // the component status says a read is stuck
+	logged  *logonce.Log // "device/cause" keys logged
+	stalled bool         // the component status says a read is stuck
 
 	// Shared by the metrics and logs sides of one configured receiver
 	// (shared.go): started says which sides are started. The first Start
@@ -54,6 +55,11 @@ type nvmlScraper struct {
 	hasMetrics bool
 	onLastStop func()
 }
+
+// maxLoggedKeys bounds what the log of a scraper or an event counter
+// remembers (GPUs by cause; GPUs by event kind and code): the least
+// recently noted is forgotten first.
+const maxLoggedKeys = 1024
 
 // side is the metrics or the logs side of a receiver.
 type side int
@@ -70,7 +76,7 @@ func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *
 		logger:   set.Logger,
 		reporter: newReporter(cfg),
 		bounds:   defaultBounds,
-		logged:   map[string]struct{}{},
+		logged:   logonce.New(maxLoggedKeys),
 	}
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
@@ -291,7 +297,7 @@ func (s *nvmlScraper) readAll(ctx context.Context, deadline time.Time, devices [
 			}
 			if r.err == nil {
 				samples[r.i] = &r.sample
-				delete(s.logged, devices[r.i].Info.UUID+"/slow")
+				s.logged.OK(devices[r.i].Info.UUID + "/slow") // logged again when slow again
 				continue
 			}
 			if errors.Is(r.err, nvmlclient.ErrBusy) {
@@ -334,10 +340,8 @@ func (s *nvmlScraper) logPending(devices []*nvmlclient.Device, answered, stuck [
 }
 
 func (s *nvmlScraper) logOnce(d *nvmlclient.Device, cause, msg string) {
-	key := d.Info.UUID + "/" + cause
-	if _, seen := s.logged[key]; seen {
+	if !s.logged.Once(d.Info.UUID + "/" + cause) {
 		return
 	}
-	s.logged[key] = struct{}{}
 	s.logger.Warn(msg, zap.String("hw.id", d.Info.UUID), zap.Int("nvidia.gpu.index", d.Info.Index))
 }

@@ -94,7 +94,7 @@ func checkREADMEMetrics(t *testing.T, md map[string]metricSpec, prom *prometheus
 			}
 			kind := "gauge"
 			if !spec.Gauge {
-				kind = map[bool]string{true: "monotonic sum", false: "non-monotonic sum"}[spec.Monotonic]
+				kind = map[bool]string{true: "counter", false: "updown"}[spec.Monotonic]
 			}
 			assert.Equal(t, kind, r.kind, "README.md: the type of %s", name)
 			assert.Equal(t, spec.Unit, r.unit, "README.md: the unit of %s", name)

@@ -12,7 +12,8 @@ And once: nvidia-smi --query-gpu with 15 fields, wall and CPU per call.
 Prints a markdown table and writes cost.json. Reads only; changes no GPU
 setting. Works with any number of GPUs (the receiver and nvidia-smi read
 them all); --load names them and their load in the table.
-Usage: cost.py --out DIR --seconds 45 [--load TEXT] before=DIR after=DIR
+Usage: cost.py --out DIR --seconds 45 [--load TEXT] before=DIR after=DIR [label=DIR@BLOCK.yaml]
+(BLOCK.yaml: the nvml receiver block to run that build's collector with.)
 """
 import argparse
 import json
@@ -165,8 +166,15 @@ def main():
     res = {"load": a.load, "smi": smi(), "builds": {}}
     for b in a.builds:
         label, d = b.split("=", 1)
-        res["builds"][label] = {"receiver": receiver(d, a.out, label), "collector": collector(d, a.out, label, a.seconds)}
-    last = a.builds[-1].split("=", 1)[1]
+        # label=DIR@FILE: the collector runs with FILE as its receiver block
+        # (e.g. some metrics off), to price a set of metrics.
+        config = CONFIG
+        if "@" in d:
+            d, block = d.split("@", 1)
+            with open(block) as f:
+                config = collector_config(f.read().strip("\n"))
+        res["builds"][label] = {"receiver": receiver(d, a.out, label), "collector": collector(d, a.out, label, a.seconds, config=config)}
+    last = a.builds[-1].split("=", 1)[1].split("@", 1)[0]
     res["idle"] = collector(last, a.out, "idle", min(a.seconds, 20), config=IDLE_CONFIG)
     res["events"] = collector(last, a.out, "events", min(a.seconds, 30), config=EVENTS_CONFIG)
     with open(os.path.join(a.out, "cost.json"), "w") as f:
