@@ -54,16 +54,16 @@ func (r *reading) readCounters(s *Sample) {
 	case due && cs.busy.CompareAndSwap(false, true):
 		// Close waits for it, and never shuts NVML down under it; once
 		// Close has begun, no read starts.
-		if !d.calls.begin() {
+		if !d.sess.calls.begin() {
 			cs.busy.Store(false)
 			break
 		}
 		cs.pending.Add(1)
 		go func() {
 			defer cs.pending.Done()
-			defer d.calls.end()
-			// In line after the GPUs this scrape is reading (lane.go).
-			leave := d.lane.enter()
+			defer d.sess.calls.end()
+			// In line after the GPUs this scrape is reading (the lane).
+			leave, _ := d.sess.lane.enter()
 			defer leave()
 			d.takeCounters()
 		}()

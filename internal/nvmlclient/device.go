@@ -9,6 +9,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 )
 
 // Device reads one GPU. Reads of one device never overlap: a read that is
@@ -30,13 +32,8 @@ type Device struct {
 	hasProcesses atomic.Bool
 	panics       atomic.Int64 // recovered inside reads (panics.go)
 
-	opts    options
-	calls   *inflight // the session's NVML calls in flight
-	rawLib  *rawLib   // nil on go-nvml's mocks
-	gpmGate *gpmGate  // one GPM call sequence at a time across the session's GPUs
-	lane    *lane     // one GPU's reads at a time across the session (lane.go)
-	lostLog *lostLog  // the client's GPUs logged lost (lostlog.go)
-	raw     rawDevice // the C handle, for the bounded list calls (prime.go)
+	sess *session  // what the session's GPUs share: the lane, the GPM gate, the calls in flight
+	raw  rawDevice // the C handle, for the bounded list calls (prime.go)
 
 	// wanted says which calls answer an asked-for figure; set at Open.
 	wanted [callCount]bool
@@ -59,12 +56,15 @@ type Device struct {
 	// readProcesses is set by the client's options at Open.
 	readProcesses bool
 
-	logMu  sync.Mutex
-	logged map[string]struct{}
-	// failing is what the log said of each call that failed (logCalls);
+	// once remembers what was logged once (logOnce); callLog, what the log
+	// said of each failing call (logCalls).
+	once    *logonce.Log
+	callLog *logonce.Log
+	// failing is each call's failure (logCalls, under logMu);
 	// failingCount, how many fail now, lets a success skip the lock while
 	// none does.
-	failing      map[call]*callLog
+	logMu        sync.Mutex
+	failing      [callCount]callState
 	failingCount atomic.Int32
 
 	stats [callCount]callStat
@@ -94,15 +94,16 @@ func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym symbols, 
 		handle:  h,
 		symbols: sym,
 		logger:  logger.With(zap.String("hw.id", info.UUID), zap.Int("nvidia.gpu.index", info.Index)),
-		logged:  map[string]struct{}{},
-		failing: map[call]*callLog{},
+		once:    logonce.New(maxLoggedOnce),
 		now:     time.Now,
 		figures: AllFigures,
 		leftOut: Figures.Len,
 	}
+	d.callLog = logonce.New(int(callCount), logonce.WithHoldOff(flapHoldOff), logonce.WithClock(func() time.Time { return d.now() }))
 	for c := range d.wanted {
 		d.wanted[c] = true
 	}
+	d.support.once = d.once
 	for c := range sym.missing {
 		// Known absent before the first call: skipped for good, without a
 		// log line per device (the library, not the GPU, lacks it).
@@ -118,6 +119,7 @@ func (d *Device) configure(o options) {
 		d.now = o.now
 	}
 	d.memCtrlOnGPM = o.memCtrlOnGPM
+	d.readProcesses = o.processes
 	d.counters.interval = o.counterInterval
 	d.figures = o.figures
 	if o.leftOut != nil {
@@ -150,18 +152,10 @@ func (d *Device) Lost() bool { return d.lost.Load() }
 // group all or nothing: the GPM sample with its metrics, and the process
 // list with its utilization.
 func (d *Device) Read() (Sample, error) {
-	if d.lost.Load() {
-		return Sample{}, ErrGPULost
+	leave, err := d.enter()
+	if err != nil {
+		return Sample{}, err
 	}
-	if !d.busy.CompareAndSwap(false, true) {
-		return Sample{}, ErrBusy
-	}
-	defer d.busy.Store(false)
-	if !d.calls.begin() {
-		return Sample{}, ErrNotOpen // the session is closing
-	}
-	defer d.calls.end()
-	leave := d.lane.enter()
 	defer leave()
 	d.prime()
 
@@ -190,7 +184,7 @@ func (d *Device) Read() (Sample, error) {
 		d.markLost(r.lostCall)
 		return Sample{}, ErrGPULost
 	}
-	d.lostLog.back(d.Info.UUID)
+	d.sess.lost.OK(d.Info.UUID)
 	d.logCalls(r.failed)
 	if len(r.failed) == 0 {
 		return s, nil
@@ -204,14 +198,11 @@ func (d *Device) Read() (Sample, error) {
 // after the hold-off says how many failures went unlogged.
 const flapHoldOff = 5 * time.Minute
 
-// callLog is what the log has said about one call of one device.
-type callLog struct {
-	failing  bool      // failed at its last answer
-	cause    string    // the cause of that failure
-	logged   bool      // this failure episode was logged: its recovery is too
-	lastWarn time.Time // the call's last warn line
-	unlogged int       // failures (episodes or causes) held off since lastWarn
-	answered bool      // succeeded since it failed (answeredAgain)
+// callState is what a device's reads know of one call's failure: the log
+// (callLog) keeps what it said of it.
+type callState struct {
+	failing  bool // failed at its last answer
+	answered bool // succeeded since it failed (answeredAgain)
 }
 
 // logCalls logs, at warn and without a stack trace, each call that fails
@@ -222,47 +213,19 @@ func (d *Device) logCalls(failed []*CallError) {
 	if len(failed) == 0 && d.failingCount.Load() == 0 {
 		return
 	}
-	type line struct {
-		warn     *CallError
-		back     call
-		unlogged int
-	}
-	var lines []line
-	now := d.now()
+	var failedNow [callCount]bool
+	var back []call
 	d.logMu.Lock()
-	failedNow := map[call]bool{}
 	for _, f := range failed {
 		failedNow[f.call] = true
-		st := d.failing[f.call]
-		if st == nil {
-			st = &callLog{}
-			d.failing[f.call] = st
-		}
-		st.answered = false
-		if st.failing && st.cause == f.cause() {
-			continue
-		}
-		newEpisode := !st.failing
-		st.failing, st.cause = true, f.cause()
-		if !st.lastWarn.IsZero() && now.Sub(st.lastWarn) < flapHoldOff {
-			st.unlogged++
-			if newEpisode {
-				st.logged = false
-			}
-			continue
-		}
-		lines = append(lines, line{warn: f, unlogged: st.unlogged})
-		st.lastWarn, st.unlogged = now, 0
-		st.logged = true // its recovery is logged too
+		d.failing[f.call] = callState{failing: true}
 	}
 	n := int32(0)
-	for c, st := range d.failing {
+	for c := range d.failing {
+		st := &d.failing[c]
 		if st.failing && st.answered && !failedNow[c] {
-			st.failing, st.answered = false, false
-			if st.logged {
-				lines = append(lines, line{back: c})
-			}
-			st.logged = false
+			*st = callState{}
+			back = append(back, call(c))
 		}
 		if st.failing {
 			n++
@@ -270,18 +233,23 @@ func (d *Device) logCalls(failed []*CallError) {
 	}
 	d.failingCount.Store(n)
 	d.logMu.Unlock()
-	for _, l := range lines {
-		if l.warn == nil {
-			d.logger.Info("NVML call recovered; the metrics it feeds are back", zap.String("call", l.back.String()))
+	for _, f := range failed {
+		v := d.callLog.Fail(f.call.String(), f.cause())
+		if !v.Log {
 			continue
 		}
-		fields := []zap.Field{zap.String("call", l.warn.Call), zap.Error(l.warn)}
-		if l.unlogged > 0 {
-			fields = append(fields, zap.Int("unlogged_failures", l.unlogged))
+		fields := []zap.Field{zap.String("call", f.Call), zap.Error(f)}
+		if v.Unlogged > 0 {
+			fields = append(fields, zap.Int("unlogged_failures", v.Unlogged))
 		}
 		d.logger.Warn("NVML call failed; the metrics it feeds are left out until it answers again "+
 			"(logged once per call and cause, and once when it recovers; a call that keeps flapping once per "+
 			flapHoldOff.String()+", with the failures not logged in between)", fields...)
+	}
+	for _, c := range back {
+		if d.callLog.OK(c.String()) {
+			d.logger.Info("NVML call recovered; the metrics it feeds are back", zap.String("call", c.String()))
+		}
 	}
 }
 
@@ -292,7 +260,7 @@ func (d *Device) answeredAgain(c call) {
 		return
 	}
 	d.logMu.Lock()
-	if st := d.failing[c]; st != nil && st.failing {
+	if st := &d.failing[c]; st.failing {
 		st.answered = true
 	}
 	d.logMu.Unlock()
@@ -300,7 +268,7 @@ func (d *Device) answeredAgain(c call) {
 
 // markLost records that the GPU fell off the bus, logged once.
 func (d *Device) markLost(c call) {
-	if d.lost.CompareAndSwap(false, true) && d.lostLog.first(d.Info.UUID) {
+	if d.lost.CompareAndSwap(false, true) && d.sess.lost.Once(d.Info.UUID) {
 		d.logger.Error("GPU is lost (fallen off the bus); no more metrics from it until NVML is re-initialized",
 			zap.String("call", c.String()))
 	}
@@ -319,13 +287,13 @@ func (d *Device) leftOutBy(failed []*CallError) int {
 	return max(d.leftOut(figs&d.figures), 1)
 }
 
+// maxLoggedOnce bounds a device's memory of lines logged once: a few per
+// call and GPM metric.
+const maxLoggedOnce = 256
+
 // logOnce runs log the first time key is seen on this device.
 func (d *Device) logOnce(key string, log func(*zap.Logger)) {
-	d.logMu.Lock()
-	_, seen := d.logged[key]
-	d.logged[key] = struct{}{}
-	d.logMu.Unlock()
-	if !seen {
+	if d.once.Once(key) {
 		log(d.logger)
 	}
 }

@@ -3,6 +3,7 @@
 package nvmlclient
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -40,7 +41,9 @@ type gpmState struct {
 	havePrev     bool
 	totals       [gpmTrafficCount]float64
 	seenTotals   [gpmTrafficCount]bool
-	failed       map[nvml.GpmMetricId]bool // per-metric errors already logged
+	// mig names the MIG device whose GPU instance this samples (empty:
+	// the GPU), for the log.
+	mig string
 }
 
 // gpmRequest is one metric asked of nvmlGpmMetricsGet and where its value
@@ -99,15 +102,16 @@ func (d *Device) initGPM(lib nvml.Interface, sym symbols) {
 // past its allowance, g stays pending and the next read tries again. mig
 // names the MIG device whose GPU instance g samples (empty: the GPU).
 func (d *Device) startGPM(g *gpmState, take func(nvml.GpmSample) nvml.Return, mig string) {
-	if !d.gpmGate.acquire(gpmGateWait) {
+	leave, ok := d.sess.gpm.enter()
+	if !ok {
 		d.logOnce("gpm-deferred/"+mig, func(l *zap.Logger) {
 			l.Info("Another GPU's GPM call is still running; GPM starts at a later read of this GPU (logged once)",
 				zap.String("mig.uuid", mig))
 		})
 		return
 	}
-	defer d.gpmGate.release() // also when the driver's call panics
-	g.pending = false
+	defer leave() // also when the driver's call panics
+	g.pending, g.mig = false, mig
 	if ret := g.start(d.lib, take, d.now); ret != nvml.SUCCESS {
 		d.logger.Warn("nvmlGpmSampleAlloc failed; GPM metrics are absent for this GPU", zap.String("nvml.return", ret.Error()),
 			zap.String("mig.uuid", mig))
@@ -127,7 +131,6 @@ func (g *gpmState) start(lib nvml.Interface, take func(nvml.GpmSample) nvml.Retu
 		*s = smp
 	}
 	g.supported = true
-	g.failed = map[nvml.GpmMetricId]bool{}
 	if take(g.prev) == nvml.SUCCESS {
 		g.prevTime, g.havePrev = now(), true
 	}
@@ -166,11 +169,12 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 	if g.havePrev && now.Sub(g.prevTime) < minGPMWindow {
 		return nil // too short to mean anything; keep the older sample
 	}
-	if !r.d.gpmGate.acquire(gpmGateWait) {
+	leave, ok := r.d.sess.gpm.enter()
+	if !ok {
 		r.fail(callGPMSampleGet, nvml.ERROR_TIMEOUT, "another GPU's GPM call is still running")
 		return nil
 	}
-	defer r.d.gpmGate.release()
+	defer leave()
 	if !r.do(callGPMSampleGet, func() nvml.Return { return take(g.cur) }) {
 		g.havePrev = false
 		return nil
@@ -187,7 +191,7 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 		mg.Metrics[mg.NumMetrics].MetricId = uint32(rq.id)
 		mg.NumMetrics++
 	}
-	ok := r.do(callGPMMetricsGet, func() nvml.Return { return r.d.lib.GpmMetricsGet(mg) })
+	ok = r.do(callGPMMetricsGet, func() nvml.Return { return r.d.lib.GpmMetricsGet(mg) })
 	// The new sample is the next window's start, whatever happens below.
 	g.prev, g.cur = g.cur, g.prev
 	g.prevTime = now
@@ -204,11 +208,11 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 			if rq.id == nvml.GPM_METRIC_GRAPHICS_UTIL && g.readsGeneral {
 				g.readsGeneral = false // the GPU's sample window answers instead
 			}
-			if !g.failed[rq.id] {
-				g.failed[rq.id] = true
-				r.d.logger.Info("GPM metric not available on this GPU; it is left out",
-					zap.Uint32("gpm.metric_id", uint32(rq.id)), zap.String("nvml.return", nvml.Return(m.NvmlReturn).Error()))
-			}
+			ret := nvml.Return(m.NvmlReturn)
+			r.d.logOnce(fmt.Sprintf("gpm/%s/%d", g.mig, rq.id), func(l *zap.Logger) {
+				l.Info("GPM metric not available on this GPU; it is left out", zap.String("mig.uuid", g.mig),
+					zap.Uint32("gpm.metric_id", uint32(rq.id)), zap.String("nvml.return", ret.Error()))
+			})
 			continue
 		}
 		if !rq.traffic {

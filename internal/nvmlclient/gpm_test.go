@@ -160,21 +160,28 @@ func TestGPMCallsNeverOverlapAcrossGPUs(t *testing.T) {
 
 func TestGPMGateGivesUpOnAHungHolder(t *testing.T) {
 	const allowance = 20 * time.Millisecond
-	g := newGPMGate()
-	require.True(t, g.acquire(allowance))
+	g := &guard{maxHold: allowance}
+	enter := func() bool {
+		_, ok := g.enter()
+		return ok
+	}
+	release, ok := g.enter()
+	require.True(t, ok)
 	start := time.Now()
-	assert.False(t, g.acquire(allowance), "held: a second GPU gives up after what is left of the holder's allowance")
+	assert.False(t, enter(), "held: a second GPU gives up after what is left of the holder's allowance")
 	assert.GreaterOrEqual(t, time.Since(start), allowance/2)
 	start = time.Now()
-	assert.False(t, g.acquire(allowance), "the holder is past its allowance: nobody waits on it again")
+	assert.False(t, enter(), "the holder is past its allowance: nobody waits on it again")
 	assert.Less(t, time.Since(start), allowance)
-	g.release()
-	assert.True(t, g.acquire(allowance), "released: free again")
-	go func() { time.Sleep(2 * time.Millisecond); g.release() }()
-	assert.True(t, g.acquire(time.Minute), "a holder that releases in time hands the gate over")
-	g.release()
-	var free *gpmGate
-	assert.True(t, free.acquire(0), "devices without a session have no gate")
+	release()
+	release, ok = g.enter()
+	assert.True(t, ok, "released: free again")
+	g.maxHold = time.Minute
+	go func() { time.Sleep(2 * time.Millisecond); release() }()
+	release, ok = g.enter()
+	assert.True(t, ok, "a holder that releases in time hands the gate over")
+	release()
+	assert.Empty(t, g.queue, "who gave up left the line")
 }
 
 // One GPU hung inside a GPM call delays the other GPUs' reads by the
@@ -216,10 +223,10 @@ func TestGPMStartsAfterATransientGateStall(t *testing.T) {
 	c := New(m, zap.NewNop(), WithClock(clock.Now))
 	require.NoError(t, c.Open(nil))
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	gate := c.Devices()[0].gpmGate
-	require.True(t, gate.acquire(gpmGateWait), "another GPU's GPM call, stalled")
+	release, ok := c.Devices()[0].sess.gpm.enter()
+	require.True(t, ok, "another GPU's GPM call, stalled")
 	c.PrimeAll()
-	gate.release()
+	release()
 	for _, i := range []int{0, 1} {
 		d := c.Devices()[i]
 		clock.Advance(time.Second)

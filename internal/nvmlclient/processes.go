@@ -191,15 +191,13 @@ func (r *reading) readProcesses(s *Sample) {
 // priming runs (that read samples them itself), before priming, and on a
 // lost GPU: it reports whether a sample was taken.
 func (d *Device) SampleShares() bool {
-	if !d.readProcesses || d.lost.Load() || !d.primed.Load() || !d.busy.CompareAndSwap(false, true) {
+	if !d.readProcesses || !d.primed.Load() {
 		return false
 	}
-	defer d.busy.Store(false)
-	if !d.calls.begin() {
+	leave, err := d.enter()
+	if err != nil {
 		return false
 	}
-	defer d.calls.end()
-	leave := d.lane.enter()
 	defer leave()
 	r := &reading{d: d}
 	var samples []nvml.ProcessUtilizationSample

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
@@ -75,7 +76,7 @@ func TestUnsupportedAnswerExpiresWithBackoff(t *testing.T) {
 }
 
 func TestBackoffIsCapped(t *testing.T) {
-	var sc supportCache
+	sc := supportCache{once: logonce.New(maxLoggedOnce)}
 	now := time.Unix(0, 0)
 	for range 20 {
 		sc.unsupported(callFanSpeed, nvml.ERROR_NOT_SUPPORTED, now)
@@ -86,7 +87,7 @@ func TestBackoffIsCapped(t *testing.T) {
 }
 
 func TestMissingSymbolIsNeverAsked(t *testing.T) {
-	var sc supportCache
+	sc := supportCache{once: logonce.New(maxLoggedOnce)}
 	sc.markMissing(callRemappedRows)
 	assert.False(t, sc.usable(callRemappedRows, time.Now().Add(time.Hour)))
 }
