@@ -198,7 +198,7 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 	if !ok {
 		return nil
 	}
-	out := &GPMReading{window: window}
+	out := &GPMReading{}
 	for i, rq := range requests {
 		m := mg.Metrics[i]
 		if m.MetricId != uint32(rq.id) {

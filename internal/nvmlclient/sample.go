@@ -159,7 +159,6 @@ const (
 
 // GPMReading is what GPM measured over one window.
 type GPMReading struct {
-	window   time.Duration // what the figures were computed over
 	Activity [gpmActivityCount]Opt[float64]
 	// TrafficBytes are cumulative since Open: each window's rate times its
 	// length, added up, so that backends derive rates from a counter. The
