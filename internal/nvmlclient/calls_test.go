@@ -42,6 +42,7 @@ func TestReadTableRowsAreWhole(t *testing.T) {
 // A figure asks for exactly the calls that answer it.
 func TestFiguresSelectCalls(t *testing.T) {
 	d := &Device{}
+	d.newCollectors()
 	o := defaultOptions()
 	o.figures = FiguresOf(FigPower, FigTemperature)
 	d.configure(o)

@@ -188,7 +188,7 @@ func (c *Client) Inventory() Inventory {
 	inv.MIGDevices = nil
 	for _, d := range devices {
 		if d.primed.Load() {
-			for _, m := range d.migs {
+			for _, m := range d.mig.devices {
 				inv.MIGDevices = append(inv.MIGDevices, m.info)
 			}
 		}

@@ -42,9 +42,8 @@ type counterState struct {
 
 // readCounters puts the newest counter reading into s and starts the next
 // read when it is due. The first read of the device is taken in line.
-func (r *reading) readCounters(s *Sample) {
+func (cs *counterState) read(r *reading, s *Sample) {
 	d := r.d
-	cs := &d.counters
 	cs.mu.Lock()
 	first, due := cs.started.IsZero(), d.now().Sub(cs.started) >= cs.interval
 	cs.mu.Unlock()
@@ -93,7 +92,7 @@ func (r *reading) readCounters(s *Sample) {
 // takeCounters reads the counters once; busy is held by the caller and
 // released here.
 func (d *Device) takeCounters() {
-	cs := &d.counters
+	cs := d.counters
 	defer cs.busy.Store(false)
 	cs.mu.Lock()
 	cs.started = d.now()

@@ -27,10 +27,7 @@ type Device struct {
 	busy   atomic.Bool
 	lost   atomic.Bool
 	primed atomic.Bool
-	// hasProcesses says the newest read listed a process: the share
-	// sampler samples only such GPUs.
-	hasProcesses atomic.Bool
-	panics       atomic.Int64 // recovered inside reads (panics.go)
+	panics atomic.Int64 // recovered inside reads (panics.go)
 
 	sess *session  // what the session's GPUs share: the lane, the GPM gate, the calls in flight
 	raw  rawDevice // the C handle, for the bounded list calls (prime.go)
@@ -44,17 +41,16 @@ type Device struct {
 	// support caches NOT_SUPPORTED answers, with a backoff (support.go).
 	support supportCache
 
-	windows      [samplingCount]window
-	shares       processShares
-	gpm          gpmState
-	memCtrlOnGPM bool // read the memory controller window on GPUs with GPM too
-	fields       fieldBatch
-	counters     counterState
-	migs         []*migDevice
-	now          func() time.Time // times GPM windows, backoffs and the energy cadence
-	lastRead     time.Time        // the device clock's time of the previous read, for the codec windows
-	// readProcesses is set by the client's options at Open.
-	readProcesses bool
+	// collectors read the GPU, in order (collectors.go); the others name
+	// those whose state another part reads.
+	collectors []collector
+	gpm        *gpmCollector
+	util       *utilizationCollector
+	procs      *processCollector
+	mig        *migCollector
+	counters   *counterState
+
+	now func() time.Time // times GPM windows, backoffs and the energy cadence
 
 	// once remembers what was logged once (logOnce); callLog, what the log
 	// said of each failing call (logCalls).
@@ -99,6 +95,7 @@ func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym symbols, 
 		figures: AllFigures,
 		leftOut: Figures.Len,
 	}
+	d.newCollectors()
 	d.callLog = logonce.New(int(callCount), logonce.WithHoldOff(flapHoldOff), logonce.WithClock(func() time.Time { return d.now() }))
 	for c := range d.wanted {
 		d.wanted[c] = true
@@ -118,8 +115,8 @@ func (d *Device) configure(o options) {
 	if o.now != nil {
 		d.now = o.now
 	}
-	d.memCtrlOnGPM = o.memCtrlOnGPM
-	d.readProcesses = o.processes
+	d.util.memCtrlOnGPM = o.memCtrlOnGPM
+	d.procs.on = o.processes
 	d.counters.interval = o.counterInterval
 	d.figures = o.figures
 	if o.leftOut != nil {
@@ -161,23 +158,12 @@ func (d *Device) Read() (Sample, error) {
 
 	s := Sample{Time: d.now()} // the device clock: windows and counters agree with GPM's
 	r := &reading{d: d}
-	for _, read := range [...]func(*reading, *Sample){
-		(*reading).readGPM, // first: the general utilization of a GPU with GPM comes from it
-		(*reading).readUtilization,
-		(*reading).readMemory,
-		(*reading).readPlain,
-		(*reading).readProcesses,
-		(*reading).readFields,
-		(*reading).readHealth,
-		(*reading).readMIG,
-		(*reading).readCounters,
-	} {
+	for _, c := range d.collectors {
 		if r.lost {
 			break
 		}
-		r.guard(read, &s)
+		r.guard(c, &s)
 	}
-	d.lastRead = s.Time
 	d.support.flushLogs(d.logger)
 
 	if r.lost || d.lost.Load() {
@@ -296,6 +282,11 @@ func (d *Device) logOnce(key string, log func(*zap.Logger)) {
 	if d.once.Once(key) {
 		log(d.logger)
 	}
+}
+
+func (*getterCollector) read(r *reading, s *Sample) {
+	r.readMemory(s)
+	r.readPlain(s)
 }
 
 func (r *reading) readMemory(s *Sample) {

@@ -17,9 +17,9 @@ type fieldBatch struct {
 	calls  []call
 }
 
-// readFields reads the batch of the figures read at every scrape.
-func (r *reading) readFields(s *Sample) {
-	r.readFieldBatch(&r.d.fields, false, func(c call, v float64) { readTable[c].land(s, v) })
+// read reads the batch of the figures read at every scrape.
+func (f *fieldCollector) read(r *reading, s *Sample) {
+	r.readFieldBatch(&f.batch, false, func(c call, v float64) { readTable[c].land(s, v) })
 }
 
 // readFieldBatch reads, in one call, the field rows that are (or are not)

@@ -56,7 +56,7 @@ type gpmRequest struct {
 
 // planGPM lists the GPM metrics that answer an asked-for figure.
 func (d *Device) planGPM() {
-	g := &d.gpm
+	g := d.gpm
 	g.requests, g.figures = nil, 0
 	add := func(gm gpmMetric, index int, traffic bool) {
 		if on := gm.figures & d.figures; on != 0 {
@@ -73,17 +73,21 @@ func (d *Device) planGPM() {
 	g.readsGeneral = d.figures.Has(FigUtilization)
 }
 
-// initGPM checks GPM support and allocates the two samples, then takes the
-// first one, so that the first read already has a window. Unsupported
-// devices are logged once and carry on without GPM.
-func (d *Device) initGPM(lib nvml.Interface, sym symbols) {
+// prime checks GPM support, when a GPM figure is asked for, and allocates
+// the two samples, then takes the first one, so that the first read
+// already has a window. Unsupported devices are logged once and carry on
+// without GPM.
+func (g *gpmCollector) prime(d *Device) {
+	if !d.wanted[callGPMSampleGet] {
+		return
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			d.logger.Warn("GPM setup failed; GPM metrics are absent for this GPU", zap.Any("panic", p))
-			d.gpm.supported = false
+			g.supported = false
 		}
 	}()
-	if !sym.gpm {
+	if !d.symbols.gpm {
 		d.logger.Info("This NVML has no GPM; SM activity and the other GPM metrics are absent (needs a driver of R520 or newer)")
 		return
 	}
@@ -94,8 +98,8 @@ func (d *Device) initGPM(lib nvml.Interface, sym symbols) {
 		return
 	}
 	d.planGPM()
-	d.gpm.pending = true
-	d.startGPM(&d.gpm, d.handle.GpmSampleGet, "")
+	g.pending = true
+	d.startGPM(&g.gpmState, d.handle.GpmSampleGet, "")
 }
 
 // startGPM starts g's samples under the GPM gate. Where the gate stays held
@@ -149,15 +153,15 @@ func (g *gpmState) free() {
 }
 
 // readGPM takes the device's GPM sample and computes the window.
-func (r *reading) readGPM(s *Sample) {
-	if r.d.gpm.pending {
-		r.d.startGPM(&r.d.gpm, r.d.handle.GpmSampleGet, "")
+func (g *gpmCollector) read(r *reading, s *Sample) {
+	if g.pending {
+		r.d.startGPM(&g.gpmState, r.d.handle.GpmSampleGet, "")
 		return // the start takes the window's first sample
 	}
-	if !r.d.gpm.supported {
+	if !g.supported {
 		return
 	}
-	s.GPM = r.gpmWindow(&r.d.gpm, r.d.gpm.requests, r.d.handle.GpmSampleGet)
+	s.GPM = r.gpmWindow(&g.gpmState, g.requests, r.d.handle.GpmSampleGet)
 }
 
 // gpmWindow takes a sample with take and computes the requested metrics over

@@ -31,7 +31,7 @@ func landClockEvents(s *Sample, bits float64) {
 
 // readHealth reads the remapped rows, four figures of one call; the other
 // health figures are plain rows of the read table.
-func (r *reading) readHealth(s *Sample) {
+func (*healthCollector) read(r *reading, s *Sample) {
 	out := &s.Health
 	var corr, unc int
 	var pending, failed bool

@@ -33,15 +33,26 @@ type migDevice struct {
 	first bool
 }
 
-// takeMIGInventory lists the MIG devices of a GPU in MIG mode. A GPU not in
-// MIG mode, or a driver without MIG, has none.
-func (d *Device) takeMIGInventory(lib nvml.Interface, sym symbols) {
+// prime lists the MIG devices of a GPU in MIG mode, and starts the GPM
+// of their GPU instances. A GPU not in MIG mode, or a driver without MIG,
+// has none. It runs after the GPU's GPM collector primed.
+func (mc *migCollector) prime(d *Device) {
+	mc.list(d)
+	for _, m := range mc.devices {
+		if raw, ret := d.sess.raw.device(m.info.UUID); ret == nvml.SUCCESS {
+			m.raw = raw
+		}
+	}
+}
+
+func (mc *migCollector) list(d *Device) {
 	defer func() {
 		if p := recover(); p != nil {
 			d.logger.Warn("Cannot list MIG devices; the GPU is reported as a whole", zap.Any("panic", p))
-			d.migs = nil
+			mc.devices = nil
 		}
 	}()
+	sym := d.symbols
 	if !sym.mig {
 		return
 	}
@@ -70,15 +81,15 @@ func (d *Device) takeMIGInventory(lib nvml.Interface, sym symbols) {
 		}
 		m.info = MIGInfo{UUID: uuid, ParentUUID: d.Info.UUID, GPUInstanceID: uint32(gi), ComputeInstanceID: uint32(ci),
 			Profile: d.migProfile(h, gi)}
-		d.migs = append(d.migs, m)
+		mc.devices = append(mc.devices, m)
 	}
-	d.logger.Info("GPU is in MIG mode", zap.Int("mig_devices", len(d.migs)))
-	markFirstInInstance(d.migs)
+	d.logger.Info("GPU is in MIG mode", zap.Int("mig_devices", len(mc.devices)))
+	markFirstInInstance(mc.devices)
 	// NVML has no whole-GPU utilization in MIG mode; GPM is read per GPU
 	// instance.
 	d.gpm.readsGeneral = false
 	if sym.gpm && (d.gpm.supported || d.gpm.pending) {
-		for _, m := range d.migs {
+		for _, m := range mc.devices {
 			if m.first {
 				m.gpm.pending = true
 				d.startGPM(&m.gpm, d.migSampleGet(m), m.info.UUID)
@@ -149,8 +160,8 @@ func migProfileName(slices uint32, memoryMiB uint64) string {
 
 // readMIG reads every MIG device of the GPU, and hands each the parent's
 // processes that run on it.
-func (r *reading) readMIG(s *Sample) {
-	for _, m := range r.d.migs {
+func (mc *migCollector) read(r *reading, s *Sample) {
+	for _, m := range mc.devices {
 		ms := MIGSample{Info: m.info, FirstInInstance: m.first}
 		var used, total, reserved Opt[uint64]
 		if m.first && r.do(callMIGMemoryInfo, func() (ret nvml.Return) {
@@ -165,7 +176,7 @@ func (r *reading) readMIG(s *Sample) {
 		case m.gpm.supported:
 			ms.GPM = r.gpmWindow(&m.gpm, r.d.gpm.requests, r.d.migSampleGet(m))
 		}
-		if r.d.readProcesses {
+		if r.d.procs.on {
 			ms.Processes = r.migProcesses(m, s.Processes)
 		}
 		s.MIG = append(s.MIG, ms)

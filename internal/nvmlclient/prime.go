@@ -57,16 +57,11 @@ func (d *Device) prime() {
 	if raw, ret := d.sess.raw.device(d.Info.UUID); ret == nvml.SUCCESS {
 		d.raw = raw
 	}
-	d.primeWindows()
-	if d.wanted[callGPMSampleGet] {
-		d.initGPM(d.lib, d.symbols)
+	for _, c := range d.collectors {
+		c.prime(d)
 	}
-	d.takeMIGInventory(d.lib, d.symbols)
-	for _, m := range d.migs {
-		if raw, ret := d.sess.raw.device(m.info.UUID); ret == nvml.SUCCESS {
-			m.raw = raw
-		}
-	}
+	// An error while priming only costs a window its start; the next read
+	// reports it if it persists.
 	d.support.flushLogs(d.logger)
 	d.primed.Store(true)
 }
@@ -74,7 +69,7 @@ func (d *Device) prime() {
 // release frees what priming allocated in NVML (GPM samples).
 func (d *Device) release() {
 	d.gpm.free()
-	for _, m := range d.migs {
+	for _, m := range d.mig.devices {
 		m.gpm.free()
 	}
 }

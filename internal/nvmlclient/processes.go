@@ -97,8 +97,8 @@ func (d *Device) shareSince() uint64 {
 // readProcesses lists the GPU's processes with their memory, and their
 // utilization when a list holds any. The lists and the utilization are all
 // or nothing: a failed call leaves the processes out of this scrape.
-func (r *reading) readProcesses(s *Sample) {
-	if !r.d.readProcesses {
+func (pc *processCollector) read(r *reading, s *Sample) {
+	if !pc.on {
 		return
 	}
 	h := r.d.handle
@@ -166,10 +166,10 @@ func (r *reading) readProcesses(s *Sample) {
 		return
 	}
 	if utilOK {
-		r.d.shares.add(newest, s.Time)
+		pc.shares.add(newest, s.Time)
 	}
-	shares, sharesOK := r.d.shares.take(byPID)
-	r.d.hasProcesses.Store(len(byPID) > 0)
+	shares, sharesOK := pc.shares.take(byPID)
+	pc.listed.Store(len(byPID) > 0)
 	s.ProcessesListed = true
 	for _, p := range byPID {
 		if utilOK {
@@ -191,7 +191,7 @@ func (r *reading) readProcesses(s *Sample) {
 // priming runs (that read samples them itself), before priming, and on a
 // lost GPU: it reports whether a sample was taken.
 func (d *Device) SampleShares() bool {
-	if !d.readProcesses || !d.primed.Load() {
+	if !d.procs.on || !d.primed.Load() {
 		return false
 	}
 	leave, err := d.enter()
@@ -209,7 +209,7 @@ func (d *Device) SampleShares() bool {
 	// window then averages the samples that did arrive.
 	ok := made && (ret == nvml.ERROR_NOT_FOUND || r.result(callProcessUtilization, ret))
 	if ok {
-		d.shares.add(newestByPID(samples), d.now())
+		d.procs.shares.add(newestByPID(samples), d.now())
 	}
 	if r.lost {
 		d.markLost(r.lostCall)
