@@ -67,6 +67,10 @@ const (
 	callPCIeReplays
 	callPCIeGeneration
 	callPCIeWidth
+	callNVLinkCRCFlit
+	callNVLinkCRCData
+	callNVLinkReplay
+	callNVLinkRecovery
 	callFieldValues // the batch itself: its time and its own failure
 	callCount
 )
@@ -124,6 +128,10 @@ func clockGetter(typ nvml.ClockType) func(nvml.Device) (float64, nvml.Return) {
 
 func landClock(clk Clock) func(*Sample, float64) {
 	return func(s *Sample, mhz float64) { s.ClockHz[clk] = some(int64(mhz) * 1_000_000) }
+}
+
+func landNVLink(e NVLinkError) func(*Sample, float64) {
+	return func(s *Sample, v float64) { s.Health.NVLinkErrors[e] = some(int64(v)) }
 }
 
 func landViolation(p ViolationPolicy) func(*Sample, float64) {
@@ -254,6 +262,18 @@ var readTable = [callCount]callSpec{
 	callPCIeWidth: {name: "nvmlDeviceGetCurrPcieLinkWidth", symbol: "nvmlDeviceGetCurrPcieLinkWidth",
 		figures: FiguresOf(FigPCIeWidth), get: getter(nvml.Device.GetCurrPcieLinkWidth),
 		land: func(s *Sample, v float64) { s.Health.PCIeWidth = some(int64(v)) }},
+
+	// NVLink errors, summed over the links by NVML: cumulative counters, in
+	// the counters' batch. NOT_SUPPORTED on a GPU without NVLink, where
+	// they are absent.
+	callNVLinkCRCFlit: {name: "nvmlDeviceGetFieldValues(NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL)", figures: FiguresOf(FigNVLinkErrors),
+		field: nvml.FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, counter: true, land: landNVLink(NVLinkCRCFlit)},
+	callNVLinkCRCData: {name: "nvmlDeviceGetFieldValues(NVLINK_CRC_DATA_ERROR_COUNT_TOTAL)", figures: FiguresOf(FigNVLinkErrors),
+		field: nvml.FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, counter: true, land: landNVLink(NVLinkCRCData)},
+	callNVLinkReplay: {name: "nvmlDeviceGetFieldValues(NVLINK_REPLAY_ERROR_COUNT_TOTAL)", figures: FiguresOf(FigNVLinkErrors),
+		field: nvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, counter: true, land: landNVLink(NVLinkReplay)},
+	callNVLinkRecovery: {name: "nvmlDeviceGetFieldValues(NVLINK_RECOVERY_ERROR_COUNT_TOTAL)", figures: FiguresOf(FigNVLinkErrors),
+		field: nvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, counter: true, land: landNVLink(NVLinkRecovery)},
 
 	// The batch: 0.015 ms with the memory temperature alone; the
 	// counters' batch 1.25 ms.

@@ -110,6 +110,17 @@ const (
 	violationPolicyCount
 )
 
+// NVLinkError names one NVLink error counter, summed over the GPU's links.
+type NVLinkError int
+
+const (
+	NVLinkCRCFlit  NVLinkError = iota // flow-control CRC errors
+	NVLinkCRCData                     // data CRC errors
+	NVLinkReplay                      // replays
+	NVLinkRecovery                    // link recoveries
+	nvlinkErrorCount
+)
+
 // Health is one reading of a GPU's health signals.
 type Health struct {
 	// Volatile ECC error counts since the driver loaded.
@@ -124,6 +135,9 @@ type Health struct {
 	PCIeReplays      Opt[int64]
 	PCIeGeneration   Opt[int64]
 	PCIeWidth        Opt[int64]
+	// NVLinkErrors are read on the counters' cadence, like the violation
+	// seconds; absent on a GPU without NVLink.
+	NVLinkErrors [nvlinkErrorCount]Opt[int64]
 }
 
 // GPMActivity names the GPM activity metrics, each a fraction 0..1.

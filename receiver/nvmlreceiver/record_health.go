@@ -75,6 +75,16 @@ func hwState(c gpuCondition, h *nvmlclient.Health) metadata.AttributeHwState {
 	return metadata.AttributeHwStateOk
 }
 
+var nvlinkErrors = [...]struct {
+	e    nvmlclient.NVLinkError
+	attr metadata.AttributeNvidiaGpuNvlinkErrorType
+}{
+	{nvmlclient.NVLinkCRCFlit, metadata.AttributeNvidiaGpuNvlinkErrorTypeCrcFlit},
+	{nvmlclient.NVLinkCRCData, metadata.AttributeNvidiaGpuNvlinkErrorTypeCrcData},
+	{nvmlclient.NVLinkReplay, metadata.AttributeNvidiaGpuNvlinkErrorTypeReplay},
+	{nvmlclient.NVLinkRecovery, metadata.AttributeNvidiaGpuNvlinkErrorTypeRecovery},
+}
+
 var hwStates = [...]metadata.AttributeHwState{
 	metadata.AttributeHwStateOk, metadata.AttributeHwStateDegraded,
 	metadata.AttributeHwStatePredictedFailure, metadata.AttributeHwStateFailed,
@@ -93,8 +103,8 @@ func boolInt(b bool) int64 {
 }
 
 // recordHealth records a GPU's health signals and its hw.status.
-// The violation time and PCIe replays are counters read on their own
-// cadence: they carry countersTS, the time they were read.
+// The violation time, PCIe replays and NVLink errors are counters read on
+// their own cadence: they carry countersTS, the time they were read.
 func recordHealth(mb *metadata.MetricsBuilder, ts, countersTS pcommon.Timestamp, h *nvmlclient.Health) {
 	if v := h.ECCCorrected; v.OK {
 		mb.RecordHwErrorsDataPoint(ts, int64(v.Value), metadata.AttributeErrorTypeCorrected)
@@ -132,6 +142,11 @@ func recordHealth(mb *metadata.MetricsBuilder, ts, countersTS pcommon.Timestamp,
 	}
 	if v := h.PCIeReplays; v.OK {
 		mb.RecordNvidiaGpuPcieReplaysDataPoint(countersTS, v.Value)
+	}
+	for _, e := range nvlinkErrors {
+		if v := h.NVLinkErrors[e.e]; v.OK {
+			mb.RecordNvidiaGpuNvlinkErrorsDataPoint(countersTS, v.Value, e.attr)
+		}
 	}
 	if v := h.PCIeGeneration; v.OK {
 		mb.RecordNvidiaGpuPcieLinkGenerationDataPoint(ts, v.Value)

@@ -508,7 +508,7 @@ func TestDisabledMetricsCostNoNVMLCall(t *testing.T) {
 			&mc.NvidiaGpuSmActivity.Enabled, &mc.NvidiaGpuSmOccupancy.Enabled,
 			&mc.NvidiaGpuGraphicsActivity.Enabled, &mc.NvidiaGpuTensorActivity.Enabled, &mc.NvidiaGpuTensorPipeActivity.Enabled,
 			&mc.NvidiaGpuPipeActivity.Enabled, &mc.NvidiaGpuMemoryBandwidthUtilization.Enabled, &mc.HwGpuIo.Enabled,
-			&mc.NvidiaGpuNvlinkIo.Enabled, &mc.NvidiaGpuBusyTime.Enabled, &mc.NvidiaGpuActiveTime.Enabled,
+			&mc.NvidiaGpuNvlinkIo.Enabled, &mc.NvidiaGpuNvlinkErrors.Enabled, &mc.NvidiaGpuBusyTime.Enabled, &mc.NvidiaGpuActiveTime.Enabled,
 			&mc.NvidiaGpuIdleTime.Enabled, &mc.NvidiaGpuProcessBusyTime.Enabled} {
 			*e = false
 		}

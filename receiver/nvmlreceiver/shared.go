@@ -120,6 +120,8 @@ var metricFigures = []metricFigure{
 		figs(nvmlclient.FigRemappedRows), false},
 	{"nvidia.gpu.memory.row_remap.status", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuMemoryRowRemapStatus.Enabled },
 		figs(nvmlclient.FigRemappedRows), false},
+	{"nvidia.gpu.nvlink.errors", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkErrors.Enabled },
+		figs(nvmlclient.FigNVLinkErrors), false},
 	{"nvidia.gpu.nvlink.io", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkIo.Enabled },
 		figs(nvmlclient.FigNVLinkTraffic), false},
 	{"nvidia.gpu.pcie.link.generation", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPcieLinkGeneration.Enabled },
