@@ -62,8 +62,7 @@ func (cs *counterState) read(r *reading, s *Sample) {
 			defer cs.pending.Done()
 			defer d.sess.calls.end()
 			// In line after the GPUs this scrape is reading (the lane).
-			leave, _ := d.sess.lane.enter()
-			defer leave()
+			defer d.sess.lane.enter().leave()
 			d.takeCounters()
 		}()
 	}

@@ -149,11 +149,11 @@ func (d *Device) Lost() bool { return d.lost.Load() }
 // group all or nothing: the GPM sample with its metrics, and the process
 // list with its utilization.
 func (d *Device) Read() (Sample, error) {
-	leave, err := d.enter()
+	lane, err := d.enter()
 	if err != nil {
 		return Sample{}, err
 	}
-	defer leave()
+	defer d.exit(lane)
 	d.prime()
 
 	s := Sample{Time: d.now()} // the device clock: windows and counters agree with GPM's

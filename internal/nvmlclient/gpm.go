@@ -106,15 +106,15 @@ func (g *gpmCollector) prime(d *Device) {
 // past its allowance, g stays pending and the next read tries again. mig
 // names the MIG device whose GPU instance g samples (empty: the GPU).
 func (d *Device) startGPM(g *gpmState, take func(nvml.GpmSample) nvml.Return, mig string) {
-	leave, ok := d.sess.gpm.enter()
-	if !ok {
+	gate := d.sess.gpm.enter()
+	if gate == nil {
 		d.logOnce("gpm-deferred/"+mig, func(l *zap.Logger) {
 			l.Info("Another GPU's GPM call is still running; GPM starts at a later read of this GPU (logged once)",
 				zap.String("mig.uuid", mig))
 		})
 		return
 	}
-	defer leave() // also when the driver's call panics
+	defer gate.leave() // also when the driver's call panics
 	g.pending, g.mig = false, mig
 	if ret := g.start(d.lib, take, d.now); ret != nvml.SUCCESS {
 		d.logger.Warn("nvmlGpmSampleAlloc failed; GPM metrics are absent for this GPU", zap.String("nvml.return", ret.Error()),
@@ -173,12 +173,12 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 	if g.havePrev && now.Sub(g.prevTime) < minGPMWindow {
 		return nil // too short to mean anything; keep the older sample
 	}
-	leave, ok := r.d.sess.gpm.enter()
-	if !ok {
+	gate := r.d.sess.gpm.enter()
+	if gate == nil {
 		r.fail(callGPMSampleGet, nvml.ERROR_TIMEOUT, "another GPU's GPM call is still running")
 		return nil
 	}
-	defer leave()
+	defer gate.leave()
 	if !r.do(callGPMSampleGet, func() nvml.Return { return take(g.cur) }) {
 		g.havePrev = false
 		return nil
@@ -195,7 +195,7 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 		mg.Metrics[mg.NumMetrics].MetricId = uint32(rq.id)
 		mg.NumMetrics++
 	}
-	ok = r.do(callGPMMetricsGet, func() nvml.Return { return r.d.lib.GpmMetricsGet(mg) })
+	ok := r.do(callGPMMetricsGet, func() nvml.Return { return r.d.lib.GpmMetricsGet(mg) })
 	// The new sample is the next window's start, whatever happens below.
 	g.prev, g.cur = g.cur, g.prev
 	g.prevTime = now

@@ -163,25 +163,24 @@ func TestGPMGateGivesUpOnAHungHolder(t *testing.T) {
 	const allowance = 20 * time.Millisecond
 	g := &guard{maxHold: allowance}
 	enter := func() bool {
-		_, ok := g.enter()
-		return ok
+		return g.enter() != nil
 	}
-	release, ok := g.enter()
-	require.True(t, ok)
+	holder := g.enter()
+	require.NotNil(t, holder)
 	start := time.Now()
 	assert.False(t, enter(), "held: a second GPU gives up after what is left of the holder's allowance")
 	assert.GreaterOrEqual(t, time.Since(start), allowance/2)
 	start = time.Now()
 	assert.False(t, enter(), "the holder is past its allowance: nobody waits on it again")
 	assert.Less(t, time.Since(start), allowance)
-	release()
-	release, ok = g.enter()
-	assert.True(t, ok, "released: free again")
+	holder.leave()
+	holder = g.enter()
+	require.NotNil(t, holder, "released: free again")
 	g.maxHold = time.Minute
-	go func() { time.Sleep(2 * time.Millisecond); release() }()
-	release, ok = g.enter()
-	assert.True(t, ok, "a holder that releases in time hands the gate over")
-	release()
+	go func() { time.Sleep(2 * time.Millisecond); holder.leave() }()
+	next := g.enter()
+	require.NotNil(t, next, "a holder that releases in time hands the gate over")
+	next.leave()
 	assert.Empty(t, g.queue, "who gave up left the line")
 }
 
@@ -224,10 +223,10 @@ func TestGPMStartsAfterATransientGateStall(t *testing.T) {
 	c := New(m, zap.NewNop(), WithClock(clock.Now))
 	require.NoError(t, c.Open(nil))
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	release, ok := c.Devices()[0].sess.gpm.enter()
-	require.True(t, ok, "another GPU's GPM call, stalled")
+	stalled := c.Devices()[0].sess.gpm.enter()
+	require.NotNil(t, stalled, "another GPU's GPM call, stalled")
 	c.PrimeAll()
-	release()
+	stalled.leave()
 	for _, i := range []int{0, 1} {
 		d := c.Devices()[i]
 		clock.Advance(time.Second)

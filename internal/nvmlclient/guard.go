@@ -36,7 +36,8 @@ type guard struct {
 }
 
 type ticket struct {
-	turn  chan struct{} // closed when the ticket holds the guard
+	g     *guard
+	turn  chan struct{} // closed when the ticket holds the guard; nil for one that never waited
 	since time.Time     // when it took the guard; zero while it waits
 }
 
@@ -52,13 +53,19 @@ const (
 func newLane() *guard    { return &guard{maxHold: laneMaxHold, passOver: true} }
 func newGPMGate() *guard { return &guard{maxHold: gpmGateWait} }
 
-// enter waits for the guard and returns the function that leaves it. ok is
-// false (and leave nil) when the guard does not pass over and its holder
+// enter waits for the guard and returns the ticket that holds it (leave
+// gives it up). It is nil when the guard does not pass over and its holder
 // is past maxHold: the caller goes without.
-func (g *guard) enter() (leave func(), ok bool) {
-	t := &ticket{turn: make(chan struct{})}
-	leave = func() { g.leave(t) }
+func (g *guard) enter() *ticket {
+	t := &ticket{g: g}
 	g.mu.Lock()
+	if g.holder == nil && len(g.queue) == 0 {
+		// Free: no line to wait in, no channel to wake it.
+		t.since, g.holder = time.Now(), t
+		g.mu.Unlock()
+		return t
+	}
+	t.turn = make(chan struct{})
 	g.queue = append(g.queue, t)
 	g.advance(time.Now())
 	// t has had its turn once advance stamped it, even if it was passed
@@ -68,7 +75,7 @@ func (g *guard) enter() (leave func(), ok bool) {
 		if wait <= 0 && !g.passOver {
 			g.drop(t)
 			g.mu.Unlock()
-			return nil, false
+			return nil
 		}
 		g.mu.Unlock()
 		timer := time.NewTimer(max(wait, time.Millisecond))
@@ -81,7 +88,7 @@ func (g *guard) enter() (leave func(), ok bool) {
 		g.advance(time.Now())
 	}
 	g.mu.Unlock()
-	return leave, true
+	return t
 }
 
 // advance hands the guard to the next in line when it is free, or, for a
@@ -115,7 +122,8 @@ func (g *guard) drop(t *ticket) {
 
 // leave gives the guard up. A holder that was passed over as stuck leaves
 // a guard it no longer holds: nothing to do.
-func (g *guard) leave(t *ticket) {
+func (t *ticket) leave() {
+	g := t.g
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if g.holder != t {

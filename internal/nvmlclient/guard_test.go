@@ -17,14 +17,14 @@ import (
 
 func TestLaneOneAtATimeInOrder(t *testing.T) {
 	l := &guard{maxHold: time.Minute, passOver: true}
-	leaveFirst, _ := l.enter()
+	leaveFirst := l.enter().leave
 	var inside, overlaps atomic.Int32
 	var mu sync.Mutex
 	var order []int
 	var wg sync.WaitGroup
 	for i := range 5 {
 		wg.Go(func() {
-			leave, _ := l.enter()
+			leave := l.enter().leave
 			if inside.Add(1) > 1 {
 				overlaps.Add(1)
 			}
@@ -50,14 +50,15 @@ func TestLaneOneAtATimeInOrder(t *testing.T) {
 // nothing from them.
 func TestLanePassesOverAStuckHolder(t *testing.T) {
 	l := &guard{maxHold: 20 * time.Millisecond, passOver: true}
-	leaveStuck, _ := l.enter()
+	leaveStuck := l.enter().leave
 	start := time.Now()
 	var inside, overlaps atomic.Int32
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Go(func() {
-			leave, ok := l.enter()
-			assert.True(t, ok, "a lane never refuses")
+			ticket := l.enter()
+			require.NotNil(t, ticket, "a lane never refuses")
+			leave := ticket.leave
 			if inside.Add(1) > 1 {
 				overlaps.Add(1)
 			}
@@ -72,8 +73,7 @@ func TestLanePassesOverAStuckHolder(t *testing.T) {
 	assert.Less(t, waited, time.Second, "and no longer")
 	assert.Zero(t, overlaps.Load(), "those behind it still went one at a time")
 	leaveStuck() // returns at last: the lane is not its to give
-	leave, _ := l.enter()
-	leave()
+	l.enter().leave()
 }
 
 // The GPUs of a session are read one after the other: a read never runs

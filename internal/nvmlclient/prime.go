@@ -17,11 +17,11 @@ import (
 // Prime primes the device unless it is primed already. ErrBusy while a
 // read or priming of the device runs; ErrGPULost once the GPU is lost.
 func (d *Device) Prime() error {
-	leave, err := d.enter()
+	t, err := d.enter()
 	if err != nil {
 		return err
 	}
-	defer leave()
+	defer d.exit(t)
 	d.prime()
 	return nil
 }
@@ -30,7 +30,7 @@ func (d *Device) Prime() error {
 // share sample. It takes the device's busy flag (ErrBusy while another
 // runs), counts the call in the session's (ErrNotOpen once Close has
 // begun) and waits for the session's lane. ErrGPULost once the GPU is lost.
-func (d *Device) enter() (leave func(), err error) {
+func (d *Device) enter() (lane *ticket, err error) {
 	if d.lost.Load() {
 		return nil, ErrGPULost
 	}
@@ -41,12 +41,14 @@ func (d *Device) enter() (leave func(), err error) {
 		d.busy.Store(false)
 		return nil, ErrNotOpen // the session is closing
 	}
-	leaveLane, _ := d.sess.lane.enter()
-	return func() {
-		leaveLane()
-		d.sess.calls.end()
-		d.busy.Store(false)
-	}, nil
+	return d.sess.lane.enter(), nil
+}
+
+// exit ends what enter began.
+func (d *Device) exit(lane *ticket) {
+	lane.leave()
+	d.sess.calls.end()
+	d.busy.Store(false)
 }
 
 // prime runs under busy.

@@ -194,11 +194,11 @@ func (d *Device) SampleShares() bool {
 	if !d.procs.on || !d.primed.Load() {
 		return false
 	}
-	leave, err := d.enter()
+	lane, err := d.enter()
 	if err != nil {
 		return false
 	}
-	defer leave()
+	defer d.exit(lane)
 	r := &reading{d: d}
 	var samples []nvml.ProcessUtilizationSample
 	ret, made := r.call(callProcessUtilization, func() (ret nvml.Return) {
