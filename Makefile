@@ -30,12 +30,27 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak logvolume
+.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version release-artifacts release-check release-push release-login test-checks test-background
 
 all: build
 
-## test: everything CI runs (vet, generated-code drift, unit tests with -race, alert-rule tests, the ocb build, a smoke run, the e2e suite)
-test: vet check-generated unit rules build smoke deploy-check image-test e2e
+## test: everything CI runs (vet, the workflows' lint, generated-code drift, the ocb build, unit tests with -race,
+## alert-rule tests, a smoke run, the chart and deploy checks, the e2e suite, both images (arm64 under qemu-user),
+## the release artifacts)
+test: vet lint-workflows check-generated build
+	@# The arm64 cross-build (about 7 CPU-minutes with a cold cache) and the
+	@# SBOM tool's build run at the lowest priority beside the checks, on the
+	@# CPU their waits leave idle.
+	$(MAKE) --no-print-directory -j2 test-checks test-background NICE='nice -n 19'
+	$(MAKE) --no-print-directory image-test release-check
+
+# The checks of make test that need only the amd64 build, one after another.
+test-checks:
+	$(MAKE) --no-print-directory -j1 unit rules smoke deploy-check e2e
+
+# What make test builds beside them (with NICE).
+test-background:
+	$(MAKE) --no-print-directory -j1 build-arm64 $(FAKENVML_ARM64) $(CYCLONEDX)
 
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
@@ -206,30 +221,154 @@ dashboard:
 deploy-generate: $(HELM) $(OTELCOL)
 	cd test/deploy && $(GO) test -count=1 . -run 'TestKubernetesManifests' -helm=$(HELM) -otelcol=$(OTELCOL) -update
 
-# ---- the container image ----
+# ---- the container images (linux/amd64, linux/arm64) and the release ----
 
+# The project's version, in ONE place: builder-config.yaml dist.version. The
+# binaries, the image tag, the chart's version and appVersion (helm package
+# sets both; test/deploy checks Chart.yaml against it) and the release tag
+# (v$(VERSION), make check-version) follow it.
 VERSION       := $(shell sed -n 's/^  version: *//p' builder-config.yaml)
 PODMAN        ?= podman
+# The image index (both platforms); each platform's image is $(IMAGE)-<arch>.
 IMAGE         ?= localhost/otelcol-nvml:$(VERSION)
 IMAGE_DIR     := $(DIST_DIR)/image
+# The index and its two images, as one OCI archive (skopeo copy --all pushes it).
 IMAGE_ARCHIVE := $(DIST_DIR)/otelcol-nvml-$(VERSION).oci.tar
 IMAGE_SCENARIO ?= testdata/scenarios/demo.json
+ARCHES        := amd64 arm64
+arch_archive   = $(DIST_DIR)/otelcol-nvml-$(VERSION)-linux-$(1).oci.tar
 
-## image: build the FROM scratch image with podman (nothing pulled) and write it as an OCI archive
+# arm64: the cgo collector cross-built from ocb's generated module (_build,
+# written by the amd64 build) with Debian's gcc-aarch64-linux-gnu and
+# libc6-dev-arm64-cross, as ocb builds (-trimpath, stripped, no -race); the
+# simulated NVML for arm64 against libcjson-dev:arm64 (Debian multiarch).
+ARM64_CC       ?= aarch64-linux-gnu-gcc
+ARM64_LIBDIR   := /usr/lib/aarch64-linux-gnu
+OTELCOL_ARM64  := $(DIST_DIR)/linux-arm64/otelcol-nvml
+FAKENVML_ARM64 := $(DIST_DIR)/fakenvml-arm64/libnvidia-ml.so.1
+# make test sets NICE to `nice -n 19` for what it builds beside the checks.
+NICE           ?=
+QEMU_AARCH64   ?= $(or $(shell command -v qemu-aarch64-static 2>/dev/null),/usr/bin/qemu-aarch64-static)
+otelcol_amd64  := $(OTELCOL)
+otelcol_arm64  := $(OTELCOL_ARM64)
+
+## build-arm64: cross-build otelcol-nvml for linux/arm64 into _build/linux-arm64/
+build-arm64: $(OTELCOL_ARM64)
+
+$(OTELCOL_ARM64): $(OTELCOL)
+	@command -v $(ARM64_CC) >/dev/null || { echo "$(ARM64_CC) not found: apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross"; exit 1; }
+	@mkdir -p $(@D)
+	cd $(DIST_DIR) && GOOS=linux GOARCH=arm64 CC=$(ARM64_CC) $(NICE) $(GO) build -trimpath -ldflags='-s -w' -o $@ .
+
+$(FAKENVML_ARM64): $(FAKENVML_DEPS)
+	@echo '#include <cjson/cJSON.h>' | $(ARM64_CC) -E -x c - >/dev/null 2>&1 && test -e $(ARM64_LIBDIR)/libcjson.so || \
+		{ echo "cJSON for arm64 not found: dpkg --add-architecture arm64; apt-get update; apt-get install libcjson-dev:arm64"; exit 1; }
+	@mkdir -p $(@D)
+	$(ARM64_CC) $(FAKENVML_CFLAGS) -I$(GONVML_DIR)/pkg/nvml -Itest/fakenvml -shared -o $@ \
+		-Wl,-soname,libnvidia-ml.so.1 -Wl,-z,nodelete -Wl,-z,defs \
+		-Wl,--version-script=test/fakenvml/exports.map \
+		$(FAKENVML_SRCS) -L$(ARM64_LIBDIR) -lcjson -lm -lpthread
+
+## image: build the FROM scratch image for linux/amd64 and linux/arm64 with podman (nothing pulled, no
+## registry), one image index over both, and write them as OCI archives (the index's and one per platform)
 image: $(IMAGE_ARCHIVE)
 
-$(IMAGE_ARCHIVE): $(OTELCOL) deploy/image/Containerfile deploy/image/config.yaml deploy/image/rootfs.sh
+# image_rule ARCH: the platform's rootfs (deploy/image/rootfs.sh), image and archive.
+define image_rule
+$(call arch_archive,$(1)): $(otelcol_$(1)) deploy/image/Containerfile deploy/image/config.yaml deploy/image/rootfs.sh
 	@command -v $(PODMAN) >/dev/null || { echo "podman not found: apt-get install podman buildah"; exit 1; }
-	deploy/image/rootfs.sh $(OTELCOL) deploy/image/config.yaml $(IMAGE_DIR)/rootfs
-	cp deploy/image/Containerfile $(IMAGE_DIR)/Containerfile
-	$(PODMAN) build --format oci --pull=never -t $(IMAGE) -f $(IMAGE_DIR)/Containerfile \
-		--build-arg VERSION=$(VERSION) --build-arg REVISION=$$(git rev-parse HEAD) \
-		--build-arg CREATED=$$(git log -1 --format=%cI) $(IMAGE_DIR)
-	rm -f $@
-	$(PODMAN) save --format oci-archive -o $@ $(IMAGE)
-	@ls -l $@
+	deploy/image/rootfs.sh $(otelcol_$(1)) deploy/image/config.yaml $(IMAGE_DIR)/$(1)/rootfs $(1)
+	cp deploy/image/Containerfile $(IMAGE_DIR)/$(1)/Containerfile
+	$(PODMAN) build --format oci --pull=never --platform linux/$(1) -t $(IMAGE)-$(1) -f $(IMAGE_DIR)/$(1)/Containerfile \
+		--build-arg VERSION=$(VERSION) --build-arg REVISION=$$$$(git rev-parse HEAD) \
+		--build-arg CREATED=$$$$(git log -1 --format=%cI) $(IMAGE_DIR)/$(1)
+	rm -f $$@
+	$(PODMAN) save --format oci-archive -o $$@ $(IMAGE)-$(1)
+endef
+$(foreach a,$(ARCHES),$(eval $(call image_rule,$(a))))
 
-## image-test: chroot-run the image on the simulated NVML (as root: podman mount, chroot)
-image-test: image $(FAKENVML)
-	$(GO) test -tags image -count=1 -v ./test/image -image=$(IMAGE) -archive=$(IMAGE_ARCHIVE) \
-		-fakenvml=$(FAKENVML) -scenario=$(abspath $(IMAGE_SCENARIO)) -podman=$$(command -v $(PODMAN))
+$(IMAGE_ARCHIVE): $(foreach a,$(ARCHES),$(call arch_archive,$(a)))
+	$(PODMAN) manifest rm $(IMAGE) >/dev/null 2>&1 || $(PODMAN) rmi --force $(IMAGE) >/dev/null 2>&1 || true
+	$(PODMAN) manifest create $(IMAGE)
+	for a in $(ARCHES); do $(PODMAN) manifest add $(IMAGE) containers-storage:$(IMAGE)-$$a; done
+	rm -f $@
+	$(PODMAN) manifest push --all $(IMAGE) oci-archive:$@
+	@ls -l $@ $^
+
+## image-test: run both images on the simulated NVML (as root: podman mount, chroot): amd64 natively, arm64
+## under qemu-user (qemu-aarch64-static inside the image's root) on the simulated NVML built for arm64
+image-test: image $(FAKENVML) $(FAKENVML_ARM64)
+	@test -x $(QEMU_AARCH64) || { echo "qemu-aarch64-static not found: apt-get install qemu-user-static"; exit 1; }
+	$(GO) test -tags image -count=1 -v ./test/image -arch=amd64 -image=$(IMAGE)-amd64 -archive=$(call arch_archive,amd64) \
+		-index=$(IMAGE_ARCHIVE) -fakenvml=$(FAKENVML) -libdir=/usr/lib/x86_64-linux-gnu \
+		-scenario=$(abspath $(IMAGE_SCENARIO)) -podman=$$(command -v $(PODMAN))
+	$(GO) test -tags image -count=1 -v ./test/image -arch=arm64 -image=$(IMAGE)-arm64 -archive=$(call arch_archive,arm64) \
+		-index=$(IMAGE_ARCHIVE) -fakenvml=$(FAKENVML_ARM64) -libdir=$(ARM64_LIBDIR) -qemu=$(QEMU_AARCH64) \
+		-scenario=$(abspath $(IMAGE_SCENARIO)) -podman=$$(command -v $(PODMAN))
+
+# ---- the release (.github/workflows/release.yaml calls these targets; make test runs all but the pushes) ----
+
+ACTIONLINT_VERSION     := v1.7.12
+CYCLONEDX_GOMOD_VERSION := v1.10.0
+ACTIONLINT    := $(BIN)/actionlint-$(ACTIONLINT_VERSION)
+CYCLONEDX     := $(BIN)/cyclonedx-gomod-$(CYCLONEDX_GOMOD_VERSION)
+RELEASE_DIR   := $(DIST_DIR)/release
+# Where release-push puts the image and the chart (the workflow passes ghcr.io/<owner>).
+REGISTRY      ?=
+
+$(ACTIONLINT):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(GO) install github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION)
+	mv $(BIN)/actionlint $@
+
+$(CYCLONEDX):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) $(NICE) $(GO) install github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@$(CYCLONEDX_GOMOD_VERSION)
+	mv $(BIN)/cyclonedx-gomod $@
+
+## lint-workflows: actionlint on .github/workflows
+lint-workflows: $(ACTIONLINT)
+	$(ACTIONLINT) -no-color
+
+## check-version: fail unless TAG (the pushed tag) is v$(VERSION)
+check-version:
+	@test "$(TAG)" = "v$(VERSION)" || { echo "tag '$(TAG)' is not v$(VERSION) (builder-config.yaml dist.version)"; exit 1; }
+	@echo "version $(VERSION)"
+
+## release-artifacts: _build/release/: the binaries per platform, the OCI archives (index and per platform),
+## a CycloneDX SBOM per binary, the chart package (version and appVersion $(VERSION)), SHA256SUMS
+release-artifacts: $(OTELCOL) $(OTELCOL_ARM64) $(IMAGE_ARCHIVE) $(HELM) $(CYCLONEDX)
+	rm -rf $(RELEASE_DIR)
+	mkdir -p $(RELEASE_DIR)
+	$(foreach a,$(ARCHES),install -m 0755 $(otelcol_$(a)) $(RELEASE_DIR)/otelcol-nvml_$(VERSION)_linux_$(a) && \
+		cp $(call arch_archive,$(a)) $(RELEASE_DIR)/ && \
+		$(CYCLONEDX) bin -json -version v$(VERSION) -output $(RELEASE_DIR)/otelcol-nvml_$(VERSION)_linux_$(a).cdx.json \
+			$(RELEASE_DIR)/otelcol-nvml_$(VERSION)_linux_$(a);)
+	cp $(IMAGE_ARCHIVE) $(RELEASE_DIR)/
+	$(HELM) package deploy/helm/otelcol-nvml --version $(VERSION) --app-version $(VERSION) -d $(RELEASE_DIR)
+	cd $(RELEASE_DIR) && sha256sum $$(ls | grep -v '^SHA256SUMS$$') > SHA256SUMS
+	@ls -l $(RELEASE_DIR)
+
+## release-check: check _build/release (every file, checksums, SBOMs, the chart package's version, the
+## binaries' platforms) and check-version (the workflow's tag check: v$(VERSION) passes, another tag fails)
+release-check: release-artifacts
+	$(MAKE) --no-print-directory check-version TAG=v$(VERSION)
+	! $(MAKE) --no-print-directory check-version TAG=v$(VERSION).1 2>/dev/null
+	cd test/deploy && $(GO) test -count=1 -run '^TestRelease' . -helm=$(HELM) -release=$(RELEASE_DIR) -version=$(VERSION)
+
+## release-push: push the image index and the chart to REGISTRY (the release workflow, after a login;
+## never in make test); writes the index's digest to _build/release-image.digest for signing
+release-push: $(HELM)
+	@test -n "$(REGISTRY)" || { echo "set REGISTRY, e.g. ghcr.io/<owner>"; exit 1; }
+	@test -s $(RELEASE_DIR)/SHA256SUMS || { echo "no $(RELEASE_DIR): make release-artifacts first"; exit 1; }
+	cd $(RELEASE_DIR) && sha256sum -c SHA256SUMS
+	skopeo copy --all --digestfile $(DIST_DIR)/release-image.digest \
+		oci-archive:$(RELEASE_DIR)/$(notdir $(IMAGE_ARCHIVE)) docker://$(REGISTRY)/otelcol-nvml:$(VERSION)
+	$(HELM) push $(RELEASE_DIR)/otelcol-nvml-$(VERSION).tgz oci://$(REGISTRY)/charts
+
+## release-login: log skopeo and helm in to REGISTRY's host as REGISTRY_USER with $$REGISTRY_TOKEN (the workflow's token)
+release-login: $(HELM)
+	@test -n "$(REGISTRY)" && test -n "$${REGISTRY_USER:-}" && test -n "$${REGISTRY_TOKEN:-}" || \
+		{ echo "set REGISTRY, REGISTRY_USER and REGISTRY_TOKEN"; exit 1; }
+	@printenv REGISTRY_TOKEN | skopeo login $(firstword $(subst /, ,$(REGISTRY))) -u "$$REGISTRY_USER" --password-stdin
+	@printenv REGISTRY_TOKEN | $(HELM) registry login $(firstword $(subst /, ,$(REGISTRY))) -u "$$REGISTRY_USER" --password-stdin

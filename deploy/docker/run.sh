@@ -11,4 +11,4 @@ exec docker run --detach --name otelcol-nvml --restart unless-stopped \
   --gpus all --pid host --cgroupns host \
   --read-only --cap-drop ALL --security-opt no-new-privileges \
   -e LISTEN_ADDRESS=0.0.0.0 -p 127.0.0.1:8889:8889 -p 127.0.0.1:13133:13133 \
-  otelcol-nvml:0.1.0
+  ghcr.io/otelcol-nvml/otelcol-nvml:0.1.0

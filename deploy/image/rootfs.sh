@@ -1,39 +1,63 @@
 #!/usr/bin/env bash
-# rootfs.sh BINARY CONFIG OUT: assemble the image's root filesystem in OUT
-# from files of this machine (no base image): the binary, exactly the shared
-# libraries it links plus the glibc libraries libnvidia-ml.so.1 links, the
-# loader, CA certificates, passwd/group with nonroot (65532), the config.
+# rootfs.sh BINARY CONFIG OUT [ARCH]: assemble the image's root filesystem in
+# OUT from files of this machine (no base image): the binary, exactly the
+# shared libraries it links plus the glibc libraries libnvidia-ml.so.1 links,
+# the loader, CA certificates, passwd/group with nonroot (65532), the config.
+# ARCH is amd64 (the default: this machine's glibc) or arm64 (Debian's cross
+# glibc, libc6-dev-arm64-cross, for a binary cross-built with
+# aarch64-linux-gnu-gcc). The libraries are found by their sonames
+# (readelf's NEEDED, transitively), so a foreign binary needs no loader here.
 set -euo pipefail
-bin=$1 config=$2 out=$3
-multiarch=usr/lib/x86_64-linux-gnu
+bin=$1 config=$2 out=$3 arch=${4:-amd64}
+case $arch in
+amd64)
+	multiarch=usr/lib/x86_64-linux-gnu machine='Advanced Micro Devices X86-64'
+	libdirs=(/lib/x86_64-linux-gnu /usr/lib/x86_64-linux-gnu)
+	;;
+arm64)
+	multiarch=usr/lib/aarch64-linux-gnu machine=AArch64
+	libdirs=(/usr/aarch64-linux-gnu/lib)
+	;;
+*) echo "rootfs.sh: unknown ARCH $arch (amd64, arm64)" >&2; exit 1 ;;
+esac
+got=$(readelf -h "$bin" | sed -n 's/^ *Machine: *//p')
+[ "$got" = "$machine" ] || { echo "rootfs.sh: $bin is for $got, not $arch" >&2; exit 1; }
 rm -rf "$out"
 mkdir -p "$out/$multiarch" "$out/etc/otelcol-nvml" "$out/etc/ssl/certs" "$out/tmp"
 chmod 1777 "$out/tmp"
 install -m 0755 "$bin" "$out/otelcol-nvml"
 
+# find_lib SONAME: its file among the architecture's library directories.
+find_lib() {
+	local d
+	for d in "${libdirs[@]}"; do
+		[ -e "$d/$1" ] && { readlink -f "$d/$1"; return; }
+	done
+	echo "rootfs.sh: $1 not found in ${libdirs[*]}" >&2
+	return 1
+}
+
 # The loader, at the path the binary names (PT_INTERP).
 interp=$(readelf -l "$bin" | sed -n 's/.*\[Requesting program interpreter: \(.*\)\]/\1/p')
 [ -n "$interp" ] || { echo "rootfs.sh: $bin names no program interpreter (not dynamically linked?)" >&2; exit 1; }
 mkdir -p "$out/$(dirname "$interp")"
-install -m 0755 "$(readlink -f "$interp")" "$out$interp"
+install -m 0755 "$(find_lib "$(basename "$interp")")" "$out$interp"
 
-# Every library the binary links, resolved by the loader, under its soname.
-copy_lib() { # soname path
-	install -m 0755 "$(readlink -f "$2")" "$out/$multiarch/$1"
-}
-ldd "$bin" | while read -r name arrow path _; do
-	[ "$arrow" = "=>" ] || continue
-	[ -n "$path" ] && [ "$path" != "not" ] || { echo "rootfs.sh: $name not found" >&2; exit 1; }
-	copy_lib "$name" "$path"
-done
+# Every library the binary links, and those they link, under its soname.
 # libnvidia-ml.so.1 (mounted by the NVIDIA toolkit, driver libraries only)
-# links these glibc libraries by name; since glibc 2.34 they are stubs.
-for soname in libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1; do
-	# awk reads all of ldconfig's output: an early exit would SIGPIPE
-	# ldconfig, and pipefail would fail the build on a host with many libraries.
-	path=$(ldconfig -p | awk -v s="$soname" '$1 == s && /x86-64/ && !found {print $NF; found = 1}')
-	[ -n "$path" ] || { echo "rootfs.sh: $soname not found" >&2; exit 1; }
-	copy_lib "$soname" "$path"
+# links libm, libdl, libpthread and librt by name; since glibc 2.34 the last
+# three are stubs.
+needed() { readelf -d "$1" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'; }
+todo=($(needed "$bin") libm.so.6 libdl.so.2 libpthread.so.0 librt.so.1)
+declare -A done_=()
+while [ ${#todo[@]} -gt 0 ]; do
+	soname=${todo[0]} todo=("${todo[@]:1}")
+	[ -z "${done_[$soname]:-}" ] || continue
+	done_[$soname]=1
+	[ "$soname" != "$(basename "$interp")" ] || continue
+	path=$(find_lib "$soname")
+	install -m 0755 "$path" "$out/$multiarch/$soname"
+	todo+=($(needed "$path"))
 done
 
 install -m 0644 /etc/ssl/certs/ca-certificates.crt "$out/etc/ssl/certs/ca-certificates.crt"

@@ -137,12 +137,19 @@ type PodResourcesCache struct {
 	done    chan struct{}
 	started bool
 
-	lastErr string // errorKey of the last error logged; used by the refresh goroutine only
-	expired bool   // the expiry was logged; used by the refresh goroutine only
+	// listLog remembers the List errors logged (keyList, by errorKey) and
+	// the expiry (keyExpired), till the kubelet answers again.
+	listLog *logonce.Log
 	// notUUIDWarned holds the nonUUIDIDs causes logged, at most
 	// maxNonUUIDShapes.
 	notUUIDWarned *logonce.Log
 }
+
+// The keys of PodResourcesCache.listLog.
+const (
+	keyList    = "list"
+	keyExpired = "expired"
+)
 
 // NewPodResourcesCache returns a cache that does nothing until Start. A nil
 // logger logs nothing. An empty Socket or ResourcePrefixes, or a zero
@@ -168,7 +175,7 @@ func NewPodResourcesCache(cfg PodResourcesConfig, logger *zap.Logger) *PodResour
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &PodResourcesCache{cfg: cfg, logger: logger, prefixes: append([]string(nil), prefixes...), notUUIDWarned: NewCauseLog(maxNonUUIDShapes)}
+	return &PodResourcesCache{cfg: cfg, logger: logger, prefixes: append([]string(nil), prefixes...), notUUIDWarned: NewCauseLog(maxNonUUIDShapes), listLog: logonce.New(2)}
 }
 
 // Start launches the refresh goroutine and returns at once: the first List
@@ -230,22 +237,22 @@ func (c *PodResourcesCache) refreshAndLog(ctx context.Context) {
 	case err != nil && ctx.Err() != nil:
 		// Shutting down.
 	case err != nil:
-		if s := c.snap.Load(); s != nil && !c.expired && time.Since(s.at) > c.cfg.MaxAge {
-			c.expired = true
+		if s := c.snap.Load(); s != nil && time.Since(s.at) > c.cfg.MaxAge && c.listLog.Once(keyExpired) {
 			c.logger.Warn("The last PodResources allocation listed is too old; GPUs are reported without pod names (cgroup attribution only) until the kubelet answers",
 				zap.String("socket", c.cfg.Socket), zap.Duration("max_age", c.cfg.MaxAge), zap.Time("listed_at", s.at))
 		}
-		if key := errorKey(err); key != c.lastErr {
-			c.lastErr = key
+		if c.listLog.Fail(keyList, errorKey(err)).Log {
 			msg := "Cannot list the kubelet's PodResources; GPUs are reported without pod names until it answers"
 			if c.snap.Load() != nil {
 				msg = "Cannot list the kubelet's PodResources; the last allocation listed is kept until it answers"
 			}
 			c.logger.Warn(msg, zap.String("socket", c.cfg.Socket), zap.Duration("timeout", c.cfg.Timeout), zap.Error(err))
 		}
-	case c.lastErr != "":
-		c.lastErr, c.expired = "", false
-		c.logger.Info("The kubelet's PodResources answer again", zap.String("socket", c.cfg.Socket), zap.Int("devices", n))
+	default:
+		c.listLog.OK(keyExpired)
+		if c.listLog.OK(keyList) {
+			c.logger.Info("The kubelet's PodResources answer again", zap.String("socket", c.cfg.Socket), zap.Int("devices", n))
+		}
 	}
 	if err == nil {
 		c.warnNonUUIDs(c.snap.Load())

@@ -19,8 +19,8 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
-	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
 const fixtureContainer = "1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c5b6a7988"

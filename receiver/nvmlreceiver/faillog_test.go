@@ -16,9 +16,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadatatest"
+	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
 // withTelemetry points the scraper's own telemetry at tt.

@@ -219,6 +219,7 @@ func TestEveryGPULostWhileRegistrationHangs(t *testing.T) {
 		v, _ := statusValue(md, nvmltest.UUID(i), "failed")
 		assert.Equal(t, int64(1), v)
 	}
+	ts.waitReset(t) // in the background: the scrape does not wait for it
 	assert.Equal(t, int32(0), total.Load(), "no nvmlShutdown under the hung registration")
 	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("without shutting the old session down").Len())
 
@@ -496,4 +497,127 @@ func lossSwitch(m *nvmltest.Machine) *atomic.Bool {
 		}
 	}
 	return lost
+}
+
+// Issue 17, defect 2: with every GPU lost, the scrape stopped the event
+// watcher (up to bounds.reset) and shut the old session down (Close: up to
+// bounds.reset, and for as long as nvmlShutdown hangs) on its own
+// goroutine, past its deadline. The next scrape must not race that
+// teardown either: no nvmlInit before the old session is down.
+func TestEveryGPULostScrapeKeepsItsDeadline(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		hang func(*nvmltest.Machine, *stuckCall)
+	}{
+		{"the watcher is stuck in nvmlEventSetWait", func(m *nvmltest.Machine, stuck *stuckCall) {
+			stuckEventSet(m, stuck, new(atomic.Bool))
+		}},
+		{"nvmlShutdown hangs", func(m *nvmltest.Machine, stuck *stuckCall) {
+			m.ShutdownFunc = func() nvml.Return { stuck.block(); return nvml.SUCCESS }
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			m := nvmltest.NewH200()
+			stuck := newStuckCall(t)
+			tc.hang(m, stuck)
+			var inits atomic.Int32
+			m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
+			lost := lossSwitch(m)
+			ts := newTestScraper(t, m)
+			ts.bounds = shortBounds
+			ts.bounds.reset = time.Second // stop and Close: up to 2 s on the scrape's goroutine before the fix
+			ts.start(t)
+			ts.scrapeOK(t) // data
+			ts.events.mu.Lock()
+			watching := ts.events.watcher != nil
+			ts.events.mu.Unlock()
+			require.True(t, watching)
+
+			const timeout = 300 * time.Millisecond
+			scrape := func() {
+				ctx, cancel := context.WithTimeout(context.Background(), timeout)
+				defer cancel()
+				within(t, timeout+150*time.Millisecond, "a scrape", func() {
+					_, err := ts.scrape(ctx)
+					assert.NoError(t, err)
+				})
+			}
+			lost.Store(true)
+			scrape() // every GPU lost: the teardown starts
+			lost.Store(false)
+			ts.clock.Advance(time.Hour) // a retry is due
+			scrape()                    // the teardown still runs: no Open under it
+			assert.Equal(t, int32(1), inits.Load(), "no nvmlInit while the old session is shut down")
+
+			stuck.release()
+			ts.waitReset(t)
+			assert.Len(t, resourceIDs(ts.scrapeOK(t)), 8, "re-initialized once the old session is down")
+			assert.Equal(t, int32(2), inits.Load())
+		})
+	}
+}
+
+// Issue 17, defect 5: a receiver with no metrics side never read its GPUs,
+// so it never found them all lost and never reset its session: after a
+// driver reload its events stopped until a restart.
+func TestLogsOnlyReceiverResetsWhenEveryGPUIsLost(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	var inits atomic.Int32
+	m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
+	lost := lossSwitch(m)
+	ts := newTestScraper(t, m, func(c *Config) {
+		c.CollectionInterval = 20 * time.Millisecond
+		c.Timeout = time.Second
+	})
+	ts.bounds = shortBounds
+	logs := new(consumertest.LogsSink)
+	ts.events.logsConsumer = logs
+	lr := &logsReceiver{s: ts.nvmlScraper} // hasMetrics is false: logs alone
+	require.NoError(t, lr.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, lr.Shutdown(context.Background())) })
+	time.Sleep(50 * time.Millisecond) // registration done
+	m.XID(1, 13)
+	require.Eventually(t, func() bool { return logs.LogRecordCount() == 1 }, 5*time.Second, 5*time.Millisecond)
+
+	lost.Store(true) // a driver reload, a GPU reset
+	require.Eventually(t, func() bool { return ts.logs.FilterMessageSnippet("NVML is unavailable").Len() == 1 }, 5*time.Second, 5*time.Millisecond,
+		"every GPU lost: the session is reset")
+	lost.Store(false)
+	ts.clock.Advance(time.Minute) // the retry is due
+	require.Eventually(t, func() bool { return inits.Load() == 2 }, 5*time.Second, 5*time.Millisecond, "NVML is initialized again")
+	require.Eventually(t, func() bool { return ts.logs.FilterMessageSnippet("GPUs report again").Len() == 1 }, 5*time.Second, 5*time.Millisecond)
+	time.Sleep(50 * time.Millisecond) // the new watcher's registration
+	m.XID(2, 13)
+	require.Eventually(t, func() bool { return logs.LogRecordCount() == 2 }, 5*time.Second, 5*time.Millisecond,
+		"the events come back")
+}
+
+// The logs-only receiver's check of its GPUs (probeLost) reads a GPU:
+// Shutdown does not wait for a read that hangs.
+func TestLogsOnlyShutdownDoesNotWaitForAHungProbe(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	stuck := newStuckCall(t)
+	ts := newTestScraper(t, m, func(c *Config) {
+		c.CollectionInterval = 20 * time.Millisecond
+		c.Timeout = time.Minute
+	})
+	ts.bounds = shortBounds
+	var hang atomic.Bool
+	m.GPUs[0].GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
+		if hang.Load() {
+			stuck.block()
+		}
+		return 40, nvml.SUCCESS
+	}
+	lr := &logsReceiver{s: ts.nvmlScraper}
+	require.NoError(t, lr.Start(context.Background(), componenttest.NewNopHost()))
+	hang.Store(true)
+	require.Eventually(t, stuck.running.Load, 5*time.Second, 5*time.Millisecond, "the check reads GPU 0")
+	within(t, shortBounds.shutdown+time.Second, "Shutdown", func() {
+		assert.NoError(t, lr.Shutdown(context.Background()))
+	})
 }

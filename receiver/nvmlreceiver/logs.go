@@ -10,9 +10,9 @@ import (
 // logsReceiver is the receiver's logs side: it shares the metrics side's
 // NVML client and event watcher (see shared.go).
 type logsReceiver struct {
-	s      *nvmlScraper
-	ticker chan struct{} // closed to stop the availability loop of a logs-only receiver
-	done   chan struct{}
+	s    *nvmlScraper
+	stop context.CancelFunc // stops the availability loop of a logs-only receiver
+	done chan struct{}
 }
 
 func (l *logsReceiver) Start(ctx context.Context, host component.Host) error {
@@ -26,18 +26,24 @@ func (l *logsReceiver) Start(ctx context.Context, host component.Host) error {
 	if hasMetrics {
 		return nil // the scrapes open NVML and retry
 	}
-	// Logs alone: keep trying to open NVML on the collection interval.
-	l.ticker, l.done = make(chan struct{}), make(chan struct{})
+	// Logs alone: keep trying to open NVML on the collection interval and,
+	// once it is open, check that the GPUs are still there (probeLost).
+	loopCtx, stop := context.WithCancel(context.Background())
+	l.stop, l.done = stop, make(chan struct{})
 	go func() {
 		defer close(l.done)
 		t := time.NewTicker(l.s.cfg.CollectionInterval)
 		defer t.Stop()
 		for {
 			select {
-			case <-l.ticker:
+			case <-loopCtx.Done():
 				return
 			case <-t.C:
-				l.s.session.open()
+				if l.s.session.isReady() {
+					l.s.probeLost(loopCtx) // Shutdown does not wait for a read
+				} else {
+					l.s.session.open()
+				}
 			}
 		}
 	}()
@@ -45,10 +51,10 @@ func (l *logsReceiver) Start(ctx context.Context, host component.Host) error {
 }
 
 func (l *logsReceiver) Shutdown(ctx context.Context) error {
-	if l.ticker != nil {
-		close(l.ticker)
+	if l.stop != nil {
+		l.stop()
 		<-l.done
-		l.ticker = nil
+		l.stop = nil
 	}
 	return l.s.shutdownSide(ctx, logsSide)
 }

@@ -166,9 +166,10 @@ func (s *nvmlScraper) deadline(ctx context.Context) time.Time {
 
 func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	deadline := s.deadline(ctx)
-	if !s.session.isReady() {
+	for !s.session.isReady() {
 		// (Re)open in the background; report in this scrape if it is done
-		// before the deadline.
+		// before the deadline. A reset of the old session (every GPU lost)
+		// comes first: once it is done, open again.
 		done := s.session.open()
 		if done == nil {
 			return pmetric.NewMetrics(), nil
@@ -176,11 +177,11 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		timer := time.NewTimer(time.Until(deadline))
 		select {
 		case <-done:
+			timer.Stop()
 		case <-timer.C:
+			return pmetric.NewMetrics(), nil
 		case <-ctx.Done():
-		}
-		timer.Stop()
-		if !s.session.isReady() {
+			timer.Stop()
 			return pmetric.NewMetrics(), nil
 		}
 	}
@@ -212,15 +213,60 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	s.reportStalled(stuckIDs)
 	md := s.reporter.emit(now)
 	if len(devices) > 0 && lost == len(devices) {
-		// Every GPU is gone (driver reload, reset): start over with a new
-		// Init and inventory once NVML answers again.
-		stopCtx, cancel := context.WithTimeout(context.Background(), s.bounds.reset)
-		_ = s.events.stop(stopCtx)
-		cancel()
 		s.stalled = false
-		s.session.reset(errors.New("every GPU is lost"))
+		s.resetLost()
 	}
 	return md, nil
+}
+
+// resetLost starts over once every GPU is gone (driver reload, reset): a
+// new Init and inventory once NVML answers again. The event watcher and the
+// old session stop in the background: the caller returns now.
+func (s *nvmlScraper) resetLost() {
+	s.session.reset(errors.New("every GPU is lost"), s.events.stop)
+}
+
+// probeLost is what stands for the scrapes in a receiver with no metrics
+// side (logsReceiver), on its collection interval: it reads the GPUs in
+// turn until one answers (the first, as a rule), each under the scrape
+// timeout, and the samples are dropped. Once every GPU is lost it resets
+// the session as a scrape does, so that the events come back after a
+// driver reload; a read that answers is data, as in a scrape.
+func (s *nvmlScraper) probeLost(ctx context.Context) {
+	deadline := s.deadline(ctx)
+	devices := s.session.client.Devices()
+	for _, d := range devices {
+		if d.Lost() {
+			continue
+		}
+		done := make(chan error, 1)
+		go func() {
+			_, err := d.Read()
+			done <- err
+		}()
+		timer := time.NewTimer(time.Until(deadline))
+		var err error
+		select {
+		case err = <-done:
+			timer.Stop()
+		case <-timer.C:
+			return // still reading: not lost
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		}
+		if d.Lost() {
+			continue
+		}
+		var readErr *nvmlclient.ReadError
+		if err == nil || errors.As(err, &readErr) {
+			s.session.gotData()
+		}
+		return // busy, or answered: not every GPU is lost
+	}
+	if len(devices) > 0 {
+		s.resetLost()
+	}
 }
 
 // reportStalled turns the component status to a recoverable error while a

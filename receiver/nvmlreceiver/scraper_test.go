@@ -26,9 +26,9 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
-	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadatatest"
+	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files")
@@ -83,6 +83,23 @@ func (ts *testScraper) scrapeOK(t testing.TB) pmetric.Metrics {
 	md, err := ts.scrape(context.Background())
 	require.NoError(t, err)
 	return md
+}
+
+// waitReset waits for the background reset of a session whose GPUs were
+// all lost (nvmlSession.reset), if one runs.
+func (ts *testScraper) waitReset(t testing.TB) {
+	t.Helper()
+	ts.session.mu.Lock()
+	done := ts.session.resetting
+	ts.session.mu.Unlock()
+	if done == nil {
+		return
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the reset did not end")
+	}
 }
 
 func proc(pid uint32, mem uint64) nvml.ProcessInfo {

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 )
 
@@ -52,11 +53,14 @@ type nvmlSession struct {
 	ready     bool
 	closed    bool
 	opening   chan struct{} // closed when the running Open ends; nil when none runs
+	resetting chan struct{} // closed when the running reset ends; nil when none runs
 	fatal     error         // a configuration error found once NVML came up
 	backoff   retryBackoff
-	lastCause string // the cause last logged; cleared when data flows
+	// causes logs NVML's unavailability once per cause (key nvmlKey); OK
+	// when data flows.
+	causes *logonce.Log
 	// lost: the last session ended with every GPU lost. The Opens after it
-	// neither reset the backoff nor clear lastCause: only data does
+	// neither reset the backoff nor forget the cause logged: only data does
 	// (gotData), so that GPUs that stay lost are not re-initialized and
 	// logged on every scrape.
 	lost bool
@@ -72,8 +76,11 @@ type nvmlSession struct {
 }
 
 func newSession(cfg *Config, logger *zap.Logger, client *nvmlclient.Client, bounds *lifecycleBounds) *nvmlSession {
-	return &nvmlSession{cfg: cfg, logger: logger, client: client, now: time.Now, bounds: bounds}
+	return &nvmlSession{cfg: cfg, logger: logger, client: client, now: time.Now, bounds: bounds, causes: logonce.New(1)}
 }
+
+// nvmlKey is the one key of nvmlSession.causes.
+const nvmlKey = "nvml"
 
 // scrapeTimeout is the deadline of one scrape, which also bounds each GPU's
 // priming.
@@ -91,7 +98,8 @@ func (s *nvmlSession) start(ctx context.Context, host component.Host) error {
 	s.host, s.closed = host, false
 	// A new start: NVML is tried at once, and its state logged again.
 	s.backoff.succeeded()
-	s.lastCause, s.lost, s.loggedInv = "", false, ""
+	s.causes.OK(nvmlKey)
+	s.lost, s.loggedInv = false, ""
 	s.mu.Unlock()
 	done := s.open()
 	timer := time.NewTimer(s.bounds.start)
@@ -137,6 +145,9 @@ func (s *nvmlSession) open() <-chan struct{} {
 	}
 	if s.opening != nil {
 		return s.opening
+	}
+	if s.resetting != nil {
+		return s.resetting // the old session first; open again once it is done
 	}
 	if !s.backoff.due(s.now()) {
 		return nil
@@ -186,7 +197,7 @@ func (s *nvmlSession) runOpen(done chan struct{}) {
 	s.gen++
 	s.openedAt = s.now()
 	if !s.lost {
-		s.lastCause = ""
+		s.causes.OK(nvmlKey)
 		s.backoff.succeeded()
 	}
 	s.mu.Unlock()
@@ -227,9 +238,7 @@ func (s *nvmlSession) unavailable(err error) {
 func (s *nvmlSession) failed(err error, next func(time.Time) time.Duration) {
 	s.mu.Lock()
 	delay := next(s.now())
-	cause := err.Error()
-	newCause := cause != s.lastCause
-	s.lastCause = cause
+	newCause := s.causes.Fail(nvmlKey, err.Error()).Log
 	s.mu.Unlock()
 	if newCause {
 		s.logger.Warn("NVML is unavailable; the receiver keeps running, emits no GPU metrics and retries with backoff",
@@ -283,7 +292,8 @@ func (s *nvmlSession) gotData() {
 	}
 	s.gaveData = true
 	recovered := s.lost
-	s.lost, s.lastCause = false, ""
+	s.lost = false
+	s.causes.OK(nvmlKey)
 	s.backoff.succeeded()
 	s.mu.Unlock()
 	if recovered {
@@ -306,21 +316,46 @@ func (s *nvmlSession) reportStatus(ev *componentstatus.Event) {
 // (a driver reload, a GPU reset) are tried again soon; GPUs lost before
 // giving any data wait the longest delay. Calls still stuck in the old
 // session keep it from being shut down until they return.
-func (s *nvmlSession) reset(cause error) {
+//
+// It returns at once: stop (the event watcher's, or nil), then Close run
+// in the background, each for at most bounds.reset, so that a scrape that
+// found every GPU lost returns by its deadline. Until they are done, open
+// answers with their channel rather than opening NVML again, and shutdown
+// waits for them.
+func (s *nvmlSession) reset(cause error, stop func(context.Context) error) {
 	s.mu.Lock()
+	if !s.ready || s.resetting != nil {
+		s.mu.Unlock()
+		return // closed, or reset already
+	}
 	s.ready, s.lost = false, true
 	gaveData := s.gaveData
+	done := make(chan struct{})
+	s.resetting = done
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), s.bounds.reset)
-	defer cancel()
-	if err := s.client.Close(ctx); nvmlclient.IsInFlight(err) {
-		s.logger.Warn("Re-initializing NVML without shutting the old session down: calls are still running in it", zap.Error(err))
-	}
+	// The next attempt counts from now, not from when the old session is
+	// down.
 	if gaveData {
 		s.unavailable(cause)
-		return
+	} else {
+		s.failed(cause, s.backoff.lostAtOnce)
 	}
-	s.failed(cause, s.backoff.lostAtOnce)
+	go func() {
+		defer close(done)
+		if stop != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), s.bounds.reset)
+			_ = stop(ctx) // a stuck watcher keeps the old session from being shut down: Close says so
+			cancel()
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), s.bounds.reset)
+		defer cancel()
+		if err := s.client.Close(ctx); nvmlclient.IsInFlight(err) {
+			s.logger.Warn("Re-initializing NVML without shutting the old session down: calls are still running in it", zap.Error(err))
+		}
+		s.mu.Lock()
+		s.resetting = nil
+		s.mu.Unlock()
+	}()
 }
 
 // shutdown shuts NVML down, never for longer than bounds.shutdown and
@@ -328,9 +363,16 @@ func (s *nvmlSession) reset(cause error) {
 func (s *nvmlSession) shutdown(ctx context.Context) {
 	s.mu.Lock()
 	s.closed, s.ready = true, false
+	resetting := s.resetting
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, s.bounds.shutdown)
 	defer cancel()
+	if resetting != nil {
+		select { // a reset's Close first, then this one, never two at once
+		case <-resetting:
+		case <-ctx.Done():
+		}
+	}
 	if err := s.client.Close(ctx); nvmlclient.IsInFlight(err) {
 		s.logger.Warn("Not shutting NVML down: calls are still running inside it; the process may exit with them",
 			zap.Error(err))

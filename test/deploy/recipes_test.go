@@ -145,7 +145,15 @@ func TestDockerRun(t *testing.T) {
 	require.NoError(t, err)
 	version := regexp.MustCompile(`(?m)^  version: (\S+)`).FindSubmatch(builder)
 	require.NotNil(t, version)
-	assert.Equal(t, "otelcol-nvml:"+string(version[1]), image, "the image make image builds")
+	values, err := os.ReadFile(filepath.Join(chartDir, "values.yaml"))
+	require.NoError(t, err)
+	var v struct {
+		Image struct {
+			Repository string `json:"repository"`
+		} `json:"image"`
+	}
+	require.NoError(t, yaml.Unmarshal(values, &v))
+	assert.Equal(t, v.Image.Repository+":"+string(version[1]), image, "the published image the chart defaults to, at the project's version")
 	assert.Empty(t, command, "the image's default command and config")
 
 	env := []string{}

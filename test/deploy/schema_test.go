@@ -9,6 +9,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -121,6 +122,7 @@ var schemaAccepted = []schemaCase{
 	{"metric expiration in Go units", []string{"--set", "prometheus.enabled=true,prometheus.metricExpiration=1m30s"}, nil},
 	{"a dropped price (null)", []string{"--set", "prometheusRule.enabled=true,prometheusRule.waste.pricePerHour.NVIDIA\\ H200=null"}, nil},
 	{"an integer image tag", []string{"--set", "image.tag=7"}, nil},
+	{"global values (this chart as a subchart)", []string{"--set", "global.imageRegistry=r"}, nil},
 	{"affinity", []string{"--set", "affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].key=a,affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[0].matchExpressions[0].operator=Exists"}, nil},
 }
 
@@ -305,5 +307,65 @@ func TestSchemaCoversValues(t *testing.T) {
 	for _, p := range readme {
 		top, _, _ := strings.Cut(p, ".")
 		assert.Contains(t, values, top, "the README names %s, which values.yaml lacks", p)
+	}
+}
+
+// TestSchemaDurationBounds: the schema's duration patterns say what the
+// receiver and the collector accept. collectionInterval's minimum is read
+// from the receiver's source (minCollectionInterval in
+// receiver/nvmlreceiver/config.go), and each pattern is checked against
+// time.ParseDuration on values around the bounds.
+func TestSchemaDurationBounds(t *testing.T) {
+	root := loadSchema(t)
+	defs := root["definitions"].(map[string]any)
+	pattern := func(name string) *regexp.Regexp {
+		return regexp.MustCompile(defs[name].(map[string]any)["pattern"].(string))
+	}
+
+	src, err := os.ReadFile(filepath.Join(repoRoot, "receiver", "nvmlreceiver", "config.go"))
+	require.NoError(t, err)
+	m := regexp.MustCompile(`(?m)^const minCollectionInterval = (\d+) \* time\.(Millisecond|Second)$`).FindSubmatch(src)
+	require.NotNil(t, m, "minCollectionInterval in receiver/nvmlreceiver/config.go")
+	min, err := time.ParseDuration(string(m[1]) + map[string]string{"Millisecond": "ms", "Second": "s"}[string(m[2])])
+	require.NoError(t, err)
+	require.Equal(t, 100*time.Millisecond, min, "the receiver's minimum changed: change the collectionInterval pattern with it")
+
+	coll := pattern("collectionInterval")
+	for _, d := range []string{"1ns", "99ms", "100ms", "100.5ms", "250ms", "0.09s", "0.1s", "0.5s", "1s", "10s", "90s",
+		"0.01m", "0.25m", "1m", "1m30s", "1h", "2h45m", "0099ms", "0100ms", "1000ms", "0.10s"} {
+		v, err := time.ParseDuration(d)
+		require.NoError(t, err, d)
+		assert.Equal(t, v >= min, coll.MatchString(d), "collectionInterval %q (%v) against the receiver's minimum %v", d, v, min)
+	}
+	// A unit the chart's durationMs cannot read, or none, is refused.
+	for _, d := range []string{"10", "", "1us", "500000us", "1.5", "s", "1 s", "1d", "-1s"} {
+		assert.False(t, coll.MatchString(d), "collectionInterval %q", d)
+	}
+
+	goDur := pattern("goDuration")
+	for _, d := range []string{"1ns", "1us", "1µs", "0.5s", "5m", "1h30m", "0s1ms", ".5s"} {
+		v, err := time.ParseDuration(d)
+		require.NoError(t, err, d)
+		assert.Equal(t, v > 0, goDur.MatchString(d), "Go duration %q (%v)", d, v)
+	}
+	for _, d := range []string{"0s", "0", "0ms0s", "300", "", "5 m", "1d"} {
+		assert.False(t, goDur.MatchString(d), "Go duration %q", d)
+	}
+
+	// Prometheus durations: integers and its units (model.ParseDuration).
+	prom := defs["promDuration"].(map[string]any)["allOf"].([]any)
+	match := func(d string) bool {
+		for _, p := range prom {
+			if !regexp.MustCompile(p.(map[string]any)["pattern"].(string)).MatchString(d) {
+				return false
+			}
+		}
+		return true
+	}
+	for _, d := range []string{"30s", "5m", "1h30m", "1d", "2w", "1y", "500ms", "1h0m"} {
+		assert.True(t, match(d), "Prometheus duration %q", d)
+	}
+	for _, d := range []string{"1.5m", "0s", "0", "", "30", "1m1h", "5 m", "1us"} {
+		assert.False(t, match(d), "Prometheus duration %q", d)
 	}
 }

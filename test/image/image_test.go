@@ -1,18 +1,26 @@
 //go:build image
 
-// Package image runs the otelcol-nvml image (make image) the way a GPU
+// Package image runs an otelcol-nvml image (make image) the way a GPU
 // node would, without a container runtime: podman run cannot start
 // containers in this sandbox, so the test creates a container from the
 // image, mounts its root, drops the simulated libnvidia-ml.so.1 where the
 // NVIDIA container toolkit puts the driver's, and chroot-runs the image's
 // entrypoint and command as the image's user with the image's environment.
-// Run it with `make image-test` (root, podman), or:
+// A foreign image (arm64 on an amd64 host) runs the same way under
+// qemu-user: qemu-aarch64-static (static, it needs nothing from the host)
+// is copied into the root and runs the entrypoint there, so the image's own
+// loader and libraries are used (binfmt_misc is not needed).
+// Run it with `make image-test` (root, podman; once per platform), or:
 //
-//	go test -tags image -count=1 -v ./test/image -image=localhost/otelcol-nvml:0.1.0 \
-//	    -fakenvml=/abs/libnvidia-ml.so.1 -scenario=/abs/scenario.json
+//	go test -tags image -count=1 -v ./test/image -arch=amd64 -image=localhost/otelcol-nvml:0.1.0-amd64 \
+//	    -fakenvml=/abs/libnvidia-ml.so.1 -libdir=/usr/lib/x86_64-linux-gnu -scenario=/abs/scenario.json
+//	go test -tags image -count=1 -v ./test/image -arch=arm64 -image=localhost/otelcol-nvml:0.1.0-arm64 \
+//	    -fakenvml=/abs/arm64/libnvidia-ml.so.1 -libdir=/usr/lib/aarch64-linux-gnu \
+//	    -qemu=/usr/bin/qemu-aarch64-static -scenario=/abs/scenario.json
 package image
 
 import (
+	"archive/tar"
 	"bufio"
 	"bytes"
 	"encoding/json"
@@ -24,6 +32,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,11 +52,26 @@ var (
 	fakeNVMLPath = flag.String("fakenvml", "", "the simulated libnvidia-ml.so.1 (make fakenvml)")
 	scenarioPath = flag.String("scenario", "", "the fake library's scenario")
 	podmanPath   = flag.String("podman", "podman", "the podman binary")
+	archFlag     = flag.String("arch", "amd64", "the image's architecture: amd64 or arm64")
+	indexPath    = flag.String("index", "", "the OCI archive of the image index (both platforms)")
+	libDir       = flag.String("libdir", "/usr/lib/x86_64-linux-gnu", "where this host keeps the libraries of -arch that the simulated NVML links (cJSON)")
+	qemuPath     = flag.String("qemu", "", "qemu-user for a foreign -arch (qemu-aarch64-static)")
 )
 
-// driverDir is where the NVIDIA container toolkit mounts the driver's
-// libraries on Debian/Ubuntu-style (multiarch) roots.
-const driverDir = "/usr/lib/x86_64-linux-gnu"
+// multiarch is the Debian/Ubuntu multiarch triplet per architecture: the
+// NVIDIA container toolkit mounts the driver's libraries into
+// /usr/lib/<triplet>, one of the loader's default directories.
+var multiarch = map[string]string{"amd64": "x86_64-linux-gnu", "arm64": "aarch64-linux-gnu"}
+
+// elfMachine is readelf's name of each architecture.
+var elfMachine = map[string]string{"amd64": "Advanced Micro Devices X86-64", "arm64": "AArch64"}
+
+func driverDir(t *testing.T) string {
+	t.Helper()
+	m, ok := multiarch[*archFlag]
+	require.True(t, ok, "-arch %q: amd64 or arm64", *archFlag)
+	return "/usr/lib/" + m
+}
 
 func podman(t *testing.T, args ...string) string {
 	t.Helper()
@@ -62,7 +86,10 @@ func podman(t *testing.T, args ...string) string {
 
 // imageConfig is the part of `podman image inspect` the test runs by.
 type imageConfig struct {
-	Config struct {
+	ID           string `json:"Id"`
+	Architecture string `json:"Architecture"`
+	Os           string `json:"Os"`
+	Config       struct {
 		User       string            `json:"User"`
 		Env        []string          `json:"Env"`
 		Entrypoint []string          `json:"Entrypoint"`
@@ -82,6 +109,8 @@ func inspect(t *testing.T) imageConfig {
 
 func TestImageLabelsAndArchive(t *testing.T) {
 	cfg := inspect(t)
+	assert.Equal(t, "linux", cfg.Os)
+	assert.Equal(t, *archFlag, cfg.Architecture, "the image's platform")
 	for _, l := range []string{"title", "description", "version", "revision", "created"} {
 		assert.NotEmpty(t, cfg.Config.Labels["org.opencontainers.image."+l], "OCI label org.opencontainers.image.%s", l)
 	}
@@ -96,6 +125,70 @@ func TestImageLabelsAndArchive(t *testing.T) {
 	assert.Contains(t, names, "index.json")
 }
 
+// TestImageInIndex: the image index (make image's archive of both
+// platforms) holds this image, by its config digest (podman's image ID), as
+// its -arch entry.
+func TestImageInIndex(t *testing.T) {
+	if *indexPath == "" {
+		t.Skip("-index not given")
+	}
+	cfg := inspect(t)
+	f, err := os.Open(*indexPath)
+	require.NoError(t, err)
+	defer f.Close()
+	blobs := map[string][]byte{}
+	tr := tar.NewReader(f)
+	for {
+		h, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		require.NoError(t, err)
+		if h.Typeflag != tar.TypeReg || h.Size > 1<<20 { // layers: not read
+			continue
+		}
+		b, err := io.ReadAll(tr)
+		require.NoError(t, err)
+		blobs[strings.TrimPrefix(h.Name, "./")] = b
+	}
+	type desc struct {
+		MediaType string `json:"mediaType"`
+		Digest    string `json:"digest"`
+		Platform  struct {
+			OS           string `json:"os"`
+			Architecture string `json:"architecture"`
+		} `json:"platform"`
+	}
+	type manifest struct {
+		Manifests []desc `json:"manifests"`
+		Config    *desc  `json:"config"`
+	}
+	read := func(name string) manifest {
+		var m manifest
+		b, ok := blobs[name]
+		require.True(t, ok, "%s not in %s", name, *indexPath)
+		require.NoError(t, json.Unmarshal(b, &m), name)
+		return m
+	}
+	blobName := func(d string) string { return "blobs/" + strings.Replace(d, ":", "/", 1) }
+	found := map[string]string{} // platform -> config digest
+	var walk func(ds []desc)
+	walk = func(ds []desc) {
+		for _, d := range ds {
+			m := read(blobName(d.Digest))
+			if m.Config == nil {
+				walk(m.Manifests)
+				continue
+			}
+			found[d.Platform.OS+"/"+d.Platform.Architecture] = m.Config.Digest
+		}
+	}
+	walk(read("index.json").Manifests)
+	assert.Len(t, found, 2, "the index: linux/amd64 and linux/arm64; got %v", found)
+	assert.Equal(t, "sha256:"+strings.TrimPrefix(cfg.ID, "sha256:"), found["linux/"+*archFlag],
+		"the index's linux/%s image is the image under test", *archFlag)
+}
+
 // TestImageRunsChrooted is the image on a simulated GPU node.
 func TestImageRunsChrooted(t *testing.T) {
 	cfg := inspect(t)
@@ -107,6 +200,10 @@ func TestImageRunsChrooted(t *testing.T) {
 	t.Cleanup(func() { podman(t, "rm", "--force", ctr) })
 	root := podman(t, "mount", ctr)
 	t.Cleanup(func() { podman(t, "unmount", ctr) })
+	driverDir := driverDir(t)
+
+	// The binary is for the image's platform.
+	assert.Equal(t, elfMachine[*archFlag], readelfMachine(t, filepath.Join(root, strings.TrimPrefix(cfg.Config.Entrypoint[0], "/"))))
 
 	// The image carries no NVML of its own.
 	_, err := os.Stat(filepath.Join(root, driverDir, "libnvidia-ml.so.1"))
@@ -116,10 +213,11 @@ func TestImageRunsChrooted(t *testing.T) {
 	// simulated driver also brings the cJSON it links (Debian ships no
 	// static libcjson); every other library it needs must be in the image.
 	fake := absFile(t, *fakeNVMLPath)
+	require.Equal(t, elfMachine[*archFlag], readelfMachine(t, fake), "-fakenvml is built for another platform")
 	copyFile(t, fake, filepath.Join(root, driverDir, "libnvidia-ml.so.1"))
 	for _, dep := range neededNotIn(t, fake, filepath.Join(root, driverDir)) {
-		require.True(t, strings.HasPrefix(dep.name, "libcjson"), "libnvidia-ml.so.1 needs %s, which the image lacks", dep.name)
-		copyFile(t, dep.path, filepath.Join(root, driverDir, dep.name))
+		require.True(t, strings.HasPrefix(dep, "libcjson"), "libnvidia-ml.so.1 needs %s, which the image lacks", dep)
+		copyFile(t, filepath.Join(*libDir, dep), filepath.Join(root, driverDir, dep))
 	}
 	copyFile(t, absFile(t, *scenarioPath), filepath.Join(root, "tmp", "scenario.json"))
 
@@ -132,6 +230,14 @@ func TestImageRunsChrooted(t *testing.T) {
 	promPort, healthPort := testutil.FreePort(t), testutil.FreePort(t)
 	argv := append(slices.Clone(cfg.Config.Entrypoint), cfg.Config.Cmd...)
 	require.NotEmpty(t, argv)
+	if *archFlag != runtime.GOARCH {
+		// A foreign image: qemu-user, inside the root, runs the entrypoint
+		// with the image's loader (PT_INTERP resolves inside the chroot).
+		require.NotEmpty(t, *qemuPath, "-arch %s on %s needs -qemu", *archFlag, runtime.GOARCH)
+		copyFile(t, absFile(t, *qemuPath), filepath.Join(root, ".qemu-user"))
+		t.Cleanup(func() { _ = os.Remove(filepath.Join(root, ".qemu-user")) })
+		argv = append([]string{"/.qemu-user"}, argv...)
+	}
 	// Only the image's environment and the test's knobs.
 	env := append(slices.Clone(cfg.Config.Env), "FAKE_NVML_SCENARIO=/tmp/scenario.json",
 		"PROMETHEUS_PORT="+strconv.Itoa(promPort), "HEALTH_PORT="+strconv.Itoa(healthPort), "COLLECTION_INTERVAL=1s")
@@ -161,9 +267,10 @@ func TestImageRunsChrooted(t *testing.T) {
 		}
 	})
 
-	// GPU metrics come out, through the image's own loader and libraries.
+	// GPU metrics come out, through the image's own loader and libraries
+	// (under qemu-user the collector starts in some 10 s).
 	var metrics string
-	deadline := time.Now().Add(60 * time.Second)
+	deadline := time.Now().Add(90 * time.Second)
 	client := &http.Client{Timeout: 2 * time.Second}
 	for {
 		select {
@@ -180,7 +287,7 @@ func TestImageRunsChrooted(t *testing.T) {
 			}
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("no GPU metrics on :%d/metrics after 60 s; got:\n%.2000s", promPort, metrics)
+			t.Fatalf("no GPU metrics on :%d/metrics after 90 s; got:\n%.2000s", promPort, metrics)
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
@@ -245,25 +352,28 @@ func mappedFiles(t *testing.T, pid int) []string {
 	return out
 }
 
-type lib struct{ name, path string }
-
-// neededNotIn returns the libraries elf needs (as the host's loader
-// resolves them) that dir does not hold.
-func neededNotIn(t *testing.T, elf, dir string) []lib {
+// neededNotIn returns the sonames elf needs (readelf's NEEDED, which reads a
+// foreign ELF too) that dir does not hold.
+func neededNotIn(t *testing.T, elf, dir string) []string {
 	t.Helper()
-	out, err := exec.Command("ldd", elf).Output()
+	out, err := exec.Command("readelf", "-d", elf).Output()
 	require.NoError(t, err)
-	var missing []lib
-	for _, line := range strings.Split(string(out), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 3 || f[1] != "=>" {
-			continue
-		}
-		if _, err := os.Stat(filepath.Join(dir, f[0])); err != nil {
-			missing = append(missing, lib{f[0], f[2]})
+	var missing []string
+	for _, m := range regexp.MustCompile(`\(NEEDED\)\s+Shared library: \[([^\]]+)\]`).FindAllStringSubmatch(string(out), -1) {
+		if _, err := os.Stat(filepath.Join(dir, m[1])); err != nil {
+			missing = append(missing, m[1])
 		}
 	}
 	return missing
+}
+
+func readelfMachine(t *testing.T, elf string) string {
+	t.Helper()
+	out, err := exec.Command("readelf", "-h", elf).Output()
+	require.NoError(t, err, elf)
+	m := regexp.MustCompile(`(?m)^\s*Machine:\s*(.+?)\s*$`).FindStringSubmatch(string(out))
+	require.NotNil(t, m, "readelf -h %s", elf)
+	return m[1]
 }
 
 func absFile(t *testing.T, p string) string {
