@@ -10,6 +10,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 )
 
 // Client owns one NVML session: Open initializes NVML and takes the inventory,
@@ -32,12 +34,29 @@ type Client struct {
 	devices []*Device
 	calls   *inflight // the calls of the open session
 	sampler *shareSampler
-	lost    lostLog // the GPUs logged lost, across sessions
+	// lost remembers, across the sessions of the client, the GPUs logged
+	// lost: while every GPU stays lost the receiver re-initializes NVML
+	// now and then, and each session has new Devices. A GPU is logged lost
+	// again only after it read again in between.
+	lost *logonce.Log
+}
+
+// maxLostLogged bounds the memory of GPUs logged lost: far above the GPUs
+// of one host.
+const maxLostLogged = 256
+
+// session is what the GPUs of one NVML session share.
+type session struct {
+	calls *inflight // the session's NVML calls in flight
+	lane  *guard    // one GPU's reads at a time across the session
+	gpm   *guard    // one GPM call sequence at a time across the session's GPUs
+	raw   *rawLib   // the bounded list calls; nil on go-nvml's mocks
+	lost  *logonce.Log
 }
 
 // New returns a Client on lib, which is not touched until Open.
 func New(lib nvml.Interface, logger *zap.Logger, opts ...Option) *Client {
-	c := &Client{lib: lib, logger: logger, opts: defaultOptions()}
+	c := &Client{lib: lib, logger: logger, opts: defaultOptions(), lost: logonce.New(maxLostLogged)}
 	for _, o := range opts {
 		o(&c.opts)
 	}
@@ -116,9 +135,9 @@ func (c *Client) initialize(selectors []string) (Inventory, []*Device, *inflight
 		c.lib.Shutdown()
 		return inv, nil, nil, err
 	}
-	gate, lane := newGPMGate(), newLane(laneMaxHold)
+	sess := &session{calls: calls, lane: newLane(), gpm: newGPMGate(), raw: raw, lost: c.lost}
 	for _, d := range devices {
-		d.calls, d.rawLib, d.gpmGate, d.lane, d.lostLog = calls, raw, gate, lane, &c.lost
+		d.sess = sess
 	}
 	return inv, devices, calls, nil
 }
@@ -169,7 +188,7 @@ func (c *Client) Inventory() Inventory {
 	inv.MIGDevices = nil
 	for _, d := range devices {
 		if d.primed.Load() {
-			for _, m := range d.migs {
+			for _, m := range d.mig.devices {
 				inv.MIGDevices = append(inv.MIGDevices, m.info)
 			}
 		}

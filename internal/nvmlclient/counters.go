@@ -6,35 +6,17 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
 // The cumulative counters that cost the most to read are read on their own
 // cadence (WithCounterInterval), in the background, off the scrape path:
-// the energy counter (3-7 ms of CPU a call on an H200, p90 up to 21 ms),
-// and the six violation counters with the PCIe replays (1.25 ms together
-// as one field batch). A scrape reports the newest reading with the time it
+// the rows of the read table marked counter, which are the costly ones
+// (their costs are in the read table, calls.go). A scrape reports the newest reading with the time it
 // was taken: counters stay monotonic and rate() over them stays exact,
 // however old the reading. Only the first read of a device waits for them.
 
-// counterValues is one reading of the costly counters.
-type counterValues struct {
-	energyJoules Opt[float64]
-	violation    [violationPolicyCount]Opt[float64]
-	pcieReplays  Opt[int64]
-	at           time.Time // the device clock's time the reading was taken
-}
-
-// fresh says which counters the newest reading read: only those are
-// reported, stamped with its time. A counter it did not read (not supported
-// now, or failed) is left out rather than shown frozen at a newer time,
-// which rate() would take for a stop.
-type fresh struct {
-	energy    bool
-	violation [violationPolicyCount]bool
-	replays   bool
-}
+// The getters among the counters are read one by one, the fields in one
+// batch.
 
 type counterState struct {
 	interval time.Duration
@@ -43,9 +25,15 @@ type counterState struct {
 	pending sync.WaitGroup // the background read, for Close
 	fields  fieldBatch     // the background read's own batch
 
-	mu       sync.Mutex
-	last     counterValues
-	fresh    fresh
+	mu sync.Mutex
+	// last is the newest value of each counter; fresh says which the
+	// newest reading read: only those are reported, stamped with its time
+	// (at, by the device clock). A counter it did not read (not supported
+	// now, or failed) is left out rather than shown frozen at a newer
+	// time, which rate() would take for a stop.
+	last     [callCount]Opt[float64]
+	fresh    [callCount]bool
+	at       time.Time
 	started  time.Time // by the device clock: when the last read began
 	failures []*CallError
 	lost     bool
@@ -54,9 +42,8 @@ type counterState struct {
 
 // readCounters puts the newest counter reading into s and starts the next
 // read when it is due. The first read of the device is taken in line.
-func (r *reading) readCounters(s *Sample) {
+func (cs *counterState) read(r *reading, s *Sample) {
 	d := r.d
-	cs := &d.counters
 	cs.mu.Lock()
 	first, due := cs.started.IsZero(), d.now().Sub(cs.started) >= cs.interval
 	cs.mu.Unlock()
@@ -66,17 +53,16 @@ func (r *reading) readCounters(s *Sample) {
 	case due && cs.busy.CompareAndSwap(false, true):
 		// Close waits for it, and never shuts NVML down under it; once
 		// Close has begun, no read starts.
-		if !d.calls.begin() {
+		if !d.sess.calls.begin() {
 			cs.busy.Store(false)
 			break
 		}
 		cs.pending.Add(1)
 		go func() {
 			defer cs.pending.Done()
-			defer d.calls.end()
-			// In line after the GPUs this scrape is reading (lane.go).
-			leave := d.lane.enter()
-			defer leave()
+			defer d.sess.calls.end()
+			// In line after the GPUs this scrape is reading (the lane).
+			defer d.sess.lane.enter().leave()
 			d.takeCounters()
 		}()
 	}
@@ -93,42 +79,32 @@ func (r *reading) readCounters(s *Sample) {
 	if cs.lost && !r.lost {
 		r.lost, r.lostCall = true, cs.lostCall
 	}
-	v, f := cs.last, cs.fresh
-	if f.energy && !failed[callEnergy] {
-		s.EnergyJoules = v.energyJoules
-	}
-	for p, c := range violationCalls {
-		if f.violation[p] && !failed[c] && !failed[callFieldValues] {
-			s.Health.ViolationSeconds[p] = v.violation[p]
+	for k := range readTable {
+		spec := &readTable[k]
+		if spec.counter && cs.fresh[k] && !failed[call(k)] && (spec.field == 0 || !failed[callFieldValues]) {
+			spec.land(s, cs.last[k].Value)
 		}
 	}
-	if f.replays && !failed[callPCIeReplays] && !failed[callFieldValues] {
-		s.Health.PCIeReplays = v.pcieReplays
-	}
-	s.CountersTime = v.at
+	s.CountersTime = cs.at
 }
 
 // takeCounters reads the counters once; busy is held by the caller and
 // released here.
 func (d *Device) takeCounters() {
-	cs := &d.counters
+	cs := d.counters
 	defer cs.busy.Store(false)
 	cs.mu.Lock()
 	cs.started = d.now()
 	cs.mu.Unlock()
 
 	r := &reading{d: d}
-	var got counterValues
-	var mj uint64
-	if r.do(callEnergy, func() (ret nvml.Return) { mj, ret = d.handle.GetTotalEnergyConsumption(); return }) {
-		got.energyJoules = some(float64(mj) / 1000)
-	}
-	got.at = d.now() // the batch below takes well under a millisecond
-	var s Sample
+	var got [callCount]Opt[float64]
+	keep := func(c call, v float64) { got[c] = some(v) }
+	r.readGetters(true, keep)
+	at := d.now() // the batch below takes well under a millisecond
 	if !r.lost {
-		r.readFieldBatch(&s, &cs.fields, true)
+		r.readFieldBatch(&cs.fields, true, keep)
 	}
-	got.violation, got.pcieReplays = s.Health.ViolationSeconds, s.Health.PCIeReplays
 	d.support.flushLogs(d.logger)
 
 	cs.mu.Lock()
@@ -141,18 +117,16 @@ func (d *Device) takeCounters() {
 	// glitch, and the older reading stands. A counter not read this time
 	// keeps its last reading (and the reading time moves on only when one
 	// was read).
-	last := &cs.last
-	f := fresh{energy: keepMax(&last.energyJoules, got.energyJoules), replays: got.pcieReplays.OK}
-	for p := range last.violation {
-		f.violation[p] = keepMax(&last.violation[p], got.violation[p])
+	var fresh [callCount]bool
+	anyFresh := false
+	for k := range got {
+		fresh[k] = keepMax(&cs.last[k], got[k])
+		anyFresh = anyFresh || fresh[k]
 	}
-	if got.pcieReplays.OK && (!last.pcieReplays.OK || got.pcieReplays.Value >= last.pcieReplays.Value) {
-		last.pcieReplays = got.pcieReplays
-	}
-	if f != (fresh{}) {
+	if anyFresh {
 		// A reading that read nothing keeps the last one's time and
 		// counters: they are reported again as they were.
-		last.at, cs.fresh = got.at, f
+		cs.at, cs.fresh = at, fresh
 	}
 }
 
@@ -163,17 +137,4 @@ func keepMax(last *Opt[float64], v Opt[float64]) bool {
 		*last = v
 	}
 	return v.OK
-}
-
-// waitBackground waits up to timeout for a background counter read, and
-// reports whether none is left in flight.
-func (d *Device) waitBackground(timeout time.Duration) bool {
-	done := make(chan struct{})
-	go func() { d.counters.pending.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-time.After(timeout):
-		return false
-	}
 }

@@ -9,17 +9,9 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
-)
 
-var clockCalls = [clockCount]struct {
-	call call
-	typ  nvml.ClockType
-}{
-	ClockSM:       {callClockSM, nvml.CLOCK_SM},
-	ClockMemory:   {callClockMemory, nvml.CLOCK_MEM},
-	ClockGraphics: {callClockGraphics, nvml.CLOCK_GRAPHICS},
-	ClockVideo:    {callClockVideo, nvml.CLOCK_VIDEO},
-}
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
+)
 
 // Device reads one GPU. Reads of one device never overlap: a read that is
 // still stuck in NVML makes the next one return ErrBusy instead of piling up
@@ -35,45 +27,40 @@ type Device struct {
 	busy   atomic.Bool
 	lost   atomic.Bool
 	primed atomic.Bool
-	// hasProcesses says the newest read listed a process: the share
-	// sampler samples only such GPUs.
-	hasProcesses atomic.Bool
-	panics       atomic.Int64 // recovered inside reads (panics.go)
+	panics atomic.Int64 // recovered inside reads (panics.go)
 
-	opts    options
-	calls   *inflight // the session's NVML calls in flight
-	rawLib  *rawLib   // nil on go-nvml's mocks
-	gpmGate *gpmGate  // one GPM call sequence at a time across the session's GPUs
-	lane    *lane     // one GPU's reads at a time across the session (lane.go)
-	lostLog *lostLog  // the client's GPUs logged lost (lostlog.go)
-	raw     rawDevice // the C handle, for the bounded list calls (prime.go)
+	sess *session  // what the session's GPUs share: the lane, the GPM gate, the calls in flight
+	raw  rawDevice // the C handle, for the bounded list calls (prime.go)
 
-	// wanted says which calls feed an enabled metric; set at Open.
+	// wanted says which calls answer an asked-for figure; set at Open.
 	wanted [callCount]bool
-	// metricOn says whether a metric is enabled, for counting what a
-	// failed call drops.
-	metricOn func(string) bool
+	// figures are the figures asked for; leftOut counts what failed calls
+	// drop (WithLeftOutCount).
+	figures Figures
+	leftOut func(Figures) int
 	// support caches NOT_SUPPORTED answers, with a backoff (support.go).
 	support supportCache
 
-	windows      [samplingCount]window
-	shares       processShares
-	gpm          gpmState
-	memCtrlOnGPM bool // read the memory controller window on GPUs with GPM too
-	fields       fieldBatch
-	counters     counterState
-	migs         []*migDevice
-	now          func() time.Time // times GPM windows, backoffs and the energy cadence
-	lastRead     time.Time        // the device clock's time of the previous read, for the codec windows
-	// readProcesses is set by the client's options at Open.
-	readProcesses bool
+	// collectors read the GPU, in order (collectors.go); the others name
+	// those whose state another part reads.
+	collectors []collector
+	gpm        *gpmCollector
+	util       *utilizationCollector
+	procs      *processCollector
+	mig        *migCollector
+	counters   *counterState
 
-	logMu  sync.Mutex
-	logged map[string]struct{}
-	// failing is what the log said of each call that failed (logCalls);
+	now func() time.Time // times GPM windows, backoffs and the energy cadence
+
+	// once remembers what was logged once (logOnce); callLog, what the log
+	// said of each failing call (logCalls).
+	once    *logonce.Log
+	callLog *logonce.Log
+	// failing is each call's failure (logCalls, under logMu);
 	// failingCount, how many fail now, lets a success skip the lock while
 	// none does.
-	failing      map[call]*callLog
+	logMu        sync.Mutex
+	failing      [callCount]callState
 	failingCount atomic.Int32
 
 	stats [callCount]callStat
@@ -98,19 +85,22 @@ func (cs *callStat) observe(d time.Duration) {
 
 func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym symbols, logger *zap.Logger) *Device {
 	d := &Device{
-		Info:     info,
-		lib:      lib,
-		handle:   h,
-		symbols:  sym,
-		logger:   logger.With(zap.String("hw.id", info.UUID), zap.Int("nvidia.gpu.index", info.Index)),
-		logged:   map[string]struct{}{},
-		failing:  map[call]*callLog{},
-		now:      time.Now,
-		metricOn: func(string) bool { return true },
+		Info:    info,
+		lib:     lib,
+		handle:  h,
+		symbols: sym,
+		logger:  logger.With(zap.String("hw.id", info.UUID), zap.Int("nvidia.gpu.index", info.Index)),
+		once:    logonce.New(maxLoggedOnce),
+		now:     time.Now,
+		figures: AllFigures,
+		leftOut: Figures.Len,
 	}
+	d.newCollectors()
+	d.callLog = logonce.New(int(callCount), logonce.WithHoldOff(flapHoldOff), logonce.WithClock(func() time.Time { return d.now() }))
 	for c := range d.wanted {
 		d.wanted[c] = true
 	}
+	d.support.once = d.once
 	for c := range sym.missing {
 		// Known absent before the first call: skipped for good, without a
 		// log line per device (the library, not the GPU, lacks it).
@@ -120,40 +110,31 @@ func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym symbols, 
 }
 
 // configure applies the client's options: a call is wanted only while a
-// metric it feeds is enabled.
+// figure it answers is asked for.
 func (d *Device) configure(o options) {
 	if o.now != nil {
 		d.now = o.now
 	}
-	d.memCtrlOnGPM = o.memCtrlOnGPM
+	d.util.memCtrlOnGPM = o.memCtrlOnGPM
+	d.procs.on = o.processes
 	d.counters.interval = o.counterInterval
-	if o.metricOn == nil {
-		return
-	}
-	d.metricOn = o.metricOn
-	anyOn := func(ms []string) bool {
-		for _, m := range ms {
-			if o.metricOn(m) {
-				return true
-			}
-		}
-		return false
+	d.figures = o.figures
+	if o.leftOut != nil {
+		d.leftOut = o.leftOut
 	}
 	fields := false
-	for c, spec := range readTable {
-		if spec.source == sourceGPM || call(c) == callFieldValues {
-			continue
-		}
-		d.wanted[c] = anyOn(spec.metrics)
-		fields = fields || spec.source == sourceField && d.wanted[c]
+	for c := range readTable {
+		spec := &readTable[c]
+		d.wanted[c] = d.figures.Any(spec.figures)
+		fields = fields || spec.field != 0 && d.wanted[c]
 	}
 	d.wanted[callFieldValues] = fields
 	gpm := false
 	for _, g := range gpmActivityMetrics {
-		gpm = gpm || anyOn(g.metrics)
+		gpm = gpm || d.figures.Any(g.figures)
 	}
 	for _, g := range gpmTrafficMetrics {
-		gpm = gpm || anyOn(g.metrics)
+		gpm = gpm || d.figures.Any(g.figures)
 	}
 	d.wanted[callGPMSampleGet], d.wanted[callGPMMetricsGet] = gpm, gpm
 }
@@ -168,53 +149,33 @@ func (d *Device) Lost() bool { return d.lost.Load() }
 // group all or nothing: the GPM sample with its metrics, and the process
 // list with its utilization.
 func (d *Device) Read() (Sample, error) {
-	if d.lost.Load() {
-		return Sample{}, ErrGPULost
+	lane, err := d.enter()
+	if err != nil {
+		return Sample{}, err
 	}
-	if !d.busy.CompareAndSwap(false, true) {
-		return Sample{}, ErrBusy
-	}
-	defer d.busy.Store(false)
-	if !d.calls.begin() {
-		return Sample{}, ErrNotOpen // the session is closing
-	}
-	defer d.calls.end()
-	leave := d.lane.enter()
-	defer leave()
+	defer d.exit(lane)
 	d.prime()
 
 	s := Sample{Time: d.now()} // the device clock: windows and counters agree with GPM's
 	r := &reading{d: d}
-	for _, read := range [...]func(*reading, *Sample){
-		(*reading).readGPM, // first: the general utilization of a GPU with GPM comes from it
-		(*reading).readUtilization,
-		(*reading).readMemory,
-		(*reading).readThermalsAndPower,
-		(*reading).readClocks,
-		(*reading).readProcesses,
-		(*reading).readFields,
-		(*reading).readHealth,
-		(*reading).readMIG,
-		(*reading).readCounters,
-	} {
+	for _, c := range d.collectors {
 		if r.lost {
 			break
 		}
-		r.guard(read, &s)
+		r.guard(c, &s)
 	}
-	d.lastRead = s.Time
 	d.support.flushLogs(d.logger)
 
 	if r.lost || d.lost.Load() {
 		d.markLost(r.lostCall)
 		return Sample{}, ErrGPULost
 	}
-	d.lostLog.back(d.Info.UUID)
+	d.sess.lost.OK(d.Info.UUID)
 	d.logCalls(r.failed)
 	if len(r.failed) == 0 {
 		return s, nil
 	}
-	return s, &ReadError{Calls: r.failed, Metrics: d.metricsOf(r.failed)}
+	return s, &ReadError{Calls: r.failed, Metrics: d.leftOutBy(r.failed)}
 }
 
 // flapHoldOff is how long after a call's warn line a new failure of that
@@ -223,14 +184,11 @@ func (d *Device) Read() (Sample, error) {
 // after the hold-off says how many failures went unlogged.
 const flapHoldOff = 5 * time.Minute
 
-// callLog is what the log has said about one call of one device.
-type callLog struct {
-	failing  bool      // failed at its last answer
-	cause    string    // the cause of that failure
-	logged   bool      // this failure episode was logged: its recovery is too
-	lastWarn time.Time // the call's last warn line
-	unlogged int       // failures (episodes or causes) held off since lastWarn
-	answered bool      // succeeded since it failed (answeredAgain)
+// callState is what a device's reads know of one call's failure: the log
+// (callLog) keeps what it said of it.
+type callState struct {
+	failing  bool // failed at its last answer
+	answered bool // succeeded since it failed (answeredAgain)
 }
 
 // logCalls logs, at warn and without a stack trace, each call that fails
@@ -241,47 +199,19 @@ func (d *Device) logCalls(failed []*CallError) {
 	if len(failed) == 0 && d.failingCount.Load() == 0 {
 		return
 	}
-	type line struct {
-		warn     *CallError
-		back     call
-		unlogged int
-	}
-	var lines []line
-	now := d.now()
+	var failedNow [callCount]bool
+	var back []call
 	d.logMu.Lock()
-	failedNow := map[call]bool{}
 	for _, f := range failed {
 		failedNow[f.call] = true
-		st := d.failing[f.call]
-		if st == nil {
-			st = &callLog{}
-			d.failing[f.call] = st
-		}
-		st.answered = false
-		if st.failing && st.cause == f.cause() {
-			continue
-		}
-		newEpisode := !st.failing
-		st.failing, st.cause = true, f.cause()
-		if !st.lastWarn.IsZero() && now.Sub(st.lastWarn) < flapHoldOff {
-			st.unlogged++
-			if newEpisode {
-				st.logged = false
-			}
-			continue
-		}
-		lines = append(lines, line{warn: f, unlogged: st.unlogged})
-		st.lastWarn, st.unlogged = now, 0
-		st.logged = true // its recovery is logged too
+		d.failing[f.call] = callState{failing: true}
 	}
 	n := int32(0)
-	for c, st := range d.failing {
+	for c := range d.failing {
+		st := &d.failing[c]
 		if st.failing && st.answered && !failedNow[c] {
-			st.failing, st.answered = false, false
-			if st.logged {
-				lines = append(lines, line{back: c})
-			}
-			st.logged = false
+			*st = callState{}
+			back = append(back, call(c))
 		}
 		if st.failing {
 			n++
@@ -289,18 +219,23 @@ func (d *Device) logCalls(failed []*CallError) {
 	}
 	d.failingCount.Store(n)
 	d.logMu.Unlock()
-	for _, l := range lines {
-		if l.warn == nil {
-			d.logger.Info("NVML call recovered; the metrics it feeds are back", zap.String("call", l.back.String()))
+	for _, f := range failed {
+		v := d.callLog.Fail(f.call.String(), f.cause())
+		if !v.Log {
 			continue
 		}
-		fields := []zap.Field{zap.String("call", l.warn.Call), zap.Error(l.warn)}
-		if l.unlogged > 0 {
-			fields = append(fields, zap.Int("unlogged_failures", l.unlogged))
+		fields := []zap.Field{zap.String("call", f.Call), zap.Error(f)}
+		if v.Unlogged > 0 {
+			fields = append(fields, zap.Int("unlogged_failures", v.Unlogged))
 		}
 		d.logger.Warn("NVML call failed; the metrics it feeds are left out until it answers again "+
 			"(logged once per call and cause, and once when it recovers; a call that keeps flapping once per "+
 			flapHoldOff.String()+", with the failures not logged in between)", fields...)
+	}
+	for _, c := range back {
+		if d.callLog.OK(c.String()) {
+			d.logger.Info("NVML call recovered; the metrics it feeds are back", zap.String("call", c.String()))
+		}
 	}
 }
 
@@ -311,7 +246,7 @@ func (d *Device) answeredAgain(c call) {
 		return
 	}
 	d.logMu.Lock()
-	if st := d.failing[c]; st != nil && st.failing {
+	if st := &d.failing[c]; st.failing {
 		st.answered = true
 	}
 	d.logMu.Unlock()
@@ -319,41 +254,39 @@ func (d *Device) answeredAgain(c call) {
 
 // markLost records that the GPU fell off the bus, logged once.
 func (d *Device) markLost(c call) {
-	if d.lost.CompareAndSwap(false, true) && d.lostLog.first(d.Info.UUID) {
+	if d.lost.CompareAndSwap(false, true) && d.sess.lost.Once(d.Info.UUID) {
 		d.logger.Error("GPU is lost (fallen off the bus); no more metrics from it until NVML is re-initialized",
 			zap.String("call", c.String()))
 	}
 }
 
-// metricsOf counts the enabled metrics fed by the failed calls.
-func (d *Device) metricsOf(failed []*CallError) int {
-	seen := map[string]bool{}
+// leftOutBy counts what the failed calls leave out: the asked-for figures
+// they answer, as WithLeftOutCount counts them; at least 1.
+func (d *Device) leftOutBy(failed []*CallError) int {
+	var figs Figures
 	for _, f := range failed {
-		if f.call == callNone {
-			continue
-		}
-		ms := readTable[f.call].metrics
+		figs |= readTable[f.call].figures
 		if f.call == callGPMSampleGet || f.call == callGPMMetricsGet {
-			ms = d.gpm.metricNames
-		}
-		for _, m := range ms {
-			if d.metricOn(m) {
-				seen[m] = true
-			}
+			figs |= d.gpm.figures
 		}
 	}
-	return max(len(seen), 1)
+	return max(d.leftOut(figs&d.figures), 1)
 }
+
+// maxLoggedOnce bounds a device's memory of lines logged once: a few per
+// call and GPM metric.
+const maxLoggedOnce = 256
 
 // logOnce runs log the first time key is seen on this device.
 func (d *Device) logOnce(key string, log func(*zap.Logger)) {
-	d.logMu.Lock()
-	_, seen := d.logged[key]
-	d.logged[key] = struct{}{}
-	d.logMu.Unlock()
-	if !seen {
+	if d.once.Once(key) {
 		log(d.logger)
 	}
+}
+
+func (*getterCollector) read(r *reading, s *Sample) {
+	r.readMemory(s)
+	r.readPlain(s)
 }
 
 func (r *reading) readMemory(s *Sample) {
@@ -375,35 +308,4 @@ func memoryOf(h nvml.Device, v2 bool) (used, total, reserved Opt[uint64], ret nv
 	}
 	m, ret := h.GetMemoryInfo()
 	return some(m.Used), some(m.Total), Opt[uint64]{}, ret
-}
-
-func (r *reading) readThermalsAndPower(s *Sample) {
-	h := r.d.handle
-	var v uint32
-	if r.do(callTemperature, func() (ret nvml.Return) { v, ret = h.GetTemperature(nvml.TEMPERATURE_GPU); return }) {
-		s.TemperatureCelsius = some(float64(v))
-	}
-	if r.do(callPowerUsage, func() (ret nvml.Return) { v, ret = h.GetPowerUsage(); return }) {
-		s.PowerWatts = some(float64(v) / 1000)
-	}
-	if r.do(callPowerLimit, func() (ret nvml.Return) { v, ret = h.GetEnforcedPowerLimit(); return }) {
-		s.PowerLimitWatts = some(float64(v) / 1000)
-	}
-	if r.do(callFanSpeed, func() (ret nvml.Return) { v, ret = h.GetFanSpeed(); return }) {
-		s.FanSpeed = some(float64(v) / 100)
-	}
-}
-
-func (r *reading) readClocks(s *Sample) {
-	h := r.d.handle
-	for clk, cc := range clockCalls {
-		var mhz uint32
-		if r.do(cc.call, func() (ret nvml.Return) { mhz, ret = h.GetClockInfo(cc.typ); return }) {
-			s.ClockHz[clk] = some(int64(mhz) * 1_000_000)
-		}
-	}
-	var p nvml.Pstates
-	if r.do(callPerformanceState, func() (ret nvml.Return) { p, ret = h.GetPerformanceState(); return }) && p != nvml.PSTATE_UNKNOWN {
-		s.PerformanceState = some(int64(p))
-	}
 }

@@ -4,26 +4,31 @@ package nvmlclient
 
 import "github.com/NVIDIA/go-nvml/pkg/nvml"
 
-// The cheap figures that NVML also serves as field values are read in one
-// nvmlDeviceGetFieldValues batch per GPU: the six violation counters cost
-// 0.45-0.8 ms each as getters and 0.45 ms together as fields. Each field
-// carries its own return code, so one unsupported field leaves only its
-// figure out, and is cached like any unsupported call.
+// The figures that NVML serves as field values are read in one
+// nvmlDeviceGetFieldValues batch per GPU: at every scrape, the rows of the
+// read table with a field id that are not counters (the memory
+// temperature); on the counters' cadence, the counter rows (counters.go).
+// Each field carries its own return code, so one unsupported field leaves
+// only its figure out, and is cached like any unsupported call.
 
-// fieldBatch is one device's batch, reused from read to read.
+// fieldBatch is one batch, reused from read to read.
 type fieldBatch struct {
 	values []nvml.FieldValue
 	calls  []call
 }
 
-// readFields reads the batch of the figures read at every scrape; the
-// counters' batch is read on their own cadence (counters.go).
-func (r *reading) readFields(s *Sample) { r.readFieldBatch(s, &r.d.fields, false) }
+// read reads the batch of the figures read at every scrape.
+func (f *fieldCollector) read(r *reading, s *Sample) {
+	r.readFieldBatch(&f.batch, false, func(c call, v float64) { readTable[c].land(s, v) })
+}
 
-func (r *reading) readFieldBatch(s *Sample, b *fieldBatch, counters bool) {
+// readFieldBatch reads, in one call, the field rows that are (or are not)
+// counters and are available now, and hands each value that answered to
+// got, in the Sample's unit.
+func (r *reading) readFieldBatch(b *fieldBatch, counters bool, got func(call, float64)) {
 	b.values, b.calls = b.values[:0], b.calls[:0]
-	for c, spec := range readTable {
-		if spec.source == sourceField && spec.counter == counters && r.available(call(c)) {
+	for c := range readTable {
+		if spec := &readTable[c]; spec.field != 0 && spec.counter == counters && r.available(call(c)) {
 			b.values = append(b.values, nvml.FieldValue{FieldId: spec.field})
 			b.calls = append(b.calls, call(c))
 		}
@@ -54,23 +59,29 @@ func (r *reading) readFieldBatch(s *Sample, b *fieldBatch, counters bool) {
 			ret = nvml.ERROR_NOT_SUPPORTED
 		}
 		if r.result(c, ret) {
-			setField(s, c, v/readTable[c].per)
+			got(c, readTable[c].value(v))
 		}
 	}
 }
 
-// setField puts one field's value, in the Sample's unit, where it belongs.
-func setField(s *Sample, c call, v float64) {
-	switch c {
-	case callMemoryTemperature:
-		s.MemoryTemperatureCelsius = some(v)
-	case callPCIeReplays:
-		s.Health.PCIeReplays = some(int64(v))
-	default:
-		for p, vc := range violationCalls {
-			if vc == c {
-				s.Health.ViolationSeconds[p] = some(v)
-			}
+// readGetters makes the plain getter rows of the read table that are (or
+// are not) counters, and hands each value that answered to got, in the
+// Sample's unit.
+func (r *reading) readGetters(counters bool, got func(call, float64)) {
+	h := r.d.handle
+	for c := range readTable {
+		spec := &readTable[c]
+		if spec.get == nil || spec.land == nil || spec.counter != counters {
+			continue
+		}
+		var v float64
+		if r.do(call(c), func() (ret nvml.Return) { v, ret = spec.get(h); return }) {
+			got(call(c), spec.value(v))
 		}
 	}
+}
+
+// readPlain reads the plain getters of the scrape into s.
+func (r *reading) readPlain(s *Sample) {
+	r.readGetters(false, func(c call, v float64) { readTable[c].land(s, v) })
 }

@@ -69,3 +69,45 @@ func TestFieldValueDecodesByType(t *testing.T) {
 	_, err := c2.Devices()[0].Read()
 	assert.ErrorIs(t, err, ErrGPULost, "the call's own error counts first")
 }
+
+// The NVLink error counters: four fields read in the counters' one batch,
+// with the violation counters, stamped with the counters' time; absent on
+// a GPU whose fields answer NOT_SUPPORTED (no NVLink).
+func TestNVLinkErrorsInTheCountersBatch(t *testing.T) {
+	m, c, _ := openH200(t)
+	m.GPUs[0].FieldValues = map[uint32]uint64{nvml.FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL: 12,
+		nvml.FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL: 3, nvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: 7,
+		nvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL: 1}
+	var batches [][]uint32
+	get := m.GPUs[0].GetFieldValuesFunc
+	m.GPUs[0].GetFieldValuesFunc = func(v []nvml.FieldValue) nvml.Return {
+		var ids []uint32
+		for _, f := range v {
+			ids = append(ids, f.FieldId)
+		}
+		batches = append(batches, ids)
+		return get(v)
+	}
+	s, err := c.Devices()[0].Read()
+	require.NoError(t, err)
+	assert.Equal(t, [nvlinkErrorCount]Opt[int64]{some[int64](12), some[int64](3), some[int64](7), some[int64](1)}, s.Health.NVLinkErrors)
+	assert.False(t, s.CountersTime.IsZero())
+	inOne := 0
+	for _, b := range batches {
+		has := map[uint32]bool{}
+		for _, id := range b {
+			has[id] = true
+		}
+		if has[nvml.FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL] {
+			inOne++
+			assert.True(t, has[nvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL] && has[nvml.FI_DEV_PERF_POLICY_POWER],
+				"one batch with the other counters: %v", b)
+		}
+	}
+	assert.Equal(t, 1, inOne, "one batch: %v", batches)
+
+	s, err = c.Devices()[1].Read()
+	require.NoError(t, err, "NOT_SUPPORTED is no error")
+	assert.Equal(t, [nvlinkErrorCount]Opt[int64]{}, s.Health.NVLinkErrors, "absent without NVLink")
+	assert.True(t, s.Health.ViolationSeconds[ViolationPower].OK, "the rest of the batch stands")
+}

@@ -3,6 +3,7 @@
 package nvmlclient
 
 import (
+	"fmt"
 	"math"
 	"time"
 
@@ -25,18 +26,24 @@ const minGPMWindow = 100 * time.Millisecond
 // flag.
 type gpmState struct {
 	supported bool
+	// pending says the start is yet to be made: another GPU held the GPM
+	// gate past its allowance when this one primed. Each read tries again,
+	// so that a transient stall costs a read's GPM, not the session's.
+	pending bool
 	// requests are the GPM metrics asked of each window: only those that
 	// feed an enabled metric. readsGeneral says graphics utilization also
 	// stands for the general utilization.
 	requests     []gpmRequest
-	metricNames  []string
+	figures      Figures // the asked-for figures the requests answer
 	readsGeneral bool
 	prev, cur    nvml.GpmSample
 	prevTime     time.Time
 	havePrev     bool
 	totals       [gpmTrafficCount]float64
 	seenTotals   [gpmTrafficCount]bool
-	failed       map[nvml.GpmMetricId]bool // per-metric errors already logged
+	// mig names the MIG device whose GPU instance this samples (empty:
+	// the GPU), for the log.
+	mig string
 }
 
 // gpmRequest is one metric asked of nvmlGpmMetricsGet and where its value
@@ -47,19 +54,13 @@ type gpmRequest struct {
 	traffic bool
 }
 
-// planGPM lists the GPM metrics that feed an enabled metric.
+// planGPM lists the GPM metrics that answer an asked-for figure.
 func (d *Device) planGPM() {
-	g := &d.gpm
-	g.requests, g.metricNames = nil, nil
+	g := d.gpm
+	g.requests, g.figures = nil, 0
 	add := func(gm gpmMetric, index int, traffic bool) {
-		on := false
-		for _, m := range gm.metrics {
-			if d.metricOn(m) {
-				on = true
-				g.metricNames = append(g.metricNames, m)
-			}
-		}
-		if on {
+		if on := gm.figures & d.figures; on != 0 {
+			g.figures |= on
 			g.requests = append(g.requests, gpmRequest{id: gm.id, index: index, traffic: traffic})
 		}
 	}
@@ -69,20 +70,24 @@ func (d *Device) planGPM() {
 	for t, gm := range gpmTrafficMetrics {
 		add(gm, t, true)
 	}
-	g.readsGeneral = d.metricOn(mUtil)
+	g.readsGeneral = d.figures.Has(FigUtilization)
 }
 
-// initGPM checks GPM support and allocates the two samples, then takes the
-// first one, so that the first read already has a window. Unsupported
-// devices are logged once and carry on without GPM.
-func (d *Device) initGPM(lib nvml.Interface, sym symbols) {
+// prime checks GPM support, when a GPM figure is asked for, and allocates
+// the two samples, then takes the first one, so that the first read
+// already has a window. Unsupported devices are logged once and carry on
+// without GPM.
+func (g *gpmCollector) prime(d *Device) {
+	if !d.wanted[callGPMSampleGet] {
+		return
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			d.logger.Warn("GPM setup failed; GPM metrics are absent for this GPU", zap.Any("panic", p))
-			d.gpm.supported = false
+			g.supported = false
 		}
 	}()
-	if !sym.gpm {
+	if !d.symbols.gpm {
 		d.logger.Info("This NVML has no GPM; SM activity and the other GPM metrics are absent (needs a driver of R520 or newer)")
 		return
 	}
@@ -93,13 +98,27 @@ func (d *Device) initGPM(lib nvml.Interface, sym symbols) {
 		return
 	}
 	d.planGPM()
-	if !d.gpmGate.acquire(gpmGateWait) {
-		d.logger.Warn("Another GPU's GPM call is still running; GPM metrics are absent for this GPU until NVML is re-opened")
+	g.pending = true
+	d.startGPM(&g.gpmState, d.handle.GpmSampleGet, "")
+}
+
+// startGPM starts g's samples under the GPM gate. Where the gate stays held
+// past its allowance, g stays pending and the next read tries again. mig
+// names the MIG device whose GPU instance g samples (empty: the GPU).
+func (d *Device) startGPM(g *gpmState, take func(nvml.GpmSample) nvml.Return, mig string) {
+	gate := d.sess.gpm.enter()
+	if gate == nil {
+		d.logOnce("gpm-deferred/"+mig, func(l *zap.Logger) {
+			l.Info("Another GPU's GPM call is still running; GPM starts at a later read of this GPU (logged once)",
+				zap.String("mig.uuid", mig))
+		})
 		return
 	}
-	defer d.gpmGate.release()
-	if ret := d.gpm.start(lib, d.handle.GpmSampleGet, d.now); ret != nvml.SUCCESS {
-		d.logger.Warn("nvmlGpmSampleAlloc failed; GPM metrics are absent for this GPU", zap.String("nvml.return", ret.Error()))
+	defer gate.leave() // also when the driver's call panics
+	g.pending, g.mig = false, mig
+	if ret := g.start(d.lib, take, d.now); ret != nvml.SUCCESS {
+		d.logger.Warn("nvmlGpmSampleAlloc failed; GPM metrics are absent for this GPU", zap.String("nvml.return", ret.Error()),
+			zap.String("mig.uuid", mig))
 	}
 }
 
@@ -116,7 +135,6 @@ func (g *gpmState) start(lib nvml.Interface, take func(nvml.GpmSample) nvml.Retu
 		*s = smp
 	}
 	g.supported = true
-	g.failed = map[nvml.GpmMetricId]bool{}
 	if take(g.prev) == nvml.SUCCESS {
 		g.prevTime, g.havePrev = now(), true
 	}
@@ -131,15 +149,19 @@ func (g *gpmState) free() {
 			*s = nil
 		}
 	}
-	g.supported, g.readsGeneral = false, false
+	g.supported, g.pending, g.readsGeneral = false, false, false
 }
 
 // readGPM takes the device's GPM sample and computes the window.
-func (r *reading) readGPM(s *Sample) {
-	if !r.d.gpm.supported {
+func (g *gpmCollector) read(r *reading, s *Sample) {
+	if g.pending {
+		r.d.startGPM(&g.gpmState, r.d.handle.GpmSampleGet, "")
+		return // the start takes the window's first sample
+	}
+	if !g.supported {
 		return
 	}
-	s.GPM = r.gpmWindow(&r.d.gpm, r.d.gpm.requests, r.d.handle.GpmSampleGet)
+	s.GPM = r.gpmWindow(&g.gpmState, g.requests, r.d.handle.GpmSampleGet)
 }
 
 // gpmWindow takes a sample with take and computes the requested metrics over
@@ -151,11 +173,12 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 	if g.havePrev && now.Sub(g.prevTime) < minGPMWindow {
 		return nil // too short to mean anything; keep the older sample
 	}
-	if !r.d.gpmGate.acquire(gpmGateWait) {
+	gate := r.d.sess.gpm.enter()
+	if gate == nil {
 		r.fail(callGPMSampleGet, nvml.ERROR_TIMEOUT, "another GPU's GPM call is still running")
 		return nil
 	}
-	defer r.d.gpmGate.release()
+	defer gate.leave()
 	if !r.do(callGPMSampleGet, func() nvml.Return { return take(g.cur) }) {
 		g.havePrev = false
 		return nil
@@ -179,7 +202,7 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 	if !ok {
 		return nil
 	}
-	out := &GPMReading{window: window}
+	out := &GPMReading{}
 	for i, rq := range requests {
 		m := mg.Metrics[i]
 		if m.MetricId != uint32(rq.id) {
@@ -189,11 +212,11 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 			if rq.id == nvml.GPM_METRIC_GRAPHICS_UTIL && g.readsGeneral {
 				g.readsGeneral = false // the GPU's sample window answers instead
 			}
-			if !g.failed[rq.id] {
-				g.failed[rq.id] = true
-				r.d.logger.Info("GPM metric not available on this GPU; it is left out",
-					zap.Uint32("gpm.metric_id", uint32(rq.id)), zap.String("nvml.return", nvml.Return(m.NvmlReturn).Error()))
-			}
+			ret := nvml.Return(m.NvmlReturn)
+			r.d.logOnce(fmt.Sprintf("gpm/%s/%d", g.mig, rq.id), func(l *zap.Logger) {
+				l.Info("GPM metric not available on this GPU; it is left out", zap.String("mig.uuid", g.mig),
+					zap.Uint32("gpm.metric_id", uint32(rq.id)), zap.String("nvml.return", ret.Error()))
+			})
 			continue
 		}
 		if !rq.traffic {

@@ -4,6 +4,7 @@ package nvmlclient
 
 import (
 	"context"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -38,7 +39,6 @@ func TestGPMWindow(t *testing.T) {
 	s, err := d.Read()
 	require.NoError(t, err)
 	require.NotNil(t, s.GPM, "Open took the first sample: the first read has a window")
-	assert.Equal(t, 10*time.Second, s.GPM.window)
 	assert.Equal(t, some(0.10), s.GPM.Activity[GPMSMActivity])
 	assert.Equal(t, some(0.12), s.GPM.Activity[GPMGraphicsActivity])
 	assert.Equal(t, some(0.06), s.GPM.Activity[GPMDRAMBandwidth])
@@ -63,7 +63,8 @@ func TestGPMShortWindowIsSkipped(t *testing.T) {
 	s, err = d.Read()
 	require.NoError(t, err)
 	require.NotNil(t, s.GPM)
-	assert.Equal(t, 110*time.Millisecond, s.GPM.window, "the short window was folded into the next")
+	assert.Equal(t, some(int64(math.Round(10*(1<<20)*0.110))), s.GPM.TrafficBytes[GPMPCIeTX],
+		"10 MiB/s over 110 ms: the short window was folded into the next")
 }
 
 func TestGPMFirstSampleFailedSkipsOneRead(t *testing.T) {
@@ -160,21 +161,27 @@ func TestGPMCallsNeverOverlapAcrossGPUs(t *testing.T) {
 
 func TestGPMGateGivesUpOnAHungHolder(t *testing.T) {
 	const allowance = 20 * time.Millisecond
-	g := newGPMGate()
-	require.True(t, g.acquire(allowance))
+	g := &guard{maxHold: allowance}
+	enter := func() bool {
+		return g.enter() != nil
+	}
+	holder := g.enter()
+	require.NotNil(t, holder)
 	start := time.Now()
-	assert.False(t, g.acquire(allowance), "held: a second GPU gives up after what is left of the holder's allowance")
+	assert.False(t, enter(), "held: a second GPU gives up after what is left of the holder's allowance")
 	assert.GreaterOrEqual(t, time.Since(start), allowance/2)
 	start = time.Now()
-	assert.False(t, g.acquire(allowance), "the holder is past its allowance: nobody waits on it again")
+	assert.False(t, enter(), "the holder is past its allowance: nobody waits on it again")
 	assert.Less(t, time.Since(start), allowance)
-	g.release()
-	assert.True(t, g.acquire(allowance), "released: free again")
-	go func() { time.Sleep(2 * time.Millisecond); g.release() }()
-	assert.True(t, g.acquire(time.Minute), "a holder that releases in time hands the gate over")
-	g.release()
-	var free *gpmGate
-	assert.True(t, free.acquire(0), "devices without a session have no gate")
+	holder.leave()
+	holder = g.enter()
+	require.NotNil(t, holder, "released: free again")
+	g.maxHold = time.Minute
+	go func() { time.Sleep(2 * time.Millisecond); holder.leave() }()
+	next := g.enter()
+	require.NotNil(t, next, "a holder that releases in time hands the gate over")
+	next.leave()
+	assert.Empty(t, g.queue, "who gave up left the line")
 }
 
 // One GPU hung inside a GPM call delays the other GPUs' reads by the
@@ -203,5 +210,35 @@ func TestHungGPMCallDelaysTheOtherGPUsOnce(t *testing.T) {
 		}
 		wg.Wait()
 		assert.Less(t, time.Since(start), limit, "scrape %d of the healthy GPUs", scrape)
+	}
+}
+
+// Issue 17, defect 3: a GPU that primes while another holds the GPM gate
+// past its allowance starts GPM at a later read, rather than going without
+// it for the whole session. So do the GPU instances of a MIG GPU.
+func TestGPMStartsAfterATransientGateStall(t *testing.T) {
+	m := nvmltest.NewH100()
+	m.GPUs[0].EnableMIG(nvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
+	c := New(m, zap.NewNop(), WithClock(clock.Now))
+	require.NoError(t, c.Open(nil))
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	stalled := c.Devices()[0].sess.gpm.enter()
+	require.NotNil(t, stalled, "another GPU's GPM call, stalled")
+	c.PrimeAll()
+	stalled.leave()
+	for _, i := range []int{0, 1} {
+		d := c.Devices()[i]
+		clock.Advance(time.Second)
+		_, err := d.Read() // starts the window
+		require.NoError(t, err)
+		clock.Advance(time.Second)
+		s, err := d.Read()
+		require.NoError(t, err)
+		require.NotNil(t, s.GPM, "GPU %d has GPM once the stall is over", i)
+		if i == 0 {
+			require.Len(t, s.MIG, 1)
+			assert.NotNil(t, s.MIG[0].GPM, "and so does its GPU instance")
+		}
 	}
 }

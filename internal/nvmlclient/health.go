@@ -20,50 +20,23 @@ var clockEventBits = [clockEventReasonCount]uint64{
 	ReasonDisplayClocks:        nvml.ClocksEventReasonDisplayClockSetting,
 }
 
-// violationCalls are the fields of the six counters, by policy.
-var violationCalls = [violationPolicyCount]call{
-	ViolationPower:          callViolationPower,
-	ViolationThermal:        callViolationThermal,
-	ViolationSyncBoost:      callViolationSyncBoost,
-	ViolationBoardLimit:     callViolationBoardLimit,
-	ViolationLowUtilization: callViolationLowUtilization,
-	ViolationReliability:    callViolationReliability,
+// landClockEvents sets each reason from the bits of
+// nvmlDeviceGetCurrentClocksEventReasons.
+func landClockEvents(s *Sample, bits float64) {
+	v := uint64(bits)
+	for reason, bit := range clockEventBits {
+		s.Health.ClockEvents[reason] = some(v&bit != 0)
+	}
 }
 
-// readHealth reads the health getters; the violation counters and PCIe
-// replays come from the field batch (fields.go).
-func (r *reading) readHealth(s *Sample) {
-	h := r.d.handle
+// readHealth reads the remapped rows, four figures of one call; the other
+// health figures are plain rows of the read table.
+func (*healthCollector) read(r *reading, s *Sample) {
 	out := &s.Health
-	var v uint64
-	if r.do(callECCCorrected, func() (ret nvml.Return) {
-		v, ret = h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC)
-		return
-	}) {
-		out.ECCCorrected = some(v)
-	}
-	if r.do(callECCUncorrected, func() (ret nvml.Return) {
-		v, ret = h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
-		return
-	}) {
-		out.ECCUncorrected = some(v)
-	}
 	var corr, unc int
 	var pending, failed bool
-	if r.do(callRemappedRows, func() (ret nvml.Return) { corr, unc, pending, failed, ret = h.GetRemappedRows(); return }) {
+	if r.do(callRemappedRows, func() (ret nvml.Return) { corr, unc, pending, failed, ret = r.d.handle.GetRemappedRows(); return }) {
 		out.RemappedCorrected, out.RemappedUncorrected = some(int64(corr)), some(int64(unc))
 		out.RemapPending, out.RemapFailed = some(pending), some(failed)
-	}
-	if r.do(callClockEventReasons, func() (ret nvml.Return) { v, ret = h.GetCurrentClocksEventReasons(); return }) {
-		for reason, bit := range clockEventBits {
-			out.ClockEvents[reason] = some(v&bit != 0)
-		}
-	}
-	var n int
-	if r.do(callPCIeGeneration, func() (ret nvml.Return) { n, ret = h.GetCurrPcieLinkGeneration(); return }) {
-		out.PCIeGeneration = some(int64(n))
-	}
-	if r.do(callPCIeWidth, func() (ret nvml.Return) { n, ret = h.GetCurrPcieLinkWidth(); return }) {
-		out.PCIeWidth = some(int64(n))
 	}
 }

@@ -28,12 +28,8 @@ func newInflight() *inflight {
 }
 
 // begin counts a call about to run, and reports false (counting nothing)
-// once Close has begun. A nil inflight (devices built without a session, in
-// tests) always lets calls begin.
+// once Close has begun.
 func (f *inflight) begin() bool {
-	if f == nil {
-		return true
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -48,18 +44,12 @@ func (f *inflight) begin() bool {
 
 // close makes every later begin refuse.
 func (f *inflight) close() {
-	if f == nil {
-		return
-	}
 	f.mu.Lock()
 	f.closed = true
 	f.mu.Unlock()
 }
 
 func (f *inflight) end() {
-	if f == nil {
-		return
-	}
 	f.mu.Lock()
 	f.n--
 	if f.n == 0 {

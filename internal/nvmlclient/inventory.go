@@ -62,9 +62,7 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, o
 			Fix: "check that nvidia-smi -L lists the GPUs"}
 	}
 	for _, d := range selected {
-		d.configure(opts) // only calls that feed an enabled metric
-		d.lib, d.opts = lib, opts
-		d.readProcesses = opts.processes
+		d.configure(opts) // only the calls that answer an asked-for figure
 		inv.Devices = append(inv.Devices, d.Info)
 	}
 	return inv, selected, nil

@@ -31,21 +31,28 @@ type migDevice struct {
 	// first marks the GPU instance's lowest compute instance: the MIG
 	// device that reads the instance's memory and GPM.
 	first bool
-	// ownListFailed is set once the MIG device's own process list answers
-	// "not supported" or "no permission": the parent's list is used from
-	// then on.
-	ownListFailed bool
 }
 
-// takeMIGInventory lists the MIG devices of a GPU in MIG mode. A GPU not in
-// MIG mode, or a driver without MIG, has none.
-func (d *Device) takeMIGInventory(lib nvml.Interface, sym symbols) {
+// prime lists the MIG devices of a GPU in MIG mode, and starts the GPM
+// of their GPU instances. A GPU not in MIG mode, or a driver without MIG,
+// has none. It runs after the GPU's GPM collector primed.
+func (mc *migCollector) prime(d *Device) {
+	mc.list(d)
+	for _, m := range mc.devices {
+		if raw, ret := d.sess.raw.device(m.info.UUID); ret == nvml.SUCCESS {
+			m.raw = raw
+		}
+	}
+}
+
+func (mc *migCollector) list(d *Device) {
 	defer func() {
 		if p := recover(); p != nil {
 			d.logger.Warn("Cannot list MIG devices; the GPU is reported as a whole", zap.Any("panic", p))
-			d.migs = nil
+			mc.devices = nil
 		}
 	}()
+	sym := d.symbols
 	if !sym.mig {
 		return
 	}
@@ -74,30 +81,27 @@ func (d *Device) takeMIGInventory(lib nvml.Interface, sym symbols) {
 		}
 		m.info = MIGInfo{UUID: uuid, ParentUUID: d.Info.UUID, GPUInstanceID: uint32(gi), ComputeInstanceID: uint32(ci),
 			Profile: d.migProfile(h, gi)}
-		d.migs = append(d.migs, m)
+		mc.devices = append(mc.devices, m)
 	}
-	d.logger.Info("GPU is in MIG mode", zap.Int("mig_devices", len(d.migs)))
-	markFirstInInstance(d.migs)
+	d.logger.Info("GPU is in MIG mode", zap.Int("mig_devices", len(mc.devices)))
+	markFirstInInstance(mc.devices)
 	// NVML has no whole-GPU utilization in MIG mode; GPM is read per GPU
 	// instance.
 	d.gpm.readsGeneral = false
-	if sym.gpm && d.gpm.supported {
-		for _, m := range d.migs {
-			if !m.first {
-				continue
+	if sym.gpm && (d.gpm.supported || d.gpm.pending) {
+		for _, m := range mc.devices {
+			if m.first {
+				m.gpm.pending = true
+				d.startGPM(&m.gpm, d.migSampleGet(m), m.info.UUID)
 			}
-			gi := int(m.info.GPUInstanceID)
-			if !d.gpmGate.acquire(gpmGateWait) {
-				d.logger.Warn("Another GPU's GPM call is still running; GPM metrics are absent for this MIG device until NVML is re-opened",
-					zap.String("mig.uuid", m.info.UUID))
-				continue
-			}
-			func() {
-				defer d.gpmGate.release() // also when the driver's call panics
-				m.gpm.start(lib, func(smp nvml.GpmSample) nvml.Return { return d.handle.GpmMigSampleGet(gi, smp) }, d.now)
-			}()
 		}
 	}
+}
+
+// migSampleGet takes a GPM sample of m's GPU instance.
+func (d *Device) migSampleGet(m *migDevice) func(nvml.GpmSample) nvml.Return {
+	gi := int(m.info.GPUInstanceID)
+	return func(smp nvml.GpmSample) nvml.Return { return d.handle.GpmMigSampleGet(gi, smp) }
 }
 
 // markFirstInInstance marks, in each GPU instance, the MIG device with the
@@ -156,8 +160,8 @@ func migProfileName(slices uint32, memoryMiB uint64) string {
 
 // readMIG reads every MIG device of the GPU, and hands each the parent's
 // processes that run on it.
-func (r *reading) readMIG(s *Sample) {
-	for _, m := range r.d.migs {
+func (mc *migCollector) read(r *reading, s *Sample) {
+	for _, m := range mc.devices {
 		ms := MIGSample{Info: m.info, FirstInInstance: m.first}
 		var used, total, reserved Opt[uint64]
 		if m.first && r.do(callMIGMemoryInfo, func() (ret nvml.Return) {
@@ -166,11 +170,13 @@ func (r *reading) readMIG(s *Sample) {
 		}) {
 			ms.MemoryUsedBytes, ms.MemoryTotalBytes, ms.MemoryReservedBytes = used, total, reserved
 		}
-		if m.gpm.supported {
-			gi := int(m.info.GPUInstanceID)
-			ms.GPM = r.gpmWindow(&m.gpm, r.d.gpm.requests, func(smp nvml.GpmSample) nvml.Return { return r.d.handle.GpmMigSampleGet(gi, smp) })
+		switch {
+		case m.gpm.pending:
+			r.d.startGPM(&m.gpm, r.d.migSampleGet(m), m.info.UUID)
+		case m.gpm.supported:
+			ms.GPM = r.gpmWindow(&m.gpm, r.d.gpm.requests, r.d.migSampleGet(m))
 		}
-		if r.d.readProcesses {
+		if r.d.procs.on {
 			ms.Processes = r.migProcesses(m, s.Processes)
 		}
 		s.MIG = append(s.MIG, ms)
@@ -180,21 +186,26 @@ func (r *reading) readMIG(s *Sample) {
 // migProcesses returns the processes on one MIG device. The parent's list
 // carries every process with its instance ids, but only for a privileged
 // caller; the MIG device's own list needs no privilege, so it is asked
-// first. Its entries lack utilization, which NVML does not give in MIG mode.
+// first, as any call of the read (timed, a panic its own failure, "not
+// supported" or "no permission" cached for the GPU, whose MIG devices share
+// the driver's answer, and asked again with a backoff).
+// Where it gives nothing, the parent's list answers. Its entries lack
+// utilization, which NVML does not give in MIG mode.
 func (r *reading) migProcesses(m *migDevice, parent []Process) []Process {
 	var out []Process
-	if !m.ownListFailed {
-		infos, ret := runningProcesses(m.raw, m.handle, false)
-		if ret == nvml.SUCCESS {
-			for _, in := range infos {
-				out = append(out, Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
-					GPUInstanceID: m.info.GPUInstanceID, ComputeInstanceID: m.info.ComputeInstanceID})
-			}
-			return out
+	var infos []nvml.ProcessInfo
+	ret, made := r.call(callMIGProcesses, func() (ret nvml.Return) {
+		infos, ret = runningProcesses(m.raw, m.handle, false)
+		return ret
+	})
+	// A plain failure is asked again at the next read, and costs nothing
+	// meanwhile: the parent's list answers.
+	if made && classify(ret) != outcomeFailed && r.result(callMIGProcesses, ret) {
+		for _, in := range infos {
+			out = append(out, Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
+				GPUInstanceID: m.info.GPUInstanceID, ComputeInstanceID: m.info.ComputeInstanceID})
 		}
-		// Only a lasting answer turns the own list off; after any other
-		// failure it is asked again at the next read.
-		m.ownListFailed = ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_NO_PERMISSION
+		return out
 	}
 	for _, p := range parent {
 		if p.GPUInstanceID == m.info.GPUInstanceID && p.ComputeInstanceID == m.info.ComputeInstanceID {

@@ -217,3 +217,43 @@ func TestMIGOwnProcessListRecoversFromATransientFailure(t *testing.T) {
 	require.Len(t, s.MIG[0].Processes, 1)
 	assert.Equal(t, uint32(10), s.MIG[0].Processes[0].PID)
 }
+
+// Issue 17, defect 4: a MIG device's own process list is a call of the
+// read like any other. A panic in it fails that call alone (the MIG read
+// goes on, the parent's list answers), it is timed, and a "not supported"
+// answer is cached rather than asked at every read.
+func TestMIGOwnProcessListGoesThroughTheRead(t *testing.T) {
+	m := nvmltest.NewH200()
+	migs := m.GPUs[1].EnableMIG(nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	m.GPUs[1].SetProcesses(nvml.ProcessInfo{Pid: 10, UsedGpuMemory: 1 << 30,
+		GpuInstanceId: uint32(migs[1].GPUInstanceID), ComputeInstanceId: uint32(migs[1].ComputeInstanceID)})
+	panics := 0
+	migs[0].GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { panics++; panic("driver bug") }
+	asked := 0
+	migs[1].GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		asked++
+		return nil, nvml.ERROR_NOT_SUPPORTED
+	}
+	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
+	c := New(m, zap.NewNop(), WithProcesses(true), WithClock(clock.Now))
+	require.NoError(t, c.Open(nil))
+	c.PrimeAll()
+	defer c.Close(context.Background())
+	clock.Advance(time.Second)
+	s, err := c.Devices()[1].Read()
+	require.ErrorContains(t, err, "panic")
+	require.Len(t, s.MIG, 2, "the panic fails one call, not the MIG read")
+	assert.True(t, s.MIG[1].MemoryUsedBytes.OK)
+	require.Len(t, s.MIG[1].Processes, 1, "the parent's list answers for an unsupported own list")
+	assert.Equal(t, uint32(10), s.MIG[1].Processes[0].PID)
+	clock.Advance(time.Second)
+	_, _ = c.Devices()[1].Read()
+	// Cached for the GPU: its MIG devices share the driver's answer.
+	assert.Equal(t, 1, asked, "not supported is cached")
+	assert.Equal(t, 1, panics)
+	timed := false
+	for _, st := range c.CallStats() {
+		timed = timed || st.Call == callMIGProcesses.String() && st.Count == 2
+	}
+	assert.True(t, timed, "the own lists are timed: %v", c.CallStats())
+}

@@ -6,7 +6,8 @@ import "time"
 type options struct {
 	processes       bool
 	now             func() time.Time
-	metricOn        func(string) bool
+	figures         Figures
+	leftOut         func(Figures) int
 	counterInterval time.Duration
 	memCtrlOnGPM    bool
 	eventWait       time.Duration
@@ -17,16 +18,11 @@ type options struct {
 const DefaultEventWait = 500 * time.Millisecond
 
 func defaultOptions() options {
-	return options{now: time.Now, counterInterval: DefaultCounterInterval, eventWait: DefaultEventWait}
+	return options{now: time.Now, figures: AllFigures, counterInterval: DefaultCounterInterval, eventWait: DefaultEventWait}
 }
 
 // Option configures a Client.
 type Option func(*options)
-
-// WithMetrics makes every Read ask NVML only for what an enabled metric
-// reports: on says whether a metric (by its metadata.yaml name) is
-// enabled. Without it, every figure is read.
-func WithMetrics(on func(metric string) bool) Option { return func(o *options) { o.metricOn = on } }
 
 // WithCounterInterval sets how often the costly counters (energy,
 // violation time, PCIe replays) are read, in the background (counters.go);

@@ -17,44 +17,53 @@ import (
 // Prime primes the device unless it is primed already. ErrBusy while a
 // read or priming of the device runs; ErrGPULost once the GPU is lost.
 func (d *Device) Prime() error {
-	if d.lost.Load() {
-		return ErrGPULost
+	t, err := d.enter()
+	if err != nil {
+		return err
 	}
-	if !d.busy.CompareAndSwap(false, true) {
-		return ErrBusy
-	}
-	defer d.busy.Store(false)
-	if !d.calls.begin() {
-		return ErrNotOpen // the session is closing
-	}
-	defer d.calls.end()
-	leave := d.lane.enter()
-	defer leave()
+	defer d.exit(t)
 	d.prime()
 	return nil
 }
 
-// Primed reports whether the device has been primed.
-func (d *Device) Primed() bool { return d.primed.Load() }
+// enter begins a use of the device's NVML handle: a read, priming or a
+// share sample. It takes the device's busy flag (ErrBusy while another
+// runs), counts the call in the session's (ErrNotOpen once Close has
+// begun) and waits for the session's lane. ErrGPULost once the GPU is lost.
+func (d *Device) enter() (lane *ticket, err error) {
+	if d.lost.Load() {
+		return nil, ErrGPULost
+	}
+	if !d.busy.CompareAndSwap(false, true) {
+		return nil, ErrBusy
+	}
+	if !d.sess.calls.begin() {
+		d.busy.Store(false)
+		return nil, ErrNotOpen // the session is closing
+	}
+	return d.sess.lane.enter(), nil
+}
+
+// exit ends what enter began.
+func (d *Device) exit(lane *ticket) {
+	lane.leave()
+	d.sess.calls.end()
+	d.busy.Store(false)
+}
 
 // prime runs under busy.
 func (d *Device) prime() {
 	if d.primed.Load() {
 		return
 	}
-	if raw, ret := d.rawLib.device(d.Info.UUID); ret == nvml.SUCCESS {
+	if raw, ret := d.sess.raw.device(d.Info.UUID); ret == nvml.SUCCESS {
 		d.raw = raw
 	}
-	d.primeWindows()
-	if d.wanted[callGPMSampleGet] {
-		d.initGPM(d.lib, d.symbols)
+	for _, c := range d.collectors {
+		c.prime(d)
 	}
-	d.takeMIGInventory(d.lib, d.symbols)
-	for _, m := range d.migs {
-		if raw, ret := d.rawLib.device(m.info.UUID); ret == nvml.SUCCESS {
-			m.raw = raw
-		}
-	}
+	// An error while priming only costs a window its start; the next read
+	// reports it if it persists.
 	d.support.flushLogs(d.logger)
 	d.primed.Store(true)
 }
@@ -62,7 +71,7 @@ func (d *Device) prime() {
 // release frees what priming allocated in NVML (GPM samples).
 func (d *Device) release() {
 	d.gpm.free()
-	for _, m := range d.migs {
+	for _, m := range d.mig.devices {
 		m.gpm.free()
 	}
 }

@@ -97,8 +97,8 @@ func (d *Device) shareSince() uint64 {
 // readProcesses lists the GPU's processes with their memory, and their
 // utilization when a list holds any. The lists and the utilization are all
 // or nothing: a failed call leaves the processes out of this scrape.
-func (r *reading) readProcesses(s *Sample) {
-	if !r.d.readProcesses {
+func (pc *processCollector) read(r *reading, s *Sample) {
+	if !pc.on {
 		return
 	}
 	h := r.d.handle
@@ -166,10 +166,10 @@ func (r *reading) readProcesses(s *Sample) {
 		return
 	}
 	if utilOK {
-		r.d.shares.add(newest, s.Time)
+		pc.shares.add(newest, s.Time)
 	}
-	shares, sharesOK := r.d.shares.take(byPID)
-	r.d.hasProcesses.Store(len(byPID) > 0)
+	shares, sharesOK := pc.shares.take(byPID)
+	pc.listed.Store(len(byPID) > 0)
 	s.ProcessesListed = true
 	for _, p := range byPID {
 		if utilOK {
@@ -191,16 +191,14 @@ func (r *reading) readProcesses(s *Sample) {
 // priming runs (that read samples them itself), before priming, and on a
 // lost GPU: it reports whether a sample was taken.
 func (d *Device) SampleShares() bool {
-	if !d.readProcesses || d.lost.Load() || !d.primed.Load() || !d.busy.CompareAndSwap(false, true) {
+	if !d.procs.on || !d.primed.Load() {
 		return false
 	}
-	defer d.busy.Store(false)
-	if !d.calls.begin() {
+	lane, err := d.enter()
+	if err != nil {
 		return false
 	}
-	defer d.calls.end()
-	leave := d.lane.enter()
-	defer leave()
+	defer d.exit(lane)
 	r := &reading{d: d}
 	var samples []nvml.ProcessUtilizationSample
 	ret, made := r.call(callProcessUtilization, func() (ret nvml.Return) {
@@ -211,7 +209,7 @@ func (d *Device) SampleShares() bool {
 	// window then averages the samples that did arrive.
 	ok := made && (ret == nvml.ERROR_NOT_FOUND || r.result(callProcessUtilization, ret))
 	if ok {
-		d.shares.add(newestByPID(samples), d.now())
+		d.procs.shares.add(newestByPID(samples), d.now())
 	}
 	if r.lost {
 		d.markLost(r.lostCall)

@@ -87,16 +87,16 @@ func (r *reading) fail(c call, ret nvml.Return, detail string) {
 	r.failed = append(r.failed, &CallError{Call: c.String(), Detail: detail, ret: ret, call: c})
 }
 
-// guard runs one part of a read; a panic outside any NVML call (in our own
-// decoding) fails that part alone.
-func (r *reading) guard(read func(*reading, *Sample), s *Sample) {
+// guard runs one collector; a panic outside any NVML call (in our own
+// decoding) fails that collector alone.
+func (r *reading) guard(c collector, s *Sample) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.d.countPanic(p)
 			r.fail(callNone, nvml.ERROR_UNKNOWN, fmt.Sprintf("panic in NVML read: %v", p))
 		}
 	}()
-	read(r, s)
+	c.read(r, s)
 }
 
 // outcome classifies what an NVML return code means for a reading.

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
@@ -75,7 +76,7 @@ func TestUnsupportedAnswerExpiresWithBackoff(t *testing.T) {
 }
 
 func TestBackoffIsCapped(t *testing.T) {
-	var sc supportCache
+	sc := supportCache{once: logonce.New(maxLoggedOnce)}
 	now := time.Unix(0, 0)
 	for range 20 {
 		sc.unsupported(callFanSpeed, nvml.ERROR_NOT_SUPPORTED, now)
@@ -86,7 +87,7 @@ func TestBackoffIsCapped(t *testing.T) {
 }
 
 func TestMissingSymbolIsNeverAsked(t *testing.T) {
-	var sc supportCache
+	sc := supportCache{once: logonce.New(maxLoggedOnce)}
 	sc.markMissing(callRemappedRows)
 	assert.False(t, sc.usable(callRemappedRows, time.Now().Add(time.Hour)))
 }
@@ -201,9 +202,9 @@ func TestGPMAsksOnlyEnabledMetrics(t *testing.T) {
 		}
 		return get(mg)
 	}
-	on := map[string]bool{mSMActivity: true, mUtil: true, mPower: true}
+	on := FiguresOf(FigSMActivity, FigUtilization, FigPower)
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
-	c := New(m, zap.NewNop(), WithClock(clock.Now), WithMetrics(func(n string) bool { return on[n] }))
+	c := New(m, zap.NewNop(), WithClock(clock.Now), WithFigures(on))
 	require.NoError(t, c.Open(nil))
 	c.PrimeAll()
 	defer c.Close(context.Background())

@@ -110,6 +110,17 @@ const (
 	violationPolicyCount
 )
 
+// NVLinkError names one NVLink error counter, summed over the GPU's links.
+type NVLinkError int
+
+const (
+	NVLinkCRCFlit  NVLinkError = iota // flow-control CRC errors
+	NVLinkCRCData                     // data CRC errors
+	NVLinkReplay                      // replays
+	NVLinkRecovery                    // link recoveries
+	nvlinkErrorCount
+)
+
 // Health is one reading of a GPU's health signals.
 type Health struct {
 	// Volatile ECC error counts since the driver loaded.
@@ -124,23 +135,9 @@ type Health struct {
 	PCIeReplays      Opt[int64]
 	PCIeGeneration   Opt[int64]
 	PCIeWidth        Opt[int64]
-}
-
-// PredictedFailure reports whether NVML says the GPU will fail: a row remap
-// failed, which NVIDIA's guidance answers with replacing the GPU.
-func (h *Health) PredictedFailure() bool {
-	return h.RemapFailed.OK && h.RemapFailed.Value
-}
-
-// Degraded reports whether the readings say the GPU works but needs care:
-// a pending row remap (it takes a GPU reset), an uncorrected ECC error, or a
-// thermal slowdown. A failed row remap is not among them: it is
-// PredictedFailure, the graver state, which the receiver checks first.
-func (h *Health) Degraded() bool {
-	return h.RemapPending.OK && h.RemapPending.Value ||
-		h.ECCUncorrected.OK && h.ECCUncorrected.Value > 0 ||
-		h.ClockEvents[ReasonSWThermalSlowdown].Value ||
-		h.ClockEvents[ReasonHWThermalSlowdown].Value
+	// NVLinkErrors are read on the counters' cadence, like the violation
+	// seconds; absent on a GPU without NVLink.
+	NVLinkErrors [nvlinkErrorCount]Opt[int64]
 }
 
 // GPMActivity names the GPM activity metrics, each a fraction 0..1.
@@ -176,7 +173,6 @@ const (
 
 // GPMReading is what GPM measured over one window.
 type GPMReading struct {
-	window   time.Duration // what the figures were computed over
 	Activity [gpmActivityCount]Opt[float64]
 	// TrafficBytes are cumulative since Open: each window's rate times its
 	// length, added up, so that backends derive rates from a counter. The

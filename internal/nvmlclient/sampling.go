@@ -108,23 +108,20 @@ func decodeSampleValue(vt nvml.ValueType, raw [8]byte) (float64, bool) {
 // primeWindows moves every window to the newest sample NVML holds, so that
 // the first scrape averages from the receiver's start, not over whatever the
 // ring buffer held before it.
-func (d *Device) primeWindows() {
+func (u *utilizationCollector) prime(d *Device) {
 	r := &reading{d: d}
 	for k := range samplingCalls {
-		r.windowAverage(samplingKind(k), 0)
+		u.windowAverage(r, samplingKind(k), 0)
 	}
-	// An error while priming only costs the first window its start; the
-	// next read reports it if it persists.
-	d.support.flushLogs(d.logger)
 }
 
 // windowAverage returns the mean of the samples of kind k taken since the
 // previous call (within span of the newest, when span is above zero), as a
 // fraction. ok is false when there is none (an empty window) or the call
 // was not made or failed.
-func (r *reading) windowAverage(k samplingKind, span time.Duration) (frac float64, ok bool) {
+func (u *utilizationCollector) windowAverage(r *reading, k samplingKind, span time.Duration) (frac float64, ok bool) {
 	sc := samplingCalls[k]
-	w := &r.d.windows[k]
+	w := &u.windows[k]
 	var vt nvml.ValueType
 	var samples []nvml.Sample
 	ret, made := r.call(sc.call, func() (ret nvml.Return) {
@@ -153,10 +150,10 @@ func percentToFraction(p float64) float64 {
 //
 // Where a window is empty or unsupported, the instant reading answers, so
 // that a series never goes silent.
-func (r *reading) readUtilization(s *Sample) {
+func (u *utilizationCollector) read(r *reading, s *Sample) {
 	d := r.d
-	generalOn := d.metricOn(mUtil)
-	memOn := d.metricOn(mMemCtrl) && (!d.gpm.supported || d.memCtrlOnGPM)
+	generalOn := d.figures.Has(FigUtilization)
+	memOn := d.figures.Has(FigMemoryController) && (!d.gpm.supported || u.memCtrlOnGPM)
 	var gpu, mem Opt[float64]
 	switch {
 	case !generalOn:
@@ -165,18 +162,20 @@ func (r *reading) readUtilization(s *Sample) {
 			gpu = s.GPM.Activity[GPMGraphicsActivity]
 		}
 	default:
-		if v, ok := r.windowAverage(samplingGPU, 0); ok {
+		if v, ok := u.windowAverage(r, samplingGPU, 0); ok {
 			gpu = some(v)
 		}
 	}
 	if memOn {
-		if v, ok := r.windowAverage(samplingMemory, 0); ok {
+		if v, ok := u.windowAverage(r, samplingMemory, 0); ok {
 			mem = some(v)
 		}
 	}
-	if generalOn && !gpu.OK || memOn && !mem.OK {
+	// Both windows fall back to the same instant getter (the read table's
+	// fallback of each).
+	if rates := readTable[callSamplesGPU].fallback; generalOn && !gpu.OK || memOn && !mem.OK {
 		var u nvml.Utilization
-		if r.do(callUtilizationRates, func() (ret nvml.Return) { u, ret = d.handle.GetUtilizationRates(); return }) {
+		if r.do(rates, func() (ret nvml.Return) { u, ret = d.handle.GetUtilizationRates(); return }) {
 			if generalOn && !gpu.OK {
 				gpu = some(percentToFraction(float64(u.Gpu)))
 			}
@@ -186,26 +185,29 @@ func (r *reading) readUtilization(s *Sample) {
 		}
 	}
 	s.Utilization[EngineGeneral], s.MemoryControllerUtilization = gpu, mem
-	s.Utilization[EngineEncoder] = r.readCodec(samplingEncoder, callEncoderUtilization, d.handle.GetEncoderUtilization)
-	s.Utilization[EngineDecoder] = r.readCodec(samplingDecoder, callDecoderUtilization, d.handle.GetDecoderUtilization)
+	s.Utilization[EngineEncoder] = u.readCodec(r, samplingEncoder, s.Time)
+	s.Utilization[EngineDecoder] = u.readCodec(r, samplingDecoder, s.Time)
+	u.lastRead = s.Time
 }
 
-// readCodec reads an encoder or decoder: the instant getter every time
-// (<0.05 ms), and the sample window (1.4 ms) only while the engine is busy
-// now or was at the previous read. A burst that falls wholly between two
-// idle reads is missed; any other is averaged over the interval.
-func (r *reading) readCodec(k samplingKind, instant call, get func() (uint32, uint32, nvml.Return)) Opt[float64] {
-	w := &r.d.windows[k]
-	var v uint32
-	instOK := r.do(instant, func() (ret nvml.Return) { v, _, ret = get(); return })
+// readCodec reads an encoder or decoder: the instant getter (the window's
+// fallback in the read table, <0.05 ms) every time, and the sample window
+// (1.4 ms) only while the engine is busy now or was at the previous read.
+// A burst that falls wholly between two idle reads is missed; any other is
+// averaged over the interval.
+func (u *utilizationCollector) readCodec(r *reading, k samplingKind, now time.Time) Opt[float64] {
+	w := &u.windows[k]
+	instant := readTable[samplingCalls[k].call].fallback
+	var v float64
+	instOK := r.do(instant, func() (ret nvml.Return) { v, ret = readTable[instant].get(r.d.handle); return })
 	if !instOK || v > 0 || w.active {
 		// Only the samples of this interval: the window was not read
-		// while the engine was idle.
+		// while the engine was idle. By the device clock (WithClock).
 		span := time.Duration(0)
-		if !r.d.lastRead.IsZero() {
-			span = r.d.now().Sub(r.d.lastRead)
+		if !u.lastRead.IsZero() {
+			span = now.Sub(u.lastRead)
 		}
-		if mean, ok := r.windowAverage(k, span); ok {
+		if mean, ok := u.windowAverage(r, k, span); ok {
 			w.active = mean > 0 || v > 0
 			return some(mean)
 		}
@@ -215,5 +217,5 @@ func (r *reading) readCodec(k samplingKind, instant call, get func() (uint32, ui
 		return Opt[float64]{}
 	}
 	w.active = v > 0
-	return some(percentToFraction(float64(v)))
+	return some(percentToFraction(v))
 }

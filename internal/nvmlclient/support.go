@@ -8,6 +8,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 )
 
 // A call answered NOT_SUPPORTED (or NO_PERMISSION, FUNCTION_NOT_FOUND) is
@@ -27,13 +29,12 @@ type supportState struct {
 	unsupported bool
 	retryAt     time.Time
 	backoff     time.Duration
-	loggedLoss  bool
-	loggedBack  bool
 }
 
 // supportCache is one device's cache of unsupported calls, safe for the
 // read and the background energy read at once.
 type supportCache struct {
+	once    *logonce.Log // the device's: a call's loss and return are logged once each
 	mu      sync.Mutex
 	state   [callCount]supportState
 	newLoss []string // to log: calls newly found unsupported
@@ -65,8 +66,7 @@ func (sc *supportCache) unsupported(c call, ret nvml.Return, now time.Time) {
 		st.unsupported, st.backoff = true, reprobeFirst
 	}
 	st.retryAt = now.Add(st.backoff)
-	if !st.loggedLoss {
-		st.loggedLoss = true
+	if sc.once.Once(c.String() + "/unsupported") {
 		sc.newLoss = append(sc.newLoss, c.String()+": "+ret.Error())
 	}
 }
@@ -81,8 +81,7 @@ func (sc *supportCache) supported(c call) {
 		return
 	}
 	st.unsupported, st.backoff = false, 0
-	if !st.loggedBack {
-		st.loggedBack = true
+	if sc.once.Once(c.String() + "/back") {
 		sc.newBack = append(sc.newBack, c.String())
 	}
 }

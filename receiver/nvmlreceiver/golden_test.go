@@ -37,6 +37,10 @@ func TestScrapeGoldenEveryMetric(t *testing.T) {
 	t.Parallel()
 	m := nvmltest.NewH200GPUs(2)
 	m.GPUs[0].FanSupported, m.GPUs[0].FanPercent = true, 35
+	// NVLink errors on GPU 0; GPU 1 answers NOT_SUPPORTED, as a GPU without NVLink.
+	m.GPUs[0].FieldValues = map[uint32]uint64{nvml.FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL: 12,
+		nvml.FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL: 3, nvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: 7,
+		nvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL: 1}
 	m.GPUs[0].SetProcesses(proc(4242, 8<<30), proc(4343, 1<<30))
 	migs := m.GPUs[1].EnableMIG(nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE)
 	m.GPUs[1].SetProcesses(nvml.ProcessInfo{Pid: 5555, UsedGpuMemory: 2 << 30,

@@ -36,6 +36,55 @@ var violationReasons = [...]struct {
 	{nvmlclient.ViolationReliability, metadata.AttributeNvidiaGpuClockEventReasonReliability},
 }
 
+// The hw.status policy, in one place. A GPU is
+//   - failed: NVML says it is lost (fallen off the bus);
+//   - predicted_failure: a row remap failed, which NVIDIA's guidance
+//     answers with replacing the GPU;
+//   - degraded: it works but needs care: a pending row remap (it takes a
+//     GPU reset), an uncorrected ECC error, a thermal slowdown; or its read
+//     is stuck in NVML, so that it never silently vanishes;
+//   - ok otherwise.
+//
+// The graver state wins. statusFigures are the figures it reads.
+var statusFigures = nvmlclient.FiguresOf(nvmlclient.FigECCUncorrected, nvmlclient.FigRemappedRows, nvmlclient.FigClockEvents)
+
+// gpuCondition is what the scrape knows of a GPU besides its health.
+type gpuCondition int
+
+const (
+	gpuRead  gpuCondition = iota // its sample was read
+	gpuStuck                     // its read is still running in NVML
+	gpuLost                      // NVML said it is lost
+)
+
+// hwState is the GPU's hw.status state; h is its health when it was read.
+func hwState(c gpuCondition, h *nvmlclient.Health) metadata.AttributeHwState {
+	switch {
+	case c == gpuLost:
+		return metadata.AttributeHwStateFailed
+	case c == gpuStuck:
+		return metadata.AttributeHwStateDegraded
+	case h.RemapFailed.OK && h.RemapFailed.Value:
+		return metadata.AttributeHwStatePredictedFailure
+	case h.RemapPending.OK && h.RemapPending.Value ||
+		h.ECCUncorrected.OK && h.ECCUncorrected.Value > 0 ||
+		h.ClockEvents[nvmlclient.ReasonSWThermalSlowdown].Value ||
+		h.ClockEvents[nvmlclient.ReasonHWThermalSlowdown].Value:
+		return metadata.AttributeHwStateDegraded
+	}
+	return metadata.AttributeHwStateOk
+}
+
+var nvlinkErrors = [...]struct {
+	e    nvmlclient.NVLinkError
+	attr metadata.AttributeNvidiaGpuNvlinkErrorType
+}{
+	{nvmlclient.NVLinkCRCFlit, metadata.AttributeNvidiaGpuNvlinkErrorTypeCrcFlit},
+	{nvmlclient.NVLinkCRCData, metadata.AttributeNvidiaGpuNvlinkErrorTypeCrcData},
+	{nvmlclient.NVLinkReplay, metadata.AttributeNvidiaGpuNvlinkErrorTypeReplay},
+	{nvmlclient.NVLinkRecovery, metadata.AttributeNvidiaGpuNvlinkErrorTypeRecovery},
+}
+
 var hwStates = [...]metadata.AttributeHwState{
 	metadata.AttributeHwStateOk, metadata.AttributeHwStateDegraded,
 	metadata.AttributeHwStatePredictedFailure, metadata.AttributeHwStateFailed,
@@ -54,8 +103,8 @@ func boolInt(b bool) int64 {
 }
 
 // recordHealth records a GPU's health signals and its hw.status.
-// The violation time and PCIe replays are counters read on their own
-// cadence: they carry countersTS, the time they were read.
+// The violation time, PCIe replays and NVLink errors are counters read on
+// their own cadence: they carry countersTS, the time they were read.
 func recordHealth(mb *metadata.MetricsBuilder, ts, countersTS pcommon.Timestamp, h *nvmlclient.Health) {
 	if v := h.ECCCorrected; v.OK {
 		mb.RecordHwErrorsDataPoint(ts, int64(v.Value), metadata.AttributeErrorTypeCorrected)
@@ -94,20 +143,18 @@ func recordHealth(mb *metadata.MetricsBuilder, ts, countersTS pcommon.Timestamp,
 	if v := h.PCIeReplays; v.OK {
 		mb.RecordNvidiaGpuPcieReplaysDataPoint(countersTS, v.Value)
 	}
+	for _, e := range nvlinkErrors {
+		if v := h.NVLinkErrors[e.e]; v.OK {
+			mb.RecordNvidiaGpuNvlinkErrorsDataPoint(countersTS, v.Value, e.attr)
+		}
+	}
 	if v := h.PCIeGeneration; v.OK {
 		mb.RecordNvidiaGpuPcieLinkGenerationDataPoint(ts, v.Value)
 	}
 	if v := h.PCIeWidth; v.OK {
 		mb.RecordNvidiaGpuPcieLinkWidthDataPoint(ts, v.Value)
 	}
-	state := metadata.AttributeHwStateOk
-	switch {
-	case h.PredictedFailure():
-		state = metadata.AttributeHwStatePredictedFailure
-	case h.Degraded():
-		state = metadata.AttributeHwStateDegraded
-	}
-	recordStatus(mb, ts, state)
+	recordStatus(mb, ts, hwState(gpuRead, h))
 }
 
 // recordStatus records hw.status: 1 for state, 0 for the other states.
@@ -119,7 +166,7 @@ func recordStatus(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, state metad
 
 // recordLost records the only thing left to say of a lost GPU: it failed.
 func recordLost(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids map[int64]int64) {
-	recordStatus(mb, ts, metadata.AttributeHwStateFailed)
+	recordStatus(mb, ts, hwState(gpuLost, nil))
 	recordXIDs(mb, ts, xids) // a lost GPU's last words: usually Xid 79
 	mb.EmitForResource(metadata.WithResource(gpuResource(mb, info, owner{}).Emit()))
 }

@@ -92,7 +92,7 @@ func (r *reporter) lost(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids m
 // its XID counts, so that it never silently vanishes.
 func (r *reporter) stuck(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids map[int64]int64) {
 	r.unread[info.UUID] = true
-	recordStatus(r.mb, ts, metadata.AttributeHwStateDegraded)
+	recordStatus(r.mb, ts, hwState(gpuStuck, nil))
 	recordXIDs(r.mb, ts, xids)
 	r.mb.EmitForResource(metadata.WithResource(gpuResource(r.mb, info, owner{}).Emit()))
 }

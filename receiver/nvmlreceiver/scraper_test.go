@@ -429,17 +429,6 @@ func scrapeTime(t *testing.T, md pmetric.Metrics) pcommon.Timestamp {
 	return m.Gauge().DataPoints().At(0).Timestamp()
 }
 
-// Every metric the read table names is a metric of metadata.yaml, so that
-// renaming one cannot silently stop its calls.
-func TestReadTableNamesRealMetrics(t *testing.T) {
-	t.Parallel()
-	on := enabledMetrics(metadata.NewDefaultMetricsBuilderConfig().Metrics)
-	for _, name := range nvmlclient.FedMetrics() {
-		_, ok := on[name]
-		assert.True(t, ok, "the read table feeds %q, which metadata.yaml lacks", name)
-	}
-}
-
 func TestSlowGPUDoesNotHoldBackTheOthers(t *testing.T) {
 	t.Parallel()
 	m := nvmltest.NewH200()
@@ -536,7 +525,7 @@ func TestDisabledMetricsCostNoNVMLCall(t *testing.T) {
 			&mc.NvidiaGpuSmActivity.Enabled, &mc.NvidiaGpuSmOccupancy.Enabled,
 			&mc.NvidiaGpuGraphicsActivity.Enabled, &mc.NvidiaGpuTensorActivity.Enabled, &mc.NvidiaGpuTensorPipeActivity.Enabled,
 			&mc.NvidiaGpuPipeActivity.Enabled, &mc.NvidiaGpuMemoryBandwidthUtilization.Enabled, &mc.HwGpuIo.Enabled,
-			&mc.NvidiaGpuNvlinkIo.Enabled, &mc.NvidiaGpuBusyTime.Enabled, &mc.NvidiaGpuActiveTime.Enabled,
+			&mc.NvidiaGpuNvlinkIo.Enabled, &mc.NvidiaGpuNvlinkErrors.Enabled, &mc.NvidiaGpuBusyTime.Enabled, &mc.NvidiaGpuActiveTime.Enabled,
 			&mc.NvidiaGpuIdleTime.Enabled, &mc.NvidiaGpuProcessBusyTime.Enabled} {
 			*e = false
 		}

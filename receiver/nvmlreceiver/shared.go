@@ -1,7 +1,6 @@
 package nvmlreceiver
 
 import (
-	"reflect"
 	"sync"
 	"time"
 
@@ -37,18 +36,13 @@ func sharedScraper(cfg *Config, set receiver.Settings) *nvmlScraper {
 	return s
 }
 
-// clientOptions asks NVML only for what an enabled metric reports (the
-// read table in nvmlclient names the metrics each call feeds).
+// clientOptions asks NVML only for the figures an enabled metric needs
+// (metricFigures).
 func clientOptions(cfg *Config) []nvmlclient.Option {
-	on := enabledMetrics(cfg.Metrics)
-	for figure, counters := range derivedMetrics {
-		for _, c := range counters {
-			on[figure] = on[figure] || on[c]
-		}
-	}
 	return []nvmlclient.Option{
 		nvmlclient.WithProcesses(cfg.Processes.Enabled),
-		nvmlclient.WithMetrics(func(name string) bool { return on[name] }),
+		nvmlclient.WithFigures(neededFigures(&cfg.Metrics)),
+		nvmlclient.WithLeftOutCount(func(f nvmlclient.Figures) int { return leftOutMetrics(&cfg.Metrics, f) }),
 		nvmlclient.WithCounterInterval(cfg.CounterInterval),
 		nvmlclient.WithMemoryControllerOnGPM(cfg.MemoryControllerOnGPM),
 		nvmlclient.WithShareInterval(cfg.shareSampling()),
@@ -67,27 +61,125 @@ func (cfg *Config) shareSampling() time.Duration {
 	return cfg.Accounting.ShareInterval
 }
 
-// derivedMetrics names, for each figure NVML is asked for, the counters
-// derived from it: the figure is read while any of them is enabled.
-var derivedMetrics = map[string][]string{
-	"hw.gpu.utilization":             {"nvidia.gpu.busy.time", "nvidia.gpu.idle.time", "nvidia.gpu.process.busy.time"},
-	"nvidia.gpu.sm.activity":         {"nvidia.gpu.active.time", "nvidia.gpu.idle.time"},
-	"nvidia.gpu.process.count":       {"nvidia.gpu.held.time", "nvidia.gpu.idle.time", "nvidia.gpu.process.held.time", "nvidia.gpu.process.idle.time"},
-	"nvidia.gpu.process.utilization": {"nvidia.gpu.process.busy.time"},
+// metricFigure says which figures of the NVML layer a metric needs: NVML
+// is asked for a figure while an enabled metric needs it.
+type metricFigure struct {
+	name    string // as in metadata.yaml, for the log and the tests
+	enabled func(*metadata.MetricsConfig) bool
+	figures nvmlclient.Figures
+	// derived marks a metric computed from other metrics' figures (the
+	// GPU-time counters): a failed call does not leave its point out, so
+	// it is not counted as left out.
+	derived bool
 }
 
-// enabledMetrics maps each metric's name to whether it is enabled, from the
-// generated config's mapstructure tags.
-func enabledMetrics(m metadata.MetricsConfig) map[string]bool {
-	out := map[string]bool{}
-	v := reflect.ValueOf(m)
-	for i := 0; i < v.NumField(); i++ {
-		name := v.Type().Field(i).Tag.Get("mapstructure")
-		if f := v.Field(i); f.Kind() == reflect.Struct && name != "" {
-			if en := f.FieldByName("Enabled"); en.IsValid() && en.Kind() == reflect.Bool {
-				out[name] = en.Bool()
-			}
+func figs(fs ...nvmlclient.Figure) nvmlclient.Figures { return nvmlclient.FiguresOf(fs...) }
+
+// metricFigures is the one table from metrics to figures. The metrics not
+// listed need no NVML figure (XIDs come from events; the CPU metrics from
+// the host; process.dropped from the accounting).
+var metricFigures = []metricFigure{
+	{"hw.energy", func(m *metadata.MetricsConfig) bool { return m.HwEnergy.Enabled }, figs(nvmlclient.FigEnergy), false},
+	{"hw.errors", func(m *metadata.MetricsConfig) bool { return m.HwErrors.Enabled },
+		figs(nvmlclient.FigECCCorrected, nvmlclient.FigECCUncorrected), false},
+	{"hw.gpu.io", func(m *metadata.MetricsConfig) bool { return m.HwGpuIo.Enabled }, figs(nvmlclient.FigPCIeTraffic), false},
+	{"hw.gpu.memory.limit", func(m *metadata.MetricsConfig) bool { return m.HwGpuMemoryLimit.Enabled }, figs(nvmlclient.FigMemory), false},
+	{"hw.gpu.memory.usage", func(m *metadata.MetricsConfig) bool { return m.HwGpuMemoryUsage.Enabled }, figs(nvmlclient.FigMemory), false},
+	{"hw.gpu.memory.utilization", func(m *metadata.MetricsConfig) bool { return m.HwGpuMemoryUtilization.Enabled },
+		figs(nvmlclient.FigMemory), false},
+	{"hw.gpu.utilization", func(m *metadata.MetricsConfig) bool { return m.HwGpuUtilization.Enabled },
+		figs(nvmlclient.FigUtilization), false},
+	{"hw.power", func(m *metadata.MetricsConfig) bool { return m.HwPower.Enabled }, figs(nvmlclient.FigPower), false},
+	{"hw.status", func(m *metadata.MetricsConfig) bool { return m.HwStatus.Enabled }, statusFigures, false},
+	{"hw.temperature", func(m *metadata.MetricsConfig) bool { return m.HwTemperature.Enabled }, figs(nvmlclient.FigTemperature), false},
+	{"nvidia.gpu.active.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuActiveTime.Enabled },
+		figs(nvmlclient.FigSMActivity), true},
+	{"nvidia.gpu.busy.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuBusyTime.Enabled },
+		figs(nvmlclient.FigUtilization), true},
+	{"nvidia.gpu.clock.event.active", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuClockEventActive.Enabled },
+		figs(nvmlclient.FigClockEvents), false},
+	{"nvidia.gpu.clock.event.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuClockEventTime.Enabled },
+		figs(nvmlclient.FigViolationTime), false},
+	{"nvidia.gpu.clock.frequency", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuClockFrequency.Enabled },
+		figs(nvmlclient.FigClocks), false},
+	{"nvidia.gpu.fan.speed", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuFanSpeed.Enabled }, figs(nvmlclient.FigFanSpeed), false},
+	{"nvidia.gpu.graphics.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuGraphicsActivity.Enabled },
+		figs(nvmlclient.FigGraphicsActivity), false},
+	{"nvidia.gpu.held.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuHeldTime.Enabled },
+		figs(nvmlclient.FigProcesses), true},
+	{"nvidia.gpu.idle.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuIdleTime.Enabled },
+		figs(nvmlclient.FigUtilization, nvmlclient.FigSMActivity, nvmlclient.FigProcesses), true},
+	{"nvidia.gpu.memory.bandwidth.utilization", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuMemoryBandwidthUtilization.Enabled },
+		figs(nvmlclient.FigDRAMBandwidth), false},
+	{"nvidia.gpu.memory.controller.utilization", func(m *metadata.MetricsConfig) bool {
+		return m.NvidiaGpuMemoryControllerUtilization.Enabled
+	}, figs(nvmlclient.FigMemoryController), false},
+	{"nvidia.gpu.memory.reserved", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuMemoryReserved.Enabled },
+		figs(nvmlclient.FigMemory), false},
+	{"nvidia.gpu.memory.row_remap.rows", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuMemoryRowRemapRows.Enabled },
+		figs(nvmlclient.FigRemappedRows), false},
+	{"nvidia.gpu.memory.row_remap.status", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuMemoryRowRemapStatus.Enabled },
+		figs(nvmlclient.FigRemappedRows), false},
+	{"nvidia.gpu.nvlink.errors", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkErrors.Enabled },
+		figs(nvmlclient.FigNVLinkErrors), false},
+	{"nvidia.gpu.nvlink.io", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkIo.Enabled },
+		figs(nvmlclient.FigNVLinkTraffic), false},
+	{"nvidia.gpu.pcie.link.generation", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPcieLinkGeneration.Enabled },
+		figs(nvmlclient.FigPCIeGeneration), false},
+	{"nvidia.gpu.pcie.link.width", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPcieLinkWidth.Enabled },
+		figs(nvmlclient.FigPCIeWidth), false},
+	{"nvidia.gpu.pcie.replays", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPcieReplays.Enabled },
+		figs(nvmlclient.FigPCIeReplays), false},
+	{"nvidia.gpu.performance_state", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPerformanceState.Enabled },
+		figs(nvmlclient.FigPerformanceState), false},
+	{"nvidia.gpu.pipe.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPipeActivity.Enabled },
+		figs(nvmlclient.FigPipes), false},
+	{"nvidia.gpu.power.limit", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPowerLimit.Enabled },
+		figs(nvmlclient.FigPowerLimit), false},
+	{"nvidia.gpu.process.busy.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessBusyTime.Enabled },
+		figs(nvmlclient.FigUtilization, nvmlclient.FigProcesses, nvmlclient.FigProcessUtilization), true},
+	{"nvidia.gpu.process.count", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessCount.Enabled },
+		figs(nvmlclient.FigProcesses), false},
+	{"nvidia.gpu.process.held.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessHeldTime.Enabled },
+		figs(nvmlclient.FigProcesses), true},
+	{"nvidia.gpu.process.idle.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessIdleTime.Enabled },
+		figs(nvmlclient.FigProcesses), true},
+	{"nvidia.gpu.process.memory.controller.utilization", func(m *metadata.MetricsConfig) bool {
+		return m.NvidiaGpuProcessMemoryControllerUtilization.Enabled
+	}, figs(nvmlclient.FigProcesses, nvmlclient.FigProcessUtilization), false},
+	{"nvidia.gpu.process.memory.usage", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessMemoryUsage.Enabled },
+		figs(nvmlclient.FigProcesses), false},
+	{"nvidia.gpu.process.utilization", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessUtilization.Enabled },
+		figs(nvmlclient.FigProcesses, nvmlclient.FigProcessUtilization), false},
+	{"nvidia.gpu.sm.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuSmActivity.Enabled },
+		figs(nvmlclient.FigSMActivity), false},
+	{"nvidia.gpu.sm.occupancy", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuSmOccupancy.Enabled },
+		figs(nvmlclient.FigSMOccupancy), false},
+	{"nvidia.gpu.tensor.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuTensorActivity.Enabled },
+		figs(nvmlclient.FigTensorActivity), false},
+	{"nvidia.gpu.tensor.pipe.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuTensorPipeActivity.Enabled },
+		figs(nvmlclient.FigTensorPipes), false},
+}
+
+// neededFigures is every figure an enabled metric needs.
+func neededFigures(m *metadata.MetricsConfig) nvmlclient.Figures {
+	var out nvmlclient.Figures
+	for _, mf := range metricFigures {
+		if mf.enabled(m) {
+			out |= mf.figures
 		}
 	}
 	return out
+}
+
+// leftOutMetrics counts the enabled metrics, not derived, that need one
+// of the figures failed calls left out: the points a scrape leaves out.
+func leftOutMetrics(m *metadata.MetricsConfig, failed nvmlclient.Figures) int {
+	n := 0
+	for _, mf := range metricFigures {
+		if !mf.derived && mf.enabled(m) && mf.figures.Any(failed) {
+			n++
+		}
+	}
+	return n
 }

@@ -52,8 +52,14 @@ type gpuSpec struct {
 	// calls then answer NOT_SUPPORTED).
 	ecc, remapped, violation, pcie map[string]Signal
 	clockEvents                    Signal // nvmlDeviceGetCurrentClocksEventReasons bits
-	events                         []Event
+	// nvlink: the NVLink error counters by nvidia.gpu.nvlink.error.type,
+	// served as field values by id; nil: no NVLink (NOT_SUPPORTED).
+	nvlink map[string]Signal
+	events []Event
 }
+
+// nvlinkFields are the NVML field ids of the NVLink error counters.
+var nvlinkFields = map[string]string{"crc_flit": "38", "crc_data": "45", "replay": "52", "recovery": "59"}
 
 // Process IDs above the kernel's PID_MAX_LIMIT (2^22): never a real process,
 // so the receiver finds none of them in /proc and adds no owner.
@@ -104,6 +110,7 @@ var pipelineGPUs = []gpuSpec{
 		clockEvents: 0x4, // SW power cap: not a reason to degrade
 		violation:   map[string]Signal{"power": 0.25, "thermal": 0, "sync_boost": 0, "board_limit": 0, "low_utilization": 0.5, "reliability": 0},
 		pcie:        map[string]Signal{"link_generation": 5, "link_width": 16, "replays": steps(0, 3, 9, 7)},
+		nvlink:      map[string]Signal{"crc_flit": steps(0, 2, 7, 5), "crc_data": 1, "replay": steps(0, 0, 6, 4), "recovery": 0},
 		events: []Event{
 			{At: 2, XID: 13}, {At: 3, Type: "single_bit_ecc"}, {At: 3.5, Type: "pstate"}, {At: 4, XID: 13},
 			{At: 5, Type: "double_bit_ecc"}, {At: 6, XID: 31},
@@ -164,6 +171,12 @@ func (g gpuSpec) scenarioGPU() GPU {
 	}
 	out.ECCErrors, out.RemappedRows, out.Violation, out.PCIe = g.ecc, g.remapped, g.violation, g.pcie
 	out.ClocksEventReasons = g.clockEvents
+	for typ, sig := range g.nvlink {
+		if out.Fields == nil {
+			out.Fields = map[string]Signal{}
+		}
+		out.Fields[nvlinkFields[typ]] = sig
+	}
 	out.Events = g.allEvents()
 	if g.encoder >= 0 {
 		out.Utilization.Encoder = &Duty{Busy: g.encoder, PeriodS: 1.0 / 3}
@@ -812,6 +825,9 @@ func (r *pipelineRun) health(t *testing.T) {
 			follows("nvidia.gpu.memory.row_remap.status", map[string]any{"nvidia.gpu.memory.row_remap.state": state}, sig, 1)
 		}
 		follows("nvidia.gpu.pcie.replays", nil, g.pcie["replays"], 1)
+		for typ := range nvlinkFields {
+			follows("nvidia.gpu.nvlink.errors", map[string]any{"nvidia.gpu.nvlink.error.type": typ}, g.nvlink[typ], 1)
+		}
 		follows("nvidia.gpu.pcie.link.generation", nil, g.pcie["link_generation"], 1)
 		follows("nvidia.gpu.pcie.link.width", nil, g.pcie["link_width"], 1)
 		for reason, bit := range clockEventBits {

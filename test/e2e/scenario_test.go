@@ -128,6 +128,7 @@ type GPU struct {
 	ClocksEventReasons Signal            `json:"clocks_event_reasons,omitempty"`
 	Violation          map[string]Signal `json:"violation,omitempty"`
 	PCIe               map[string]Signal `json:"pcie,omitempty"`
+	Fields             map[string]Signal `json:"fields,omitempty"` // field values by NVML id
 	Events             []Event           `json:"events,omitempty"`
 	MIG                *MIG              `json:"mig,omitempty"`
 	LostAt             *float64          `json:"lost_at,omitempty"`

@@ -31,7 +31,7 @@ import (
 // NVML function, this test names it.
 func TestFakeLibraryExportsEverySymbolTheReceiverCalls(t *testing.T) {
 	t.Parallel()
-	required := requiredSymbols(t, goNVMLPackageDir(t), filepath.Join("..", "nvmlclient"))
+	required := requiredSymbols(t, goNVMLPackageDir(t), filepath.Join("..", "..", "internal", "nvmlclient"))
 	// The analysis itself must see the calls it exists for.
 	for _, s := range []string{"nvmlInit_v2", "nvmlShutdown", "nvmlErrorString", "nvmlDeviceGetCount_v2",
 		"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetSamples"} {

@@ -227,6 +227,9 @@ typedef struct {
 	int ndevices;
 } fake_mig;
 
+/* The most field values a scenario may give one GPU by id (fields.c). */
+#define FAKE_FIELD_MAX 32
+
 typedef struct {
 	/* identity (device.c) */
 	char name[NVML_DEVICE_NAME_V2_BUFFER_SIZE];
@@ -267,6 +270,11 @@ typedef struct {
 	fake_signal clocks_event_reasons;
 	fake_signal violation[6]; /* fraction of time, by nvmlPerfPolicyType_t 0..5 */
 	fake_signal pcie_generation, pcie_width, pcie_replays;
+
+	/* fields.c: field values by id, with no getter of their own */
+	int nfields;
+	unsigned int field_ids[FAKE_FIELD_MAX];
+	fake_signal fields[FAKE_FIELD_MAX];
 
 	/* events.c */
 	bool has_events;
@@ -346,7 +354,7 @@ typedef struct {
 
 extern const fake_area fake_area_device, fake_area_utilization, fake_area_memory, fake_area_power,
 	fake_area_clocks, fake_area_processes, fake_area_gpm, fake_area_health, fake_area_events, fake_area_mig,
-	fake_area_faults;
+	fake_area_faults, fake_area_fields;
 
 /* ---- library state (state.c) ----------------------------------------------------- */
 

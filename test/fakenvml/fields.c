@@ -9,11 +9,52 @@
  *
  * NVML_FI_DEV_MEMORY_TEMP, which has no getter, answers from
  * memory_temperature_c (power.c); without it that field is NOT_SUPPORTED.
+ *
+ * Area "fields": any other field, by its NVML id, with no code here:
+ * "fields": {"38": SIGNAL, ...} answers field 38 with the signal's value as
+ * an unsigned long long (a counter is best given as steps). A field the
+ * scenario names neither here nor above answers NOT_SUPPORTED, as on a GPU
+ * without the feature (the NVLink error counters of a GPU without NVLink).
  */
+#include <cjson/cJSON.h>
+#include <errno.h>
 #include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fakenvml.h"
+
+static const char *const keys[] = {"fields", NULL};
+
+static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, fake_gpu *g)
+{
+	(void)index;
+	g->nfields = 0;
+	const cJSON *fs = cJSON_GetObjectItemCaseSensitive(gpu, "fields");
+	if (!fs)
+		return true;
+	char p[128];
+	snprintf(p, sizeof p, "%s.fields", path);
+	if (!cJSON_IsObject(fs))
+		return fake_fail(c, p, "must be an object of field ids");
+	for (const cJSON *it = fs->child; it; it = it->next) {
+		char *end;
+		errno = 0;
+		unsigned long id = strtoul(it->string ? it->string : "", &end, 10);
+		if (errno || !it->string || !*it->string || *end || id == 0 || id >= 10000)
+			return fake_fail(c, p, "\"%s\" is not an NVML field id", it->string ? it->string : "");
+		if (g->nfields == FAKE_FIELD_MAX)
+			return fake_fail(c, p, "more than %d fields", FAKE_FIELD_MAX);
+		g->field_ids[g->nfields] = (unsigned int)id;
+		if (!fake_get_signal(c, fs, it->string, p, 0, 1e18, &g->fields[g->nfields]))
+			return false;
+		g->nfields++;
+	}
+	return true;
+}
+
+const fake_area fake_area_fields = {keys, parse};
 
 static unsigned long long rounded(double v) { return v <= 0 ? 0 : (unsigned long long)llround(v); }
 
@@ -66,6 +107,10 @@ static void field(const fake_gpu *g, double t, nvmlFieldValue_t *f)
 		case NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION:
 			getter = FC_nvmlDeviceGetTotalEnergyConsumption, s = &g->power, ull = integral = true, scale = 1000;
 			break;
+		default:
+			for (int i = 0; i < g->nfields; i++)
+				if (g->field_ids[i] == id)
+					s = &g->fields[i], ull = true;
 		}
 	}
 	f->timestamp = (long long)fake_wall_us(t);

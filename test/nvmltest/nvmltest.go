@@ -67,8 +67,11 @@ type GPU struct {
 	GPMOff    bool // GpmQueryDeviceSupport says no (Hopper and newer have GPM)
 
 	// FieldErrors forces a field's own return code; FieldCalls counts
-	// GetFieldValues calls.
+	// GetFieldValues calls. FieldValues answers any other field by id (an
+	// unsigned long long), with no code per field; a field in neither, nor
+	// among those with a getter above, is NOT_SUPPORTED.
 	FieldErrors map[uint32]nvml.Return
+	FieldValues map[uint32]uint64
 	FieldCalls  int
 
 	// Health.
@@ -312,6 +315,8 @@ func (g *GPU) getFieldValues(values []nvml.FieldValue) nvml.Return {
 			v, typ = uint64(g.PCIeReplays), nvml.VALUE_TYPE_UNSIGNED_INT
 		case id == nvml.FI_DEV_MEMORY_TEMP && g.MemoryTemperatureC > 0:
 			v, typ = uint64(g.MemoryTemperatureC), nvml.VALUE_TYPE_UNSIGNED_INT
+		case hasKey(g.FieldValues, id):
+			v = g.FieldValues[id]
 		default:
 			f.NvmlReturn = uint32(nvml.ERROR_NOT_SUPPORTED)
 			continue
@@ -621,4 +626,9 @@ func UnsupportedLogs(logs *observer.ObservedLogs, call string) int {
 		}
 	}
 	return n
+}
+
+func hasKey[K comparable, V any](m map[K]V, k K) bool {
+	_, ok := m[k]
+	return ok
 }

@@ -809,6 +809,54 @@ func (ms *NvidiaGpuMemoryRowRemapStatusMetricConfig) Validate() error {
 	return nil
 }
 
+// NvidiaGpuNvlinkErrorsMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.nvlink.errors metric.
+type NvidiaGpuNvlinkErrorsMetricAttributeKey string
+
+const (
+	NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkErrorType NvidiaGpuNvlinkErrorsMetricAttributeKey = "nvidia.gpu.nvlink.error.type"
+)
+
+// NvidiaGpuNvlinkErrorsMetricConfig provides config for the nvidia.gpu.nvlink.errors metric.
+type NvidiaGpuNvlinkErrorsMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                    `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuNvlinkErrorsMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuNvlinkErrorsMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuNvlinkErrorsMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkErrorType:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.nvlink.errors doesn't have an attribute %v, valid attributes: [nvidia.gpu.nvlink.error.type]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // NvidiaGpuNvlinkIoMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.nvlink.io metric.
 type NvidiaGpuNvlinkIoMetricAttributeKey string
 
@@ -1425,6 +1473,7 @@ type MetricsConfig struct {
 	NvidiaGpuMemoryReserved                     NvidiaGpuMemoryReservedMetricConfig                     `mapstructure:"nvidia.gpu.memory.reserved"`
 	NvidiaGpuMemoryRowRemapRows                 NvidiaGpuMemoryRowRemapRowsMetricConfig                 `mapstructure:"nvidia.gpu.memory.row_remap.rows"`
 	NvidiaGpuMemoryRowRemapStatus               NvidiaGpuMemoryRowRemapStatusMetricConfig               `mapstructure:"nvidia.gpu.memory.row_remap.status"`
+	NvidiaGpuNvlinkErrors                       NvidiaGpuNvlinkErrorsMetricConfig                       `mapstructure:"nvidia.gpu.nvlink.errors"`
 	NvidiaGpuNvlinkIo                           NvidiaGpuNvlinkIoMetricConfig                           `mapstructure:"nvidia.gpu.nvlink.io"`
 	NvidiaGpuPcieLinkGeneration                 NvidiaGpuPcieLinkGenerationMetricConfig                 `mapstructure:"nvidia.gpu.pcie.link.generation"`
 	NvidiaGpuPcieLinkWidth                      NvidiaGpuPcieLinkWidthMetricConfig                      `mapstructure:"nvidia.gpu.pcie.link.width"`
@@ -1547,6 +1596,11 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []NvidiaGpuMemoryRowRemapStatusMetricAttributeKey{NvidiaGpuMemoryRowRemapStatusMetricAttributeKeyNvidiaGpuMemoryRowRemapState},
+		},
+		NvidiaGpuNvlinkErrors: NvidiaGpuNvlinkErrorsMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuNvlinkErrorsMetricAttributeKey{NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkErrorType},
 		},
 		NvidiaGpuNvlinkIo: NvidiaGpuNvlinkIoMetricConfig{
 			Enabled:             true,

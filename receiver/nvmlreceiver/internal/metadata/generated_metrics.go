@@ -356,6 +356,40 @@ var MapAttributeNvidiaGpuMemoryRowRemapState = map[string]AttributeNvidiaGpuMemo
 	"failed":  AttributeNvidiaGpuMemoryRowRemapStateFailed,
 }
 
+// AttributeNvidiaGpuNvlinkErrorType specifies the value nvidia.gpu.nvlink.error.type attribute.
+type AttributeNvidiaGpuNvlinkErrorType int
+
+const (
+	_ AttributeNvidiaGpuNvlinkErrorType = iota
+	AttributeNvidiaGpuNvlinkErrorTypeCrcFlit
+	AttributeNvidiaGpuNvlinkErrorTypeCrcData
+	AttributeNvidiaGpuNvlinkErrorTypeReplay
+	AttributeNvidiaGpuNvlinkErrorTypeRecovery
+)
+
+// String returns the string representation of the AttributeNvidiaGpuNvlinkErrorType.
+func (av AttributeNvidiaGpuNvlinkErrorType) String() string {
+	switch av {
+	case AttributeNvidiaGpuNvlinkErrorTypeCrcFlit:
+		return "crc_flit"
+	case AttributeNvidiaGpuNvlinkErrorTypeCrcData:
+		return "crc_data"
+	case AttributeNvidiaGpuNvlinkErrorTypeReplay:
+		return "replay"
+	case AttributeNvidiaGpuNvlinkErrorTypeRecovery:
+		return "recovery"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuNvlinkErrorType is a helper map of string to AttributeNvidiaGpuNvlinkErrorType attribute value.
+var MapAttributeNvidiaGpuNvlinkErrorType = map[string]AttributeNvidiaGpuNvlinkErrorType{
+	"crc_flit": AttributeNvidiaGpuNvlinkErrorTypeCrcFlit,
+	"crc_data": AttributeNvidiaGpuNvlinkErrorTypeCrcData,
+	"replay":   AttributeNvidiaGpuNvlinkErrorTypeReplay,
+	"recovery": AttributeNvidiaGpuNvlinkErrorTypeRecovery,
+}
+
 // AttributeNvidiaGpuPipe specifies the value nvidia.gpu.pipe attribute.
 type AttributeNvidiaGpuPipe int
 
@@ -513,6 +547,10 @@ var MetricsInfo = metricsInfo{
 		Name:       "nvidia.gpu.memory.row_remap.status",
 		Attributes: []string{"nvidia.gpu.memory.row_remap.state"},
 	},
+	NvidiaGpuNvlinkErrors: metricInfo{
+		Name:       "nvidia.gpu.nvlink.errors",
+		Attributes: []string{"nvidia.gpu.nvlink.error.type"},
+	},
 	NvidiaGpuNvlinkIo: metricInfo{
 		Name:       "nvidia.gpu.nvlink.io",
 		Attributes: []string{"network.io.direction"},
@@ -611,6 +649,7 @@ type metricsInfo struct {
 	NvidiaGpuMemoryReserved                     metricInfo
 	NvidiaGpuMemoryRowRemapRows                 metricInfo
 	NvidiaGpuMemoryRowRemapStatus               metricInfo
+	NvidiaGpuNvlinkErrors                       metricInfo
 	NvidiaGpuNvlinkIo                           metricInfo
 	NvidiaGpuPcieLinkGeneration                 metricInfo
 	NvidiaGpuPcieLinkWidth                      metricInfo
@@ -2361,6 +2400,97 @@ func newMetricNvidiaGpuMemoryRowRemapStatus(cfg NvidiaGpuMemoryRowRemapStatusMet
 	return m
 }
 
+type metricNvidiaGpuNvlinkErrors struct {
+	data          pmetric.Metric                    // data buffer for generated metric.
+	config        NvidiaGpuNvlinkErrorsMetricConfig // metric config provided by user.
+	capacity      int                               // max observed number of data points added to the metric.
+	aggDataPoints []int64                           // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.nvlink.errors metric with initial data.
+func (m *metricNvidiaGpuNvlinkErrors) init() {
+	m.data.SetName("nvidia.gpu.nvlink.errors")
+	m.data.SetDescription("NVLink errors since the driver loaded, summed over the GPU's links, by type; absent on a GPU without NVLink.")
+	m.data.SetUnit("{error}")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuNvlinkErrors) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaGpuNvlinkErrorTypeAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuNvlinkErrorsMetricAttributeKeyNvidiaGpuNvlinkErrorType) {
+		dp.Attributes().PutStr("nvidia.gpu.nvlink.error.type", nvidiaGpuNvlinkErrorTypeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuNvlinkErrors) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuNvlinkErrors) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetIntValue(m.data.Sum().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuNvlinkErrors(cfg NvidiaGpuNvlinkErrorsMetricConfig) metricNvidiaGpuNvlinkErrors {
+	m := metricNvidiaGpuNvlinkErrors{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuNvlinkIo struct {
 	data          pmetric.Metric                // data buffer for generated metric.
 	config        NvidiaGpuNvlinkIoMetricConfig // metric config provided by user.
@@ -3699,6 +3829,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuMemoryReserved                     metricNvidiaGpuMemoryReserved
 	metricNvidiaGpuMemoryRowRemapRows                 metricNvidiaGpuMemoryRowRemapRows
 	metricNvidiaGpuMemoryRowRemapStatus               metricNvidiaGpuMemoryRowRemapStatus
+	metricNvidiaGpuNvlinkErrors                       metricNvidiaGpuNvlinkErrors
 	metricNvidiaGpuNvlinkIo                           metricNvidiaGpuNvlinkIo
 	metricNvidiaGpuPcieLinkGeneration                 metricNvidiaGpuPcieLinkGeneration
 	metricNvidiaGpuPcieLinkWidth                      metricNvidiaGpuPcieLinkWidth
@@ -3771,6 +3902,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuMemoryReserved:                     newMetricNvidiaGpuMemoryReserved(mbc.Metrics.NvidiaGpuMemoryReserved),
 		metricNvidiaGpuMemoryRowRemapRows:                 newMetricNvidiaGpuMemoryRowRemapRows(mbc.Metrics.NvidiaGpuMemoryRowRemapRows),
 		metricNvidiaGpuMemoryRowRemapStatus:               newMetricNvidiaGpuMemoryRowRemapStatus(mbc.Metrics.NvidiaGpuMemoryRowRemapStatus),
+		metricNvidiaGpuNvlinkErrors:                       newMetricNvidiaGpuNvlinkErrors(mbc.Metrics.NvidiaGpuNvlinkErrors),
 		metricNvidiaGpuNvlinkIo:                           newMetricNvidiaGpuNvlinkIo(mbc.Metrics.NvidiaGpuNvlinkIo),
 		metricNvidiaGpuPcieLinkGeneration:                 newMetricNvidiaGpuPcieLinkGeneration(mbc.Metrics.NvidiaGpuPcieLinkGeneration),
 		metricNvidiaGpuPcieLinkWidth:                      newMetricNvidiaGpuPcieLinkWidth(mbc.Metrics.NvidiaGpuPcieLinkWidth),
@@ -4023,6 +4155,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuMemoryReserved.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryRowRemapRows.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryRowRemapStatus.emit(ils.Metrics())
+	mb.metricNvidiaGpuNvlinkErrors.emit(ils.Metrics())
 	mb.metricNvidiaGpuNvlinkIo.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieLinkGeneration.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieLinkWidth.emit(ils.Metrics())
@@ -4203,6 +4336,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRowRemapRowsDataPoint(ts pcommon.
 // RecordNvidiaGpuMemoryRowRemapStatusDataPoint adds a data point to nvidia.gpu.memory.row_remap.status metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRowRemapStatusDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuMemoryRowRemapStateAttributeValue AttributeNvidiaGpuMemoryRowRemapState) {
 	mb.metricNvidiaGpuMemoryRowRemapStatus.recordDataPoint(mb.startTime, ts, val, nvidiaGpuMemoryRowRemapStateAttributeValue.String())
+}
+
+// RecordNvidiaGpuNvlinkErrorsDataPoint adds a data point to nvidia.gpu.nvlink.errors metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuNvlinkErrorsDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuNvlinkErrorTypeAttributeValue AttributeNvidiaGpuNvlinkErrorType) {
+	mb.metricNvidiaGpuNvlinkErrors.recordDataPoint(mb.startTime, ts, val, nvidiaGpuNvlinkErrorTypeAttributeValue.String())
 }
 
 // RecordNvidiaGpuNvlinkIoDataPoint adds a data point to nvidia.gpu.nvlink.io metric.

@@ -77,6 +77,7 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["nvidia.gpu.clock.frequency"] = mb.metricNvidiaGpuClockFrequency.config.AggregationStrategy
 			aggMap["nvidia.gpu.memory.row_remap.rows"] = mb.metricNvidiaGpuMemoryRowRemapRows.config.AggregationStrategy
 			aggMap["nvidia.gpu.memory.row_remap.status"] = mb.metricNvidiaGpuMemoryRowRemapStatus.config.AggregationStrategy
+			aggMap["nvidia.gpu.nvlink.errors"] = mb.metricNvidiaGpuNvlinkErrors.config.AggregationStrategy
 			aggMap["nvidia.gpu.nvlink.io"] = mb.metricNvidiaGpuNvlinkIo.config.AggregationStrategy
 			aggMap["nvidia.gpu.pipe.activity"] = mb.metricNvidiaGpuPipeActivity.config.AggregationStrategy
 			aggMap["nvidia.gpu.process.utilization"] = mb.metricNvidiaGpuProcessUtilization.config.AggregationStrategy
@@ -201,6 +202,12 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuNvlinkErrorsDataPoint(ts, 1, AttributeNvidiaGpuNvlinkErrorTypeCrcFlit)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuNvlinkErrorsDataPoint(ts, 3, AttributeNvidiaGpuNvlinkErrorTypeCrcData)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, 1, AttributeNetworkIoDirectionTransmit)
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuNvlinkIoDataPoint(ts, 3, AttributeNetworkIoDirectionReceive)
@@ -317,6 +324,7 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricNvidiaGpuClockFrequency.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuMemoryRowRemapRows.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuMemoryRowRemapStatus.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuNvlinkErrors.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuNvlinkIo.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuPipeActivity.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuProcessUtilization.aggDataPoints)
@@ -984,6 +992,50 @@ func TestMetricsBuilder(t *testing.T) {
 							assert.Equal(t, int64(3), dp.IntValue())
 						}
 						_, ok := dp.Attributes().Get("nvidia.gpu.memory.row_remap.state")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.nvlink.errors":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.errors"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.errors")
+						validatedMetrics["nvidia.gpu.nvlink.errors"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "NVLink errors since the driver loaded, summed over the GPU's links, by type; absent on a GPU without NVLink.", mi.Description())
+						assert.Equal(t, "{error}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						nvidiaGpuNvlinkErrorTypeAttrVal, ok := dp.Attributes().Get("nvidia.gpu.nvlink.error.type")
+						assert.True(t, ok)
+						assert.Equal(t, "crc_flit", nvidiaGpuNvlinkErrorTypeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.errors"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.errors")
+						validatedMetrics["nvidia.gpu.nvlink.errors"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "NVLink errors since the driver loaded, summed over the GPU's links, by type; absent on a GPU without NVLink.", mi.Description())
+						assert.Equal(t, "{error}", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.nvlink.errors"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.nvlink.error.type")
 						assert.False(t, ok)
 					}
 				case "nvidia.gpu.nvlink.io":

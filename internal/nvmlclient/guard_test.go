@@ -16,15 +16,15 @@ import (
 )
 
 func TestLaneOneAtATimeInOrder(t *testing.T) {
-	l := newLane(time.Minute)
-	leaveFirst := l.enter()
+	l := &guard{maxHold: time.Minute, passOver: true}
+	leaveFirst := l.enter().leave
 	var inside, overlaps atomic.Int32
 	var mu sync.Mutex
 	var order []int
 	var wg sync.WaitGroup
 	for i := range 5 {
 		wg.Go(func() {
-			leave := l.enter()
+			leave := l.enter().leave
 			if inside.Add(1) > 1 {
 				overlaps.Add(1)
 			}
@@ -49,14 +49,16 @@ func TestLaneOneAtATimeInOrder(t *testing.T) {
 // others then go one at a time again, and the stuck one's late leave takes
 // nothing from them.
 func TestLanePassesOverAStuckHolder(t *testing.T) {
-	l := newLane(20 * time.Millisecond)
-	leaveStuck := l.enter()
+	l := &guard{maxHold: 20 * time.Millisecond, passOver: true}
+	leaveStuck := l.enter().leave
 	start := time.Now()
 	var inside, overlaps atomic.Int32
 	var wg sync.WaitGroup
 	for range 3 {
 		wg.Go(func() {
-			leave := l.enter()
+			ticket := l.enter()
+			require.NotNil(t, ticket, "a lane never refuses")
+			leave := ticket.leave
 			if inside.Add(1) > 1 {
 				overlaps.Add(1)
 			}
@@ -71,10 +73,7 @@ func TestLanePassesOverAStuckHolder(t *testing.T) {
 	assert.Less(t, waited, time.Second, "and no longer")
 	assert.Zero(t, overlaps.Load(), "those behind it still went one at a time")
 	leaveStuck() // returns at last: the lane is not its to give
-	leave := l.enter()
-	leave()
-	var free *lane
-	free.enter()() // devices without a session have no lane
+	l.enter().leave()
 }
 
 // The GPUs of a session are read one after the other: a read never runs
