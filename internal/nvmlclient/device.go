@@ -178,6 +178,35 @@ func (d *Device) Read() (Sample, error) {
 	return s, &ReadError{Calls: r.failed, Metrics: d.leftOutBy(r.failed)}
 }
 
+// Check asks the GPU one cheap question (its temperature) to learn whether
+// it still answers, without reading its figures: a receiver with only the
+// event watcher must still see every GPU lost, to re-initialize NVML after
+// a driver reload. It returns ErrGPULost once NVML says so and ErrBusy while
+// a read is stuck in NVML; any other answer, a failure too, is an answer.
+func (d *Device) Check() error {
+	lane, err := d.enter()
+	if err != nil {
+		return err
+	}
+	defer d.exit(lane)
+	ret := func() (ret nvml.Return) {
+		defer func() {
+			if p := recover(); p != nil {
+				d.countPanic(p)
+				ret = nvml.ERROR_UNKNOWN
+			}
+		}()
+		_, ret = d.handle.GetTemperature(nvml.TEMPERATURE_GPU)
+		return ret
+	}()
+	if classify(ret) == outcomeLost {
+		d.markLost(callTemperature)
+		return ErrGPULost
+	}
+	d.sess.lost.OK(d.Info.UUID)
+	return nil
+}
+
 // flapHoldOff is how long after a call's warn line a new failure of that
 // call (a new episode, or a new cause) is counted rather than logged: a call
 // that flaps every 30 s writes 4 lines in 10 minutes, not 40. The next line

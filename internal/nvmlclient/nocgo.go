@@ -69,3 +69,6 @@ func (d *Device) Prime() error { return ErrNotOpen }
 
 // Read returns ErrNotOpen.
 func (d *Device) Read() (Sample, error) { return Sample{}, ErrNotOpen }
+
+// Check reports ErrNotOpen: without cgo there is no NVML.
+func (d *Device) Check() error { return ErrNotOpen }

@@ -595,7 +595,7 @@ func TestLogsOnlyReceiverResetsWhenEveryGPUIsLost(t *testing.T) {
 		"the events come back")
 }
 
-// The logs-only receiver's check of its GPUs (probeLost) reads a GPU:
+// The logs-only receiver's check of its GPUs (probeLost) asks a GPU:
 // Shutdown does not wait for a read that hangs.
 func TestLogsOnlyShutdownDoesNotWaitForAHungProbe(t *testing.T) {
 	t.Parallel()

@@ -227,11 +227,11 @@ func (s *nvmlScraper) resetLost() {
 }
 
 // probeLost is what stands for the scrapes in a receiver with no metrics
-// side (logsReceiver), on its collection interval: it reads the GPUs in
-// turn until one answers (the first, as a rule), each under the scrape
-// timeout, and the samples are dropped. Once every GPU is lost it resets
-// the session as a scrape does, so that the events come back after a
-// driver reload; a read that answers is data, as in a scrape.
+// side (logsReceiver), on its collection interval: it asks the GPUs in
+// turn one cheap question (Device.Check, not a read of every figure) until
+// one answers (the first, as a rule), each under the scrape timeout. Once
+// every GPU is lost it resets the session as a scrape does, so that the
+// events come back after a driver reload; an answer is data, as in a scrape.
 func (s *nvmlScraper) probeLost(ctx context.Context) {
 	deadline := s.deadline(ctx)
 	devices := s.session.client.Devices()
@@ -240,10 +240,7 @@ func (s *nvmlScraper) probeLost(ctx context.Context) {
 			continue
 		}
 		done := make(chan error, 1)
-		go func() {
-			_, err := d.Read()
-			done <- err
-		}()
+		go func() { done <- d.Check() }()
 		timer := time.NewTimer(time.Until(deadline))
 		var err error
 		select {
@@ -258,8 +255,7 @@ func (s *nvmlScraper) probeLost(ctx context.Context) {
 		if d.Lost() {
 			continue
 		}
-		var readErr *nvmlclient.ReadError
-		if err == nil || errors.As(err, &readErr) {
+		if err == nil {
 			s.session.gotData()
 		}
 		return // busy, or answered: not every GPU is lost
