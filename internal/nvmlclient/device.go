@@ -196,7 +196,7 @@ func (d *Device) Check() error {
 				ret = nvml.ERROR_UNKNOWN
 			}
 		}()
-		_, ret = d.handle.GetTemperature(nvml.TEMPERATURE_GPU)
+		_, ret = readTable[callTemperature].get(d.handle)
 		return ret
 	}()
 	if classify(ret) == outcomeLost {
