@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
@@ -183,11 +184,17 @@ func TestHungRegistrationKeepsTheOtherGPUsEvents(t *testing.T) {
 	logs := new(consumertest.LogsSink)
 	ts.events.logsConsumer = logs
 	ts.start(t)
+	// The line comes once the registrations are over (GPU 3's by its
+	// timeout): an Xid sent before GPU 4 registered would be lost.
+	notWatching := func() []observer.LoggedEntry {
+		return ts.logs.FilterMessageSnippet("Not watching XID and ECC events on these GPUs").All()
+	}
+	require.Eventually(t, func() bool { return len(notWatching()) > 0 }, 5*time.Second, 10*time.Millisecond)
 
 	m.XID(4, 79)
 	require.Eventually(t, func() bool { return logs.LogRecordCount() == 1 }, 5*time.Second, 10*time.Millisecond)
 	assert.Equal(t, int64(1), xidValue(t, ts, nvmltest.UUID(4), 79))
-	failed := ts.logs.FilterMessageSnippet("Not watching XID and ECC events on these GPUs").All()
+	failed := notWatching()
 	require.Len(t, failed, 1, "one log line")
 	gpus := failed[0].ContextMap()["gpus"].([]any)
 	require.Len(t, gpus, 2)
