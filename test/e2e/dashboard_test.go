@@ -285,6 +285,76 @@ func substitute(t *testing.T, expr string, allValues map[string]string) string {
 	return expr
 }
 
+// allValues maps each query variable to its match-all, as the panels get it.
+func (d *grafanaDashboard) allValues() map[string]string {
+	all := map[string]string{"datasource": "prometheus"}
+	for _, v := range d.Templating.List {
+		if v.Type == "query" {
+			all[v.Name] = v.AllValue
+		}
+	}
+	return all
+}
+
+// variableAnswer is what Prometheus answers one query variable.
+type variableAnswer struct {
+	name, selector, label string
+	values                []string
+}
+
+// variableValues asks Prometheus each query variable's
+// label_values(selector, label), the other variables at their match-all; a
+// variable of another form fails the test.
+func variableValues(t *testing.T, prom *prometheus, dash *grafanaDashboard, allValues map[string]string) []variableAnswer {
+	t.Helper()
+	var answers []variableAnswer
+	for _, v := range dash.Templating.List {
+		if v.Type != "query" {
+			continue
+		}
+		var q struct {
+			Query string `json:"query"`
+		}
+		if err := json.Unmarshal(v.Query, &q); err != nil {
+			t.Fatalf("variable %s: query %s: %v", v.Name, v.Query, err)
+		}
+		m := regexp.MustCompile(`^label_values\((.+), (\w+)\)$`).FindStringSubmatch(substitute(t, q.Query, allValues))
+		if m == nil {
+			t.Errorf("variable %s: %q is not label_values(selector, label)", v.Name, q.Query)
+			continue
+		}
+		a := variableAnswer{name: v.Name, selector: m[1], label: m[2], values: prom.labelValues(t, m[2], m[1])}
+		t.Logf("variable %s: %v", a.name, a.values)
+		answers = append(answers, a)
+	}
+	return answers
+}
+
+// checkPanelQueries requires data from every panel query, each variable at
+// its match-all; where names the setting in the message. It fails when the
+// dashboard has fewer than 20 queries.
+func checkPanelQueries(t *testing.T, prom *prometheus, dash *grafanaDashboard, allValues map[string]string, where string) {
+	t.Helper()
+	queries := 0
+	for _, p := range dash.Panels {
+		for _, target := range p.Targets {
+			queries++
+			expr := substitute(t, target.Expr, allValues)
+			res, err := prom.queryErr(expr)
+			switch {
+			case err != nil:
+				t.Errorf("panel %q, query %s: %s: %v", p.Title, target.RefID, expr, err)
+			case len(res) == 0:
+				t.Errorf("panel %q, query %s returns no data %s: %s", p.Title, target.RefID, where, expr)
+			}
+		}
+	}
+	if queries < 20 {
+		t.Fatalf("only %d panel queries found", queries)
+	}
+	t.Logf("%d panel queries %s", queries, where)
+}
+
 // TestDashboardAndRules runs every panel query of the committed dashboard
 // against a real Prometheus that scrapes otelcol-nvml on simulated GPUs,
 // with each variable set to its match-all, and requires data from each.
@@ -353,37 +423,16 @@ service:
 	}, col, prom.proc)
 	time.Sleep(12 * time.Second)
 
-	allValues := map[string]string{"datasource": "prometheus"}
-	for _, v := range dash.Templating.List {
-		if v.Type == "query" {
-			allValues[v.Name] = v.AllValue
-		}
-	}
+	allValues := dash.allValues()
 
 	t.Run("variables", func(t *testing.T) {
-		n := 0
-		for _, v := range dash.Templating.List {
-			if v.Type != "query" {
-				continue
+		answers := variableValues(t, prom, &dash, allValues)
+		for _, a := range answers {
+			if len(a.values) == 0 {
+				t.Errorf("variable %s: label_values(%s, %s) has no value", a.name, a.selector, a.label)
 			}
-			n++
-			var q struct {
-				Query string `json:"query"`
-			}
-			if err := json.Unmarshal(v.Query, &q); err != nil {
-				t.Fatalf("variable %s: query %s: %v", v.Name, v.Query, err)
-			}
-			m := regexp.MustCompile(`^label_values\((.+), (\w+)\)$`).FindStringSubmatch(substitute(t, q.Query, allValues))
-			if m == nil {
-				t.Errorf("variable %s: %q is not label_values(selector, label)", v.Name, q.Query)
-				continue
-			}
-			values := prom.labelValues(t, m[2], m[1])
-			if len(values) == 0 {
-				t.Errorf("variable %s: label_values(%s, %s) has no value", v.Name, m[1], m[2])
-			}
-			t.Logf("variable %s: %v", v.Name, values)
 		}
+		n := len(answers)
 		for _, want := range []string{"node", "gpu", "pod"} {
 			if _, ok := allValues[want]; !ok {
 				t.Errorf("the dashboard has no %s variable", want)
@@ -395,24 +444,7 @@ service:
 	})
 
 	t.Run("every panel query returns data", func(t *testing.T) {
-		queries := 0
-		for _, p := range dash.Panels {
-			for _, target := range p.Targets {
-				queries++
-				expr := substitute(t, target.Expr, allValues)
-				res, err := prom.queryErr(expr)
-				switch {
-				case err != nil:
-					t.Errorf("panel %q, query %s: %s: %v", p.Title, target.RefID, expr, err)
-				case len(res) == 0:
-					t.Errorf("panel %q, query %s returns no data on the simulated GPUs: %s", p.Title, target.RefID, expr)
-				}
-			}
-		}
-		if queries < 20 {
-			t.Fatalf("only %d panel queries found", queries)
-		}
-		t.Logf("%d panel queries, each with data", queries)
+		checkPanelQueries(t, prom, &dash, allValues, "on the simulated GPUs")
 	})
 
 	t.Run("input-bound or GPU-bound reads right", func(t *testing.T) {

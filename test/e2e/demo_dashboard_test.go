@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"regexp"
 	"testing"
 	"time"
 
@@ -94,39 +93,18 @@ func TestDemoDashboard(t *testing.T) {
 		}
 	})
 
-	allValues := map[string]string{"datasource": "prometheus"}
-	for _, v := range dash.Templating.List {
-		if v.Type == "query" {
-			allValues[v.Name] = v.AllValue
-		}
-	}
+	allValues := dash.allValues()
 	t.Run("variables", func(t *testing.T) {
 		// Empty on the demo by nature; All (.*) matches there.
 		noValues := map[string]string{"node": "the demo sets no k8s.node.name"}
-		for _, v := range dash.Templating.List {
-			if v.Type != "query" {
-				continue
-			}
-			var q struct {
-				Query string `json:"query"`
-			}
-			if err := json.Unmarshal(v.Query, &q); err != nil {
-				t.Fatalf("variable %s: %v", v.Name, err)
-			}
-			m := regexp.MustCompile(`^label_values\((.+), (\w+)\)$`).FindStringSubmatch(substitute(t, q.Query, allValues))
-			if m == nil {
-				t.Errorf("variable %s: %q is not label_values(selector, label)", v.Name, q.Query)
-				continue
-			}
-			values := prom.labelValues(t, m[2], m[1])
-			reason, empty := noValues[v.Name]
+		for _, a := range variableValues(t, prom, &dash, allValues) {
+			reason, empty := noValues[a.name]
 			switch {
-			case empty && len(values) > 0:
-				t.Errorf("variable %s has values %v on the demo, where %s: update the test", v.Name, values, reason)
-			case !empty && len(values) == 0:
-				t.Errorf("variable %s: label_values(%s, %s) has no value on the demo", v.Name, m[1], m[2])
+			case empty && len(a.values) > 0:
+				t.Errorf("variable %s has values %v on the demo, where %s: update the test", a.name, a.values, reason)
+			case !empty && len(a.values) == 0:
+				t.Errorf("variable %s: label_values(%s, %s) has no value on the demo", a.name, a.selector, a.label)
 			}
-			t.Logf("variable %s: %v", v.Name, values)
 		}
 		if _, ok := allValues["host"]; !ok {
 			t.Error("the dashboard has no host variable")
@@ -134,25 +112,6 @@ func TestDemoDashboard(t *testing.T) {
 	})
 
 	t.Run("every panel query returns data", func(t *testing.T) {
-		queries, withData := 0, 0
-		for _, p := range dash.Panels {
-			for _, target := range p.Targets {
-				queries++
-				expr := substitute(t, target.Expr, allValues)
-				res, err := prom.queryErr(expr)
-				switch {
-				case err != nil:
-					t.Errorf("panel %q, query %s: %s: %v", p.Title, target.RefID, expr, err)
-				case len(res) == 0:
-					t.Errorf("panel %q, query %s returns no data on the demo: %s", p.Title, target.RefID, expr)
-				default:
-					withData++
-				}
-			}
-		}
-		if queries < 20 {
-			t.Fatalf("only %d panel queries found", queries)
-		}
-		t.Logf("%d panel queries, %d with data on the demo", queries, withData)
+		checkPanelQueries(t, prom, &dash, allValues, "on the demo")
 	})
 }

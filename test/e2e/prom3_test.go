@@ -427,52 +427,14 @@ service:
 		t.Logf("%d README names in Prometheus 3; not in this scenario (TestPipeline checks them on the scraped path): %v", n, absent)
 	})
 
-	allValues := map[string]string{"datasource": "prometheus"}
-	for _, v := range dash.Templating.List {
-		if v.Type == "query" {
-			allValues[v.Name] = v.AllValue
-		}
-	}
+	allValues := dash.allValues()
 	t.Run("every dashboard variable and query has data", func(t *testing.T) {
-		for _, v := range dash.Templating.List {
-			if v.Type != "query" {
-				continue
-			}
-			var q struct {
-				Query string `json:"query"`
-			}
-			if err := json.Unmarshal(v.Query, &q); err != nil {
-				t.Fatalf("variable %s: %v", v.Name, err)
-			}
-			m := regexp.MustCompile(`^label_values\((.+), (\w+)\)$`).FindStringSubmatch(substitute(t, q.Query, allValues))
-			if m == nil {
-				t.Errorf("variable %s: %q is not label_values(selector, label)", v.Name, q.Query)
-				continue
-			}
-			values := prom.labelValues(t, m[2], m[1])
-			if len(values) == 0 {
-				t.Errorf("variable %s: label_values(%s, %s) has no value", v.Name, m[1], m[2])
-			}
-			t.Logf("variable %s: %v", v.Name, values)
-		}
-		queries := 0
-		for _, p := range dash.Panels {
-			for _, target := range p.Targets {
-				queries++
-				expr := substitute(t, target.Expr, allValues)
-				res, err := prom.queryErr(expr)
-				switch {
-				case err != nil:
-					t.Errorf("panel %q, query %s: %s: %v", p.Title, target.RefID, expr, err)
-				case len(res) == 0:
-					t.Errorf("panel %q, query %s returns no data over OTLP: %s", p.Title, target.RefID, expr)
-				}
+		for _, a := range variableValues(t, prom, &dash, allValues) {
+			if len(a.values) == 0 {
+				t.Errorf("variable %s: label_values(%s, %s) has no value", a.name, a.selector, a.label)
 			}
 		}
-		if queries < 20 {
-			t.Fatalf("only %d panel queries found", queries)
-		}
-		t.Logf("%d panel queries, each with data", queries)
+		checkPanelQueries(t, prom, &dash, allValues, "over OTLP")
 	})
 
 	t.Run("every rule evaluates, every recording rule has data", func(t *testing.T) {
