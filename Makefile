@@ -30,7 +30,7 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version release-artifacts release-check release-push release-login test-checks test-background
+.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version release-artifacts release-check release-push release-login test-checks test-background demo-check
 
 all: build
 
@@ -212,6 +212,11 @@ demo: build $(FAKENVML) $(DEMOKUBELET)
 	test -S $$sock || { echo "demokubelet did not start"; exit 1; }; \
 	DEMO_KUBELET_SOCKET=$$sock FAKE_NVML_SCENARIO=$(abspath $(DEMO_SCENARIO)) FAKENVML_LIBRARY=$(FAKENVML) \
 		$(OTELCOL) --config testdata/collector/demo.yaml
+
+## demo-check: make demo for DURATION (15m) with a real Prometheus and the shipped rules; fails when a GPU
+## is reported degraded or a holder's diagnosis flaps (tools/demo-check.sh; report in _build/demo-check)
+demo-check: build $(FAKENVML) $(DEMOKUBELET)
+	PROMETHEUS=$(PROMETHEUS) bash tools/demo-check.sh
 
 # ---- deploy/: alert rules, Helm chart, image, dashboard ----
 
