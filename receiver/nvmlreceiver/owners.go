@@ -57,6 +57,7 @@ func attribute(a *attribution.Attributor, deviceID string, procs []nvmlclient.Pr
 	if limit > 0 && len(kept) > limit {
 		dropped = len(kept) - limit
 		kept = kept[:limit]
+		shareAmong(kept)
 	}
 	pids := make([]int, len(kept))
 	for i, p := range kept {
@@ -68,4 +69,26 @@ func attribute(a *attribution.Attributor, deviceID string, procs []nvmlclient.Pr
 		out[i] = ownedProcess{Process: p, info: who[i].Info, infoOK: who[i].InfoOK, owner: who[i].Owner}
 	}
 	return out, deviceOwner, dropped
+}
+
+// shareAmong renormalises the busy shares, which NVML's layer made over
+// every listed process, over the processes kept at the cap: the GPU's busy
+// time is split among the processes reported, so that their parts still
+// sum to it (docs/waste.md). Where none of them had a share, none has one
+// now: the busy time is split evenly, as in a window without a sample.
+func shareAmong(kept []nvmlclient.Process) {
+	var total float64
+	for _, p := range kept {
+		if p.BusyShare.OK {
+			total += p.BusyShare.Value
+		}
+	}
+	for i := range kept {
+		switch {
+		case total <= 0:
+			kept[i].BusyShare = nvmlclient.Opt[float64]{}
+		case kept[i].BusyShare.OK:
+			kept[i].BusyShare.Value /= total
+		}
+	}
 }
