@@ -42,9 +42,9 @@ func newAttributor(cfg *Config, logger *zap.Logger) *attribution.Attributor {
 }
 
 // attribute keeps a device's largest processes (at most limit, 0: all) and
-// returns them with their owners, the device's owner, and how many were
+// returns them with their owners, the device's owner, and the processes
 // left out.
-func attribute(a *attribution.Attributor, deviceID string, procs []nvmlclient.Process, limit int) ([]ownedProcess, owner, int) {
+func attribute(a *attribution.Attributor, deviceID string, procs []nvmlclient.Process, limit int) ([]ownedProcess, owner, []nvmlclient.Process) {
 	kept := append([]nvmlclient.Process(nil), procs...)
 	sort.SliceStable(kept, func(i, j int) bool {
 		mi, mj := kept[i].MemoryBytes(), kept[j].MemoryBytes()
@@ -53,10 +53,9 @@ func attribute(a *attribution.Attributor, deviceID string, procs []nvmlclient.Pr
 		}
 		return kept[i].PID < kept[j].PID
 	})
-	dropped := 0
+	var left []nvmlclient.Process
 	if limit > 0 && len(kept) > limit {
-		dropped = len(kept) - limit
-		kept = kept[:limit]
+		kept, left = kept[:limit], kept[limit:]
 		shareAmong(kept)
 	}
 	pids := make([]int, len(kept))
@@ -68,7 +67,7 @@ func attribute(a *attribution.Attributor, deviceID string, procs []nvmlclient.Pr
 	for i, p := range kept {
 		out[i] = ownedProcess{Process: p, info: who[i].Info, infoOK: who[i].InfoOK, owner: who[i].Owner}
 	}
-	return out, deviceOwner, dropped
+	return out, deviceOwner, left
 }
 
 // shareAmong renormalises the busy shares, which NVML's layer made over

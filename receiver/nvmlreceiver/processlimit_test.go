@@ -99,7 +99,7 @@ func TestDroppedCountsEachProcessOnce(t *testing.T) {
 	assert.Equal(t, 4.0, dropped(), "6666")
 	m.GPUs[3].SetProcesses(proc(4242, 4<<30))
 	assert.Equal(t, 4.0, dropped())
-	// assert.Empty(t, ts.reporter.leftOut.seen[uuid], "the processes gone are forgotten")
+	assert.Empty(t, ts.reporter.leftOut.seen[uuid], "the processes gone are forgotten")
 }
 
 // Kept processes of which none had a share split the busy time evenly.
