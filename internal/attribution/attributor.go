@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"regexp"
 	"syscall"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -181,6 +182,20 @@ func (a *Attributor) Attribute(deviceID string, pids []int) ([]Process, Owner) {
 		out[i].Owner = withPodNames(out[i].Owner, gpu)
 	}
 	return out, gpu
+}
+
+// Started returns when process pid started, from /proc; zero when that
+// cannot be read, or the proc root is of another PID namespace. It reads
+// one file, and logs nothing: it tells a reused PID from its process.
+func (a *Attributor) Started(pid int) time.Time {
+	if a.procs == nil || a.cgroup != nil && errors.Is(a.cgroup.check(), errPIDNamespace) {
+		return time.Time{}
+	}
+	t, err := a.procs.Started(pid)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // Allocated reports whether the kubelet has allocated the device (a GPU's

@@ -93,7 +93,7 @@ func (r *Reader) Read(pid int, withCommandLine bool) (Info, error) {
 		info.SystemCPU = time.Duration(st.STime) * (time.Second / userHZ)
 		info.CPUOK = true
 		if r.bootTimeOK {
-			info.Started = r.bootTime.Add(time.Duration(st.Starttime) * (time.Second / userHZ))
+			info.Started = r.started(st)
 			info.CreationTime = info.Started.Format(creationTimeLayout)
 		}
 	}
@@ -103,6 +103,25 @@ func (r *Reader) Read(pid int, withCommandLine bool) (Info, error) {
 		}
 	}
 	return info, nil
+}
+
+// Started returns when the process started, reading /proc/<pid>/stat
+// alone; zero without the boot time.
+func (r *Reader) Started(pid int) (time.Time, error) {
+	p, err := r.fs.Proc(pid)
+	if err != nil {
+		return time.Time{}, err
+	}
+	st, err := p.Stat()
+	if err != nil || !r.bootTimeOK {
+		return time.Time{}, err
+	}
+	return r.started(st), nil
+}
+
+// started is the start time of st's process as a time.
+func (r *Reader) started(st procfs.ProcStat) time.Time {
+	return r.bootTime.Add(time.Duration(st.Starttime) * (time.Second / userHZ))
 }
 
 // executableName is the base name of the executable, falling back to comm.

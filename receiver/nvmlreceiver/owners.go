@@ -42,9 +42,9 @@ func newAttributor(cfg *Config, logger *zap.Logger) *attribution.Attributor {
 }
 
 // attribute keeps a device's largest processes (at most limit, 0: all) and
-// returns them with their owners, the device's owner, and how many were
+// returns them with their owners, the device's owner, and the processes
 // left out.
-func attribute(a *attribution.Attributor, deviceID string, procs []nvmlclient.Process, limit int) ([]ownedProcess, owner, int) {
+func attribute(a *attribution.Attributor, deviceID string, procs []nvmlclient.Process, limit int) ([]ownedProcess, owner, []nvmlclient.Process) {
 	kept := append([]nvmlclient.Process(nil), procs...)
 	sort.SliceStable(kept, func(i, j int) bool {
 		mi, mj := kept[i].MemoryBytes(), kept[j].MemoryBytes()
@@ -53,10 +53,10 @@ func attribute(a *attribution.Attributor, deviceID string, procs []nvmlclient.Pr
 		}
 		return kept[i].PID < kept[j].PID
 	})
-	dropped := 0
+	var left []nvmlclient.Process
 	if limit > 0 && len(kept) > limit {
-		dropped = len(kept) - limit
-		kept = kept[:limit]
+		kept, left = kept[:limit], kept[limit:]
+		shareAmong(kept)
 	}
 	pids := make([]int, len(kept))
 	for i, p := range kept {
@@ -67,5 +67,27 @@ func attribute(a *attribution.Attributor, deviceID string, procs []nvmlclient.Pr
 	for i, p := range kept {
 		out[i] = ownedProcess{Process: p, info: who[i].Info, infoOK: who[i].InfoOK, owner: who[i].Owner}
 	}
-	return out, deviceOwner, dropped
+	return out, deviceOwner, left
+}
+
+// shareAmong renormalises the busy shares, which NVML's layer made over
+// every listed process, over the processes kept at the cap: the GPU's busy
+// time is split among the processes reported, so that their parts still
+// sum to it (docs/waste.md). Where none of them had a share, none has one
+// now: the busy time is split evenly, as in a window without a sample.
+func shareAmong(kept []nvmlclient.Process) {
+	var total float64
+	for _, p := range kept {
+		if p.BusyShare.OK {
+			total += p.BusyShare.Value
+		}
+	}
+	for i := range kept {
+		switch {
+		case total <= 0:
+			kept[i].BusyShare = nvmlclient.Opt[float64]{}
+		case kept[i].BusyShare.OK:
+			kept[i].BusyShare.Value /= total
+		}
+	}
 }

@@ -41,12 +41,21 @@ var violationReasons = [...]struct {
 //   - predicted_failure: a row remap failed, which NVIDIA's guidance
 //     answers with replacing the GPU;
 //   - degraded: it works but needs care: a pending row remap (it takes a
-//     GPU reset), an uncorrected ECC error, a thermal slowdown; or its read
-//     is stuck in NVML, so that it never silently vanishes;
+//     GPU reset), an uncorrected ECC error, a thermal slowdown
+//     (slowdownReasons); or its read is stuck in NVML, so that it never
+//     silently vanishes;
 //   - ok otherwise.
 //
 // The graver state wins. statusFigures are the figures it reads.
 var statusFigures = nvmlclient.FiguresOf(nvmlclient.FigECCUncorrected, nvmlclient.FigRemappedRows, nvmlclient.FigClockEvents)
+
+// slowdownReasons are the clock events that make a GPU degraded: the
+// thermal slowdowns, the GPU too hot for its clocks. The GPUThermalSlowdown
+// alert watches the same reasons (a test holds the two together).
+// hw_slowdown is not one: drivers set it beside hw_thermal_slowdown, beside
+// hw_power_brake_slowdown (the node's power, not the GPU: an alert of its
+// own), and alone during P-state and clock changes.
+var slowdownReasons = [...]nvmlclient.ClockEventReason{nvmlclient.ReasonSWThermalSlowdown, nvmlclient.ReasonHWThermalSlowdown}
 
 // gpuCondition is what the scrape knows of a GPU besides its health.
 type gpuCondition int
@@ -68,11 +77,20 @@ func hwState(c gpuCondition, h *nvmlclient.Health) metadata.AttributeHwState {
 		return metadata.AttributeHwStatePredictedFailure
 	case h.RemapPending.OK && h.RemapPending.Value ||
 		h.ECCUncorrected.OK && h.ECCUncorrected.Value > 0 ||
-		h.ClockEvents[nvmlclient.ReasonSWThermalSlowdown].Value ||
-		h.ClockEvents[nvmlclient.ReasonHWThermalSlowdown].Value:
+		slowedDown(h):
 		return metadata.AttributeHwStateDegraded
 	}
 	return metadata.AttributeHwStateOk
+}
+
+// slowedDown reports whether one of slowdownReasons is active.
+func slowedDown(h *nvmlclient.Health) bool {
+	for _, r := range slowdownReasons {
+		if v := h.ClockEvents[r]; v.OK && v.Value {
+			return true
+		}
+	}
+	return false
 }
 
 var nvlinkErrors = [...]struct {

@@ -20,6 +20,7 @@ type reporter struct {
 	mb      *metadata.MetricsBuilder
 	owners  *attribution.Attributor // made at start
 	dropped map[string]int64        // per GPU UUID: processes left out, cumulative
+	leftOut *leftOut                // which processes dropped has counted
 	cpu     *containerCPU           // nil when processes are off
 	// containers holds, within one scrape, the containers holding a GPU,
 	// for their CPU.
@@ -37,6 +38,7 @@ func newReporter(cfg *Config) *reporter {
 	return &reporter{
 		cfg:        cfg,
 		dropped:    map[string]int64{},
+		leftOut:    newLeftOut(),
 		containers: map[string]gpuContainer{},
 		accounts:   newAccountant(cfg),
 		unread:     map[string]bool{},
@@ -49,6 +51,7 @@ func (r *reporter) start(set receiver.Settings) {
 	r.mb = metadata.NewMetricsBuilder(r.cfg.MetricsBuilderConfig, set)
 	r.session = 0
 	clear(r.dropped)
+	r.leftOut.reset()
 	r.accounts.reset()
 	r.owners = newAttributor(r.cfg, set.Logger)
 	if r.cfg.Processes.Enabled {
@@ -71,6 +74,7 @@ func (r *reporter) newSession(gen uint64, openedAt time.Time) {
 	if restarted {
 		r.mb.Reset(metadata.WithStartTime(pcommon.NewTimestampFromTime(openedAt)))
 		clear(r.dropped)
+		r.leftOut.reset()
 		r.accounts.reset()
 	}
 }
@@ -161,18 +165,20 @@ func (r *reporter) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xi
 		}
 		return rep
 	}
-	limit, dropped := r.cfg.Processes.MaxPerGPU, 0
+	limit := r.cfg.Processes.MaxPerGPU
+	listed, left := smp.Processes, []nvmlclient.Process(nil)
 	if len(smp.MIG) == 0 {
-		rep.processes, rep.owner, dropped = attribute(r.owners, info.UUID, smp.Processes, limit)
+		rep.processes, rep.owner, left = attribute(r.owners, info.UUID, smp.Processes, limit)
 	}
 	for i := range smp.MIG {
 		m := migReport{sample: &smp.MIG[i]}
-		var n int
-		m.processes, m.owner, n = attribute(r.owners, m.sample.Info.UUID, m.sample.Processes, limit)
-		dropped += n
+		var l []nvmlclient.Process
+		m.processes, m.owner, l = attribute(r.owners, m.sample.Info.UUID, m.sample.Processes, limit)
+		left = append(left, l...)
+		listed = append(listed[:len(listed):len(listed)], m.sample.Processes...)
 		rep.migs = append(rep.migs, m)
 	}
-	r.dropped[info.UUID] += int64(dropped)
+	r.dropped[info.UUID] += int64(r.leftOut.add(info.UUID, listed, left, r.owners.Started))
 	rep.dropped = r.dropped[info.UUID]
 	return rep
 }

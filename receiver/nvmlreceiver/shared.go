@@ -37,11 +37,11 @@ func sharedScraper(cfg *Config, set receiver.Settings) *nvmlScraper {
 }
 
 // clientOptions asks NVML only for the figures an enabled metric needs
-// (metricFigures).
+// (metricFigures), or the owner attributes of a GPU's resource.
 func clientOptions(cfg *Config) []nvmlclient.Option {
 	return []nvmlclient.Option{
 		nvmlclient.WithProcesses(cfg.Processes.Enabled),
-		nvmlclient.WithFigures(neededFigures(&cfg.Metrics)),
+		nvmlclient.WithFigures(neededFigures(&cfg.Metrics) | ownerFigures(&cfg.ResourceAttributes)),
 		nvmlclient.WithLeftOutCount(func(f nvmlclient.Figures) int { return leftOutMetrics(&cfg.Metrics, f) }),
 		nvmlclient.WithCounterInterval(cfg.CounterInterval),
 		nvmlclient.WithMemoryControllerOnGPM(cfg.MemoryControllerOnGPM),
@@ -76,9 +76,11 @@ type metricFigure struct {
 func figs(fs ...nvmlclient.Figure) nvmlclient.Figures { return nvmlclient.FiguresOf(fs...) }
 
 // metricFigures is the one table from metrics to figures. The metrics not
-// listed need no NVML figure (XIDs come from events; the CPU metrics from
-// the host; process.dropped from the accounting).
+// listed need no NVML figure (XIDs come from events). The CPU metrics are
+// read from /proc and the cgroups, and process.dropped is counted at the
+// cap, but only of the processes NVML lists: they need the list.
 var metricFigures = []metricFigure{
+	{"container.cpu.time", func(m *metadata.MetricsConfig) bool { return m.ContainerCPUTime.Enabled }, figs(nvmlclient.FigProcesses), false},
 	{"hw.energy", func(m *metadata.MetricsConfig) bool { return m.HwEnergy.Enabled }, figs(nvmlclient.FigEnergy), false},
 	{"hw.errors", func(m *metadata.MetricsConfig) bool { return m.HwErrors.Enabled },
 		figs(nvmlclient.FigECCCorrected, nvmlclient.FigECCUncorrected), false},
@@ -102,6 +104,8 @@ var metricFigures = []metricFigure{
 		figs(nvmlclient.FigViolationTime), false},
 	{"nvidia.gpu.clock.frequency", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuClockFrequency.Enabled },
 		figs(nvmlclient.FigClocks), false},
+	{"nvidia.gpu.container.cpu.limit", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuContainerCPULimit.Enabled },
+		figs(nvmlclient.FigProcesses), false},
 	{"nvidia.gpu.fan.speed", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuFanSpeed.Enabled }, figs(nvmlclient.FigFanSpeed), false},
 	{"nvidia.gpu.graphics.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuGraphicsActivity.Enabled },
 		figs(nvmlclient.FigGraphicsActivity), false},
@@ -140,6 +144,8 @@ var metricFigures = []metricFigure{
 		figs(nvmlclient.FigUtilization, nvmlclient.FigProcesses, nvmlclient.FigProcessUtilization), true},
 	{"nvidia.gpu.process.count", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessCount.Enabled },
 		figs(nvmlclient.FigProcesses), false},
+	{"nvidia.gpu.process.dropped", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessDropped.Enabled },
+		figs(nvmlclient.FigProcesses), false},
 	{"nvidia.gpu.process.held.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessHeldTime.Enabled },
 		figs(nvmlclient.FigProcesses), true},
 	{"nvidia.gpu.process.idle.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessIdleTime.Enabled },
@@ -159,6 +165,7 @@ var metricFigures = []metricFigure{
 		figs(nvmlclient.FigTensorActivity), false},
 	{"nvidia.gpu.tensor.pipe.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuTensorPipeActivity.Enabled },
 		figs(nvmlclient.FigTensorPipes), false},
+	{"process.cpu.time", func(m *metadata.MetricsConfig) bool { return m.ProcessCPUTime.Enabled }, figs(nvmlclient.FigProcesses), false},
 }
 
 // neededFigures is every figure an enabled metric needs.
@@ -182,4 +189,14 @@ func leftOutMetrics(m *metadata.MetricsConfig, failed nvmlclient.Figures) int {
 		}
 	}
 	return n
+}
+
+// ownerFigures is what the owner attributes of a GPU's resource need: the
+// owner is found through the GPU's processes (attribute).
+func ownerFigures(ra *metadata.ResourceAttributesConfig) nvmlclient.Figures {
+	if ra.ContainerID.Enabled || ra.K8sPodUID.Enabled || ra.K8sPodName.Enabled ||
+		ra.K8sNamespaceName.Enabled || ra.K8sContainerName.Enabled {
+		return figs(nvmlclient.FigProcesses)
+	}
+	return 0
 }

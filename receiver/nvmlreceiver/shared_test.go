@@ -12,10 +12,7 @@ import (
 )
 
 // notRead are the metrics that need no NVML figure.
-var notRead = map[string]bool{
-	"container.cpu.time": true, "nvidia.gpu.container.cpu.limit": true, "process.cpu.time": true,
-	"nvidia.gpu.process.dropped": true, "nvidia.gpu.xid.errors": true,
-}
+var notRead = map[string]bool{"nvidia.gpu.xid.errors": true}
 
 // Every metric of metadata.yaml is in the figure table once (or needs no
 // figure), under its own name, and its enabled func reads its own flag:

@@ -3034,7 +3034,7 @@ type metricNvidiaGpuProcessDropped struct {
 // init fills nvidia.gpu.process.dropped metric with initial data.
 func (m *metricNvidiaGpuProcessDropped) init() {
 	m.data.SetName("nvidia.gpu.process.dropped")
-	m.data.SetDescription("Process reports left out because the GPU had more processes than processes.max_per_gpu (the smallest by memory go first).")
+	m.data.SetDescription("Processes left out because the GPU had more processes than processes.max_per_gpu (the smallest by memory go first), each counted once however many scrapes it stays left out (a process is its PID and start time).")
 	m.data.SetUnit("{process}")
 	m.data.SetEmptySum()
 	m.data.Sum().SetIsMonotonic(true)

@@ -1215,7 +1215,7 @@ func TestMetricsBuilder(t *testing.T) {
 					validatedMetrics["nvidia.gpu.process.dropped"] = true
 					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
 					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
-					assert.Equal(t, "Process reports left out because the GPU had more processes than processes.max_per_gpu (the smallest by memory go first).", mi.Description())
+					assert.Equal(t, "Processes left out because the GPU had more processes than processes.max_per_gpu (the smallest by memory go first), each counted once however many scrapes it stays left out (a process is its PID and start time).", mi.Description())
 					assert.Equal(t, "{process}", mi.Unit())
 					assert.True(t, mi.Sum().IsMonotonic())
 					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
