@@ -22,7 +22,7 @@ import (
 // "first" device), and left absent on the others, so that a sum over MIG
 // devices counts each GPU instance's memory once.
 
-// migDevice is one MIG device of a Device, touched only under its busy flag.
+// migDevice is one MIG device of a Device, touched only under its device's use (use.go).
 type migDevice struct {
 	info   MIGInfo
 	handle nvml.Device
