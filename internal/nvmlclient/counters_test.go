@@ -30,7 +30,9 @@ func nvlinkCounter(t *testing.T) func(v uint64) Sample {
 	first := true
 	return func(v uint64) Sample {
 		t.Helper()
-		g.Set(func(g *nvmltest.GPU) { g.FieldValues = map[uint32]uint64{nvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: v} })
+		g.Set(func(g *nvmltest.GPU) {
+			g.FieldValues = map[uint32]uint64{nvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: v}
+		})
 		if !first {
 			clock.Advance(time.Second)
 			_, err := d.Read() // due: the background read starts
