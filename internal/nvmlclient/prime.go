@@ -72,7 +72,7 @@ func (d *Device) prime() {
 // release frees what priming allocated in NVML (GPM samples).
 func (d *Device) release() {
 	d.gpm.free()
-	for _, m := range d.mig.devices {
+	for _, m := range append(d.mig.devices, d.mig.retired...) {
 		m.gpm.free()
 	}
 }
