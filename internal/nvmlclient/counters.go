@@ -84,6 +84,9 @@ func (cs *counterState) read(r *reading, s *Sample) {
 		if spec.counter && cs.fresh[k] && !failed[call(k)] && (spec.field == 0 || !failed[callFieldValues]) {
 			spec.land(s, cs.kept[k].last.Value)
 			if since := cs.kept[k].since; !since.IsZero() {
+				if s.CountersSince == nil {
+					s.CountersSince = &CounterStarts{}
+				}
 				*s.CountersSince.of(call(k)) = since
 			}
 		}

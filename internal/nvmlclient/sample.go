@@ -64,8 +64,8 @@ type Sample struct {
 	CountersTime time.Time
 	// CountersSince is when each counter's count began, where it was reset
 	// within the session (a GPU reset); zero while it counts since the
-	// session opened.
-	CountersSince    CounterStarts
+	// session opened, and nil while none was reset.
+	CountersSince    *CounterStarts
 	ClockHz          [clockCount]Opt[int64]
 	PerformanceState Opt[int64]
 	FanSpeed         Opt[float64] // 0..1

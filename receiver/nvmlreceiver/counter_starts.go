@@ -18,8 +18,8 @@ type resetCounters map[string]nvmlclient.CounterStarts
 
 // add remembers smp's reset counters, if any.
 func (rc resetCounters) add(uuid string, smp *nvmlclient.Sample) {
-	if smp.CountersSince != (nvmlclient.CounterStarts{}) {
-		rc[uuid] = smp.CountersSince
+	if smp.CountersSince != nil {
+		rc[uuid] = *smp.CountersSince
 	}
 }
 
