@@ -180,7 +180,7 @@ func (c *Client) Close(ctx context.Context) error {
 }
 
 // Inventory returns what was found at the last Open; MIG devices are
-// listed once their GPU is primed.
+// listed once their GPU is primed, as its reads last listed them.
 func (c *Client) Inventory() Inventory {
 	c.mu.Lock()
 	inv, devices := c.inv, c.devices
@@ -188,9 +188,7 @@ func (c *Client) Inventory() Inventory {
 	inv.MIGDevices = nil
 	for _, d := range devices {
 		if d.primed.Load() {
-			for _, m := range d.mig.devices {
-				inv.MIGDevices = append(inv.MIGDevices, m.info)
-			}
+			inv.MIGDevices = append(inv.MIGDevices, d.mig.infos()...)
 		}
 	}
 	return inv

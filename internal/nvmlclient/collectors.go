@@ -3,6 +3,7 @@
 package nvmlclient
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -51,7 +52,19 @@ type (
 	// figures are plain rows.
 	healthCollector struct{}
 	// migCollector: the MIG devices of a GPU in MIG mode (mig.go).
-	migCollector struct{ devices []*migDevice }
+	migCollector struct {
+		devices []*migDevice
+		// mu guards devices against Inventory: the reads that change
+		// devices run under the device's use.
+		mu sync.Mutex
+		// listedAt is when the layout was last read, by the device clock;
+		// stale says a MIG device answered as destroyed since.
+		listedAt time.Time
+		stale    bool
+		// retired holds the GPM samples of MIG devices gone while the
+		// GPM gate was held: freed at Close.
+		retired []*migDevice
+	}
 	// counterState, the counters read on their own cadence (counters.go),
 	// is the last collector.
 )

@@ -31,7 +31,7 @@ type counterState struct {
 	// (at, by the device clock). A counter it did not read (not supported
 	// now, or failed) is left out rather than shown frozen at a newer
 	// time, which rate() would take for a stop.
-	last     [callCount]Opt[float64]
+	kept     [callCount]keptCounter
 	fresh    [callCount]bool
 	at       time.Time
 	started  time.Time // by the device clock: when the last read began
@@ -82,7 +82,13 @@ func (cs *counterState) read(r *reading, s *Sample) {
 	for k := range readTable {
 		spec := &readTable[k]
 		if spec.counter && cs.fresh[k] && !failed[call(k)] && (spec.field == 0 || !failed[callFieldValues]) {
-			spec.land(s, cs.last[k].Value)
+			spec.land(s, cs.kept[k].last.Value)
+			if since := cs.kept[k].since; !since.IsZero() {
+				if s.CountersSince == nil {
+					s.CountersSince = &CounterStarts{}
+				}
+				*s.CountersSince.of(call(k)) = since
+			}
 		}
 	}
 	s.CountersTime = cs.at
@@ -113,14 +119,13 @@ func (d *Device) takeCounters() {
 	if r.lost {
 		cs.lost, cs.lostCall = true, r.lostCall
 	}
-	// Within one NVML session a counter only grows: a lower answer is a
-	// glitch, and the older reading stands. A counter not read this time
-	// keeps its last reading (and the reading time moves on only when one
-	// was read).
+	// A counter only grows, unless it was reset (keptCounter.keep). A
+	// counter not read this time, or whose reading is in doubt, keeps its
+	// last reading (and the reading time moves on only when one was read).
 	var fresh [callCount]bool
 	anyFresh := false
 	for k := range got {
-		fresh[k] = keepMax(&cs.last[k], got[k])
+		fresh[k] = cs.kept[k].keep(got[k], at)
 		anyFresh = anyFresh || fresh[k]
 	}
 	if anyFresh {
@@ -130,11 +135,62 @@ func (d *Device) takeCounters() {
 	}
 }
 
-// keepMax moves *last to v when v was read and did not go down; it reports
-// whether v was read.
-func keepMax(last *Opt[float64], v Opt[float64]) bool {
-	if v.OK && (!last.OK || v.Value >= last.Value) {
-		*last = v
+// keptCounter is one counter's reading as the scrapes report it.
+type keptCounter struct {
+	last Opt[float64] // the reading reported
+	at   time.Time    // when last was read, by the device clock
+	// low is a reading below last, in doubt until the next one tells a
+	// bad read from a reset.
+	low Opt[float64]
+	// since is when its count began: zero while it counts since the
+	// session opened, else its last reading before it reset.
+	since time.Time
+}
+
+// keep takes v, read at at, and reports whether it is to be reported: a
+// counter goes down only when it was reset, and a bad read must not take it
+// down. A reading below the last is in doubt, and left out as a failed read
+// is. The next reading decides:
+//   - at or above the last: the low one was a bad read (a single wrong
+//     answer that the next one does not repeat); the counter goes on;
+//   - below the last, and at or above the low one: a reset (a GPU reset,
+//     the driver resetting its counters). Two readings in a row that agree
+//     on a new count are taken for one, as no bad read we know of repeats
+//     and counts on: the counter is reported from its new count, with a
+//     new start, its last reading before the drop, so that the whole new
+//     count lies after the start and after the old series' last point;
+//   - below the low one: the new low reading is in doubt in its turn.
+//
+// A reset found takes one reading more than a bad read: one interval
+// (WithCounterInterval) without the counter. A reset counter that counts
+// past its old reading by the next one is taken for a bad read: it goes on
+// from there, counting too little rather than raising a false increase.
+func (k *keptCounter) keep(v Opt[float64], at time.Time) bool {
+	switch {
+	case !v.OK:
+		return false
+	case !k.last.OK || v.Value >= k.last.Value:
+	case k.low.OK && v.Value >= k.low.Value:
+		k.since = k.at
+	default:
+		k.low = v
+		return false
 	}
-	return v.OK
+	k.last, k.at, k.low = v, at, Opt[float64]{}
+	return true
+}
+
+// of is c's time in cs; nil for a call that is no counter.
+func (cs *CounterStarts) of(c call) *time.Time {
+	switch {
+	case c == callEnergy:
+		return &cs.Energy
+	case c == callPCIeReplays:
+		return &cs.PCIeReplays
+	case c >= callViolationPower && c <= callViolationReliability:
+		return &cs.Violation[ViolationPower+ViolationPolicy(c-callViolationPower)]
+	case c >= callNVLinkCRCFlit && c <= callNVLinkRecovery:
+		return &cs.NVLink[NVLinkCRCFlit+NVLinkError(c-callNVLinkCRCFlit)]
+	}
+	return nil
 }

@@ -15,7 +15,7 @@ import (
 
 // Device reads one GPU. Reads of one device never overlap: a read that is
 // still stuck in NVML makes the next one return ErrBusy instead of piling up
-// goroutines.
+// goroutines (use.go).
 type Device struct {
 	Info DeviceInfo
 
@@ -24,7 +24,7 @@ type Device struct {
 	symbols symbols
 	logger  *zap.Logger
 
-	busy   atomic.Bool
+	use    deviceUse // one use of the handle at a time: a read, priming, a check or a share sample
 	lost   atomic.Bool
 	primed atomic.Bool
 	panics atomic.Int64 // recovered inside reads (panics.go)

@@ -5,6 +5,7 @@ package nvmlclient
 import (
 	"fmt"
 	"math"
+	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
@@ -22,7 +23,7 @@ import (
 // "first" device), and left absent on the others, so that a sum over MIG
 // devices counts each GPU instance's memory once.
 
-// migDevice is one MIG device of a Device, touched only under its busy flag.
+// migDevice is one MIG device of a Device, touched only under its device's use (use.go).
 type migDevice struct {
 	info   MIGInfo
 	handle nvml.Device
@@ -33,43 +34,139 @@ type migDevice struct {
 	first bool
 }
 
+// migRelist is how often a GPU's MIG layout is read again: GPU and
+// compute instances are created and destroyed without a driver reload
+// (nvidia-smi mig -cgi, -dgi), and a MIG device that answers as destroyed
+// has the layout read again at the next read. A listing is a few calls of
+// <0.05 ms per MIG slot, a GPU not in MIG mode one call.
+const migRelist = time.Minute
+
 // prime lists the MIG devices of a GPU in MIG mode, and starts the GPM
 // of their GPU instances. A GPU not in MIG mode, or a driver without MIG,
 // has none. It runs after the GPU's GPM collector primed.
 func (mc *migCollector) prime(d *Device) {
-	mc.list(d)
-	for _, m := range mc.devices {
-		if raw, ret := d.sess.raw.device(m.info.UUID); ret == nvml.SUCCESS {
-			m.raw = raw
-		}
-	}
+	mc.relist(d)
 }
 
-func (mc *migCollector) list(d *Device) {
+// relist reads the GPU's MIG layout and makes it the collector's: a MIG
+// device still there keeps its state (its GPM window), a new one is
+// looked up and starts its GPM, the GPM of one gone is freed. A layout
+// that cannot be read keeps the last one (none at priming: the GPU is
+// reported as a whole), until the next listing.
+func (mc *migCollector) relist(d *Device) {
+	mc.listedAt, mc.stale = d.now(), false
 	defer func() {
 		if p := recover(); p != nil {
-			d.logger.Warn("Cannot list MIG devices; the GPU is reported as a whole", zap.Any("panic", p))
-			mc.devices = nil
+			d.logOnce("mig-panic", func(l *zap.Logger) {
+				l.Warn("Cannot list MIG devices; the last layout stands (at start: the GPU is reported as a whole)", zap.Any("panic", p))
+			})
 		}
 	}()
-	sym := d.symbols
-	if !sym.mig {
+	found, ok := mc.list(d)
+	if !ok {
 		return
 	}
-	if mode, _, ret := d.handle.GetMigMode(); ret != nvml.SUCCESS || mode != nvml.DEVICE_MIG_ENABLE {
+	known := map[string]*migDevice{}
+	for _, m := range mc.devices {
+		known[m.info.UUID] = m
+	}
+	changed := len(found) != len(mc.devices)
+	for i, f := range found {
+		if m, ok := known[f.info.UUID]; ok && m.info.GPUInstanceID == f.info.GPUInstanceID &&
+			m.info.ComputeInstanceID == f.info.ComputeInstanceID {
+			m.handle = f.handle
+			found[i] = m
+			delete(known, f.info.UUID)
+			continue
+		}
+		changed = true
+		f.info.Profile = d.migProfile(f.handle, int(f.info.GPUInstanceID))
+		if raw, ret := d.sess.raw.device(f.info.UUID); ret == nvml.SUCCESS {
+			f.raw = raw
+		}
+	}
+	for _, m := range known {
+		mc.retire(d, m)
+	}
+	markFirstInInstance(found)
+	if !changed {
+		mc.setDevices(found)
 		return
+	}
+	if len(found) > 0 {
+		// NVML has no whole-GPU utilization in MIG mode; GPM is read per
+		// GPU instance.
+		d.gpm.readsGeneral = false
+	}
+	for _, m := range found {
+		switch {
+		case !m.first:
+			mc.retire(d, m) // no longer its instance's first
+		case !m.gpm.supported && !m.gpm.pending && d.symbols.gpm && (d.gpm.supported || d.gpm.pending):
+			m.gpm.pending = true
+			d.startGPM(&m.gpm, d.migSampleGet(m), m.info.UUID)
+		}
+	}
+	mc.setDevices(found)
+	d.logger.Info("GPU is in MIG mode", zap.Int("mig_devices", len(found)))
+}
+
+// setDevices makes devices the collector's.
+func (mc *migCollector) setDevices(devices []*migDevice) {
+	mc.mu.Lock()
+	mc.devices = devices
+	mc.mu.Unlock()
+}
+
+// infos lists the MIG devices, for Inventory.
+func (mc *migCollector) infos() []MIGInfo {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	out := make([]MIGInfo, 0, len(mc.devices))
+	for _, m := range mc.devices {
+		out = append(out, m.info)
+	}
+	return out
+}
+
+// retire frees m's GPM samples under the GPM gate, as any GPM call; while
+// another GPU holds the gate past its allowance they wait for Close.
+func (mc *migCollector) retire(d *Device, m *migDevice) {
+	if m.gpm.prev == nil && m.gpm.cur == nil {
+		m.gpm.pending = false
+		return
+	}
+	gate := d.sess.gpm.enter()
+	if gate == nil {
+		mc.retired = append(mc.retired, m)
+		return
+	}
+	defer gate.leave()
+	m.gpm.free()
+}
+
+// list reads the GPU's MIG devices; ok is false when the layout could not
+// be read (the count failed, or the driver's call panicked).
+func (mc *migCollector) list(d *Device) (found []*migDevice, ok bool) {
+	sym := d.symbols
+	if !sym.mig {
+		return nil, true
+	}
+	if mode, _, ret := d.handle.GetMigMode(); ret != nvml.SUCCESS || mode != nvml.DEVICE_MIG_ENABLE {
+		return nil, true
 	}
 	n, ret := d.handle.GetMaxMigDeviceCount()
 	if ret != nvml.SUCCESS {
-		d.logger.Warn("GPU is in MIG mode but its MIG devices cannot be counted", zap.String("nvml.return", ret.Error()))
-		return
+		d.logOnce("mig-count", func(l *zap.Logger) {
+			l.Warn("GPU is in MIG mode but its MIG devices cannot be counted", zap.String("nvml.return", ret.Error()))
+		})
+		return nil, false
 	}
 	for i := 0; i < n; i++ {
 		h, ret := d.handle.GetMigDeviceHandleByIndex(i)
 		if ret != nvml.SUCCESS {
 			continue // an empty slot
 		}
-		m := &migDevice{handle: h}
 		uuid, ret := h.GetUUID()
 		if ret != nvml.SUCCESS {
 			continue
@@ -79,23 +176,16 @@ func (mc *migCollector) list(d *Device) {
 		if ret1 != nvml.SUCCESS || ret2 != nvml.SUCCESS {
 			continue
 		}
-		m.info = MIGInfo{UUID: uuid, ParentUUID: d.Info.UUID, GPUInstanceID: uint32(gi), ComputeInstanceID: uint32(ci),
-			Profile: d.migProfile(h, gi)}
-		mc.devices = append(mc.devices, m)
+		found = append(found, &migDevice{handle: h, info: MIGInfo{UUID: uuid, ParentUUID: d.Info.UUID,
+			GPUInstanceID: uint32(gi), ComputeInstanceID: uint32(ci)}})
 	}
-	d.logger.Info("GPU is in MIG mode", zap.Int("mig_devices", len(mc.devices)))
-	markFirstInInstance(mc.devices)
-	// NVML has no whole-GPU utilization in MIG mode; GPM is read per GPU
-	// instance.
-	d.gpm.readsGeneral = false
-	if sym.gpm && (d.gpm.supported || d.gpm.pending) {
-		for _, m := range mc.devices {
-			if m.first {
-				m.gpm.pending = true
-				d.startGPM(&m.gpm, d.migSampleGet(m), m.info.UUID)
-			}
-		}
-	}
+	return found, true
+}
+
+// migGone says a MIG device's call answered as NVML does for a destroyed
+// instance.
+func migGone(ret nvml.Return) bool {
+	return ret == nvml.ERROR_NOT_FOUND || ret == nvml.ERROR_INVALID_ARGUMENT
 }
 
 // migSampleGet takes a GPM sample of m's GPU instance.
@@ -160,15 +250,29 @@ func migProfileName(slices uint32, memoryMiB uint64) string {
 
 // readMIG reads every MIG device of the GPU, and hands each the parent's
 // processes that run on it.
+//
+// The layout is read again first when it is due (migRelist) or a MIG
+// device answered as destroyed. A MIG device that answers so now is left
+// out of the sample, without a failure: no series outlives its device.
 func (mc *migCollector) read(r *reading, s *Sample) {
+	if mc.stale || r.d.now().Sub(mc.listedAt) >= migRelist {
+		mc.relist(r.d)
+	}
 	for _, m := range mc.devices {
 		ms := MIGSample{Info: m.info, FirstInInstance: m.first}
 		var used, total, reserved Opt[uint64]
-		if m.first && r.do(callMIGMemoryInfo, func() (ret nvml.Return) {
-			used, total, reserved, ret = memoryOf(m.handle, r.d.symbols.memoryInfoV2)
-			return ret
-		}) {
-			ms.MemoryUsedBytes, ms.MemoryTotalBytes, ms.MemoryReservedBytes = used, total, reserved
+		if m.first {
+			ret, made := r.call(callMIGMemoryInfo, func() (ret nvml.Return) {
+				used, total, reserved, ret = memoryOf(m.handle, r.d.symbols.memoryInfoV2)
+				return ret
+			})
+			if made && migGone(ret) {
+				mc.stale = true
+				continue
+			}
+			if made && r.result(callMIGMemoryInfo, ret) {
+				ms.MemoryUsedBytes, ms.MemoryTotalBytes, ms.MemoryReservedBytes = used, total, reserved
+			}
 		}
 		switch {
 		case m.gpm.pending:
@@ -177,7 +281,11 @@ func (mc *migCollector) read(r *reading, s *Sample) {
 			ms.GPM = r.gpmWindow(&m.gpm, r.d.gpm.requests, r.d.migSampleGet(m))
 		}
 		if r.d.procs.on {
-			ms.Processes = r.migProcesses(m, s.Processes)
+			var gone bool
+			if ms.Processes, gone = r.migProcesses(m, s.Processes); gone {
+				mc.stale = true
+				continue
+			}
 		}
 		s.MIG = append(s.MIG, ms)
 	}
@@ -191,13 +299,16 @@ func (mc *migCollector) read(r *reading, s *Sample) {
 // the driver's answer, and asked again with a backoff).
 // Where it gives nothing, the parent's list answers. Its entries lack
 // utilization, which NVML does not give in MIG mode.
-func (r *reading) migProcesses(m *migDevice, parent []Process) []Process {
-	var out []Process
+// gone says the MIG device answered as destroyed.
+func (r *reading) migProcesses(m *migDevice, parent []Process) (out []Process, gone bool) {
 	var infos []nvml.ProcessInfo
 	ret, made := r.call(callMIGProcesses, func() (ret nvml.Return) {
 		infos, ret = runningProcesses(m.raw, m.handle, false)
 		return ret
 	})
+	if made && migGone(ret) {
+		return nil, true
+	}
 	// A plain failure is asked again at the next read, and costs nothing
 	// meanwhile: the parent's list answers.
 	if made && classify(ret) != outcomeFailed && r.result(callMIGProcesses, ret) {
@@ -205,12 +316,12 @@ func (r *reading) migProcesses(m *migDevice, parent []Process) []Process {
 			out = append(out, Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
 				GPUInstanceID: m.info.GPUInstanceID, ComputeInstanceID: m.info.ComputeInstanceID})
 		}
-		return out
+		return out, false
 	}
 	for _, p := range parent {
 		if p.GPUInstanceID == m.info.GPUInstanceID && p.ComputeInstanceID == m.info.ComputeInstanceID {
 			out = append(out, p)
 		}
 	}
-	return out
+	return out, false
 }

@@ -257,3 +257,94 @@ func TestMIGOwnProcessListGoesThroughTheRead(t *testing.T) {
 	}
 	assert.True(t, timed, "the own lists are timed: %v", c.CallStats())
 }
+
+// migUUIDs lists the MIG devices of a sample.
+func migUUIDs(s Sample) []string {
+	var out []string
+	for _, m := range s.MIG {
+		out = append(out, m.Info.UUID)
+	}
+	return out
+}
+
+// relayout destroys GPU g's MIG device gone (its calls answer NOT_FOUND,
+// as NVML's do for a destroyed instance), creates one 1g instance, and
+// lists kept and the new one as the GPU's MIG devices; it returns the new
+// one.
+func relayout(g *nvmltest.GPU, kept, gone *nvmltest.MIGDevice) *nvmltest.MIGDevice {
+	gone.GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) { return nvml.Memory_v2{}, nvml.ERROR_NOT_FOUND }
+	gone.GetComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) { return nil, nvml.ERROR_NOT_FOUND }
+	added := g.EnableMIG(nvml.GPU_INSTANCE_PROFILE_1_SLICE)[0]
+	layout := []*nvmltest.MIGDevice{kept, added}
+	g.GetMigDeviceHandleByIndexFunc = func(i int) (nvml.Device, nvml.Return) {
+		if i < 0 || i >= len(layout) {
+			return nil, nvml.ERROR_NOT_FOUND
+		}
+		return layout[i], nvml.SUCCESS
+	}
+	return added
+}
+
+// Issue 23, part 5: MIG instances created or destroyed without a driver
+// reload are found, the layout being read again every migRelist: a new
+// MIG device appears with its GPM, a destroyed one is no longer read, and
+// the one that stays keeps its GPM window.
+func TestMIGLayoutReadAgainOnASchedule(t *testing.T) {
+	m := nvmltest.NewH200()
+	g := m.GPUs[1]
+	migs := g.EnableMIG(nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_2_SLICE)
+	c, clock, _ := openGPM(t, m)
+	d := c.Devices()[1]
+	clock.Advance(10 * time.Second)
+	s, err := d.Read()
+	require.NoError(t, err)
+	assert.Equal(t, []string{migs[0].UUID, migs[1].UUID}, migUUIDs(s))
+
+	added := relayout(g, migs[0], migs[1])
+	// The gone device still answers: only the schedule finds the change.
+	memory := migs[1].Memory
+	migs[1].GetMemoryInfo_v2Func = func() (nvml.Memory_v2, nvml.Return) { return memory, nvml.SUCCESS }
+	clock.Advance(10 * time.Second)
+	s, err = d.Read()
+	require.NoError(t, err)
+	assert.Equal(t, []string{migs[0].UUID, migs[1].UUID}, migUUIDs(s), "before the schedule: the old layout")
+	clock.Advance(migRelist)
+	s, err = d.Read()
+	require.NoError(t, err)
+	assert.Equal(t, []string{migs[0].UUID, added.UUID}, migUUIDs(s), "the new layout")
+	require.NotNil(t, s.MIG[0].GPM, "the device that stays keeps its GPM window")
+	assert.Nil(t, s.MIG[1].GPM, "the new device's GPM starts its window")
+	assert.Equal(t, some(added.Memory.Used), s.MIG[1].MemoryUsedBytes)
+	var inv []string
+	for _, mi := range c.Inventory().MIGDevices {
+		inv = append(inv, mi.UUID)
+	}
+	assert.Equal(t, []string{migs[0].UUID, added.UUID}, inv)
+	clock.Advance(10 * time.Second)
+	s, err = d.Read()
+	require.NoError(t, err)
+	assert.NotNil(t, s.MIG[1].GPM, "and has a window at the next read")
+}
+
+// A MIG device whose call answers NOT_FOUND (destroyed) leaves the sample
+// at once, without a failure, and the layout is read again at the next read,
+// before the schedule.
+func TestMIGLayoutReadAgainOnAFailure(t *testing.T) {
+	m := nvmltest.NewH200()
+	g := m.GPUs[1]
+	migs := g.EnableMIG(nvml.GPU_INSTANCE_PROFILE_1_SLICE, nvml.GPU_INSTANCE_PROFILE_2_SLICE)
+	c, clock, _ := openGPM(t, m)
+	d := c.Devices()[1]
+	clock.Advance(10 * time.Second)
+	_, err := d.Read()
+	require.NoError(t, err)
+	added := relayout(g, migs[0], migs[1])
+	clock.Advance(10 * time.Second)
+	s, err := d.Read()
+	require.NoError(t, err, "a destroyed MIG device is no failure")
+	assert.Equal(t, []string{migs[0].UUID}, migUUIDs(s), "the destroyed device is not reported")
+	clock.Advance(10 * time.Second)
+	s, err = d.Read()
+	require.NoError(t, err)
+	assert.Equal(t, []string{migs[0].UUID, added.UUID}, migUUIDs(s), "read again at once")
+}

@@ -10,7 +10,7 @@ import (
 
 // Priming takes a GPU's baselines: the newest utilization samples (so that the first read averages from then on), the GPM sample
 // pair and the MIG inventory. These are per-GPU calls that can hang, so
-// they are not part of Open: each GPU primes under its own busy flag, on
+// they are not part of Open: each GPU primes under its own use (use.go), on
 // the first Prime or Read, and a GPU still priming is skipped by scrapes
 // like one whose read is still running.
 
@@ -27,18 +27,19 @@ func (d *Device) Prime() error {
 }
 
 // enter begins a use of the device's NVML handle: a read, priming or a
-// share sample. It takes the device's busy flag (ErrBusy while another
-// runs), counts the call in the session's (ErrNotOpen once Close has
-// begun) and waits for the session's lane. ErrGPULost once the GPU is lost.
+// check. It takes the device (ErrBusy while another use runs, or a share
+// sample past its bound: use.go), counts the call in the session's
+// (ErrNotOpen once Close has begun) and waits for the session's lane.
+// ErrGPULost once the GPU is lost.
 func (d *Device) enter() (lane *ticket, err error) {
 	if d.lost.Load() {
 		return nil, ErrGPULost
 	}
-	if !d.busy.CompareAndSwap(false, true) {
+	if !d.use.take() {
 		return nil, ErrBusy
 	}
 	if !d.sess.calls.begin() {
-		d.busy.Store(false)
+		d.use.release()
 		return nil, ErrNotOpen // the session is closing
 	}
 	return d.sess.lane.enter(), nil
@@ -48,10 +49,10 @@ func (d *Device) enter() (lane *ticket, err error) {
 func (d *Device) exit(lane *ticket) {
 	lane.leave()
 	d.sess.calls.end()
-	d.busy.Store(false)
+	d.use.release()
 }
 
-// prime runs under busy.
+// prime runs under the device's use.
 func (d *Device) prime() {
 	if d.primed.Load() {
 		return
@@ -71,7 +72,7 @@ func (d *Device) prime() {
 // release frees what priming allocated in NVML (GPM samples).
 func (d *Device) release() {
 	d.gpm.free()
-	for _, m := range d.mig.devices {
+	for _, m := range append(d.mig.devices, d.mig.retired...) {
 		m.gpm.free()
 	}
 }

@@ -191,14 +191,18 @@ func (pc *processCollector) read(r *reading, s *Sample) {
 // priming runs (that read samples them itself), before priming, and on a
 // lost GPU: it reports whether a sample was taken.
 func (d *Device) SampleShares() bool {
-	if !d.procs.on || !d.primed.Load() {
+	if !d.procs.on || !d.primed.Load() || d.lost.Load() || !d.sess.calls.begin() {
 		return false
 	}
-	lane, err := d.enter()
-	if err != nil {
+	defer d.sess.calls.end()
+	// The lane first, then the device: the device is held for the call
+	// alone, and a scrape that finds it held waits for that call only
+	// (use.go), never for the lane's line.
+	defer d.sess.lane.enter().leave()
+	if d.use.takeForShare() == nil {
 		return false
 	}
-	defer d.exit(lane)
+	defer d.use.release()
 	r := &reading{d: d}
 	var samples []nvml.ProcessUtilizationSample
 	ret, made := r.call(callProcessUtilization, func() (ret nvml.Return) {

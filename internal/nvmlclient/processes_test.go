@@ -133,12 +133,82 @@ func TestBusySharesFromSamplesBetweenReads(t *testing.T) {
 
 func TestSampleSharesSkipsABusyDevice(t *testing.T) {
 	m, c := openWithProcesses(t)
-	m.GPUs[0].SetProcesses(nvml.ProcessInfo{Pid: 1, UsedGpuMemory: 1})
+	g := m.GPUs[0]
+	g.SetProcesses(nvml.ProcessInfo{Pid: 1, UsedGpuMemory: 1})
 	d := c.Devices()[0]
-	require.True(t, d.busy.CompareAndSwap(false, true))
+	entered, release := make(chan struct{}), make(chan struct{})
+	temperature := g.GetTemperatureFunc
+	g.GetTemperatureFunc = func(s nvml.TemperatureSensors) (uint32, nvml.Return) {
+		close(entered)
+		<-release
+		return temperature(s)
+	}
+	done := make(chan error)
+	go func() { _, err := d.Read(); done <- err }()
+	<-entered
 	assert.False(t, d.SampleShares(), "a read in flight samples the shares itself")
-	d.busy.Store(false)
+	g.GetTemperatureFunc = temperature
+	close(release)
+	require.NoError(t, <-done)
 	assert.True(t, d.SampleShares())
+}
+
+// Issue 23: a scrape that finds the GPU busy with our own share sample
+// waits for that one short call, and reads the GPU: a GPU busy with our
+// own sampling is not stuck, and is never reported degraded.
+func TestReadWaitsForAShareSampleInFlight(t *testing.T) {
+	m, c := openWithProcesses(t)
+	g := m.GPUs[0]
+	g.SetProcesses(nvml.ProcessInfo{Pid: 1, UsedGpuMemory: 1})
+	d := c.Devices()[0]
+	entered, release := make(chan struct{}), make(chan struct{})
+	var sampling atomic.Bool
+	sampling.Store(true)
+	g.GetProcessUtilizationFunc = func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+		if sampling.CompareAndSwap(true, false) {
+			close(entered)
+			<-release
+		}
+		return []nvml.ProcessUtilizationSample{{Pid: 1, TimeStamp: usNow(0), SmUtil: 40}}, nvml.SUCCESS
+	}
+	sampled := make(chan bool)
+	go func() { sampled <- d.SampleShares() }()
+	<-entered
+	// The sample returns a moment after the scrape arrives.
+	time.AfterFunc(2*time.Millisecond, func() { close(release) })
+	s, err := d.Read()
+	require.NoError(t, err, "the scrape waits for the share sample and reads the GPU")
+	assert.True(t, s.ProcessesListed)
+	assert.True(t, <-sampled)
+}
+
+// A share sample that overruns its bound is a stuck call, as a read is:
+// the scrape does not wait for it past the bound, and the GPU is reported
+// busy (degraded) until it returns.
+func TestReadDoesNotWaitForAStuckShareSample(t *testing.T) {
+	m, c := openWithProcesses(t)
+	g := m.GPUs[0]
+	g.SetProcesses(nvml.ProcessInfo{Pid: 1, UsedGpuMemory: 1})
+	d := c.Devices()[0]
+	entered, release := make(chan struct{}), make(chan struct{})
+	var sampling atomic.Bool
+	sampling.Store(true)
+	g.GetProcessUtilizationFunc = func(uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+		if sampling.CompareAndSwap(true, false) {
+			close(entered)
+			<-release
+		}
+		return nil, nvml.ERROR_NOT_FOUND
+	}
+	sampled := make(chan bool)
+	go func() { sampled <- d.SampleShares() }()
+	<-entered
+	_, err := d.Read()
+	assert.ErrorIs(t, err, ErrBusy, "stuck past its bound")
+	close(release)
+	assert.True(t, <-sampled)
+	_, err = d.Read()
+	assert.NoError(t, err, "free again once it returned")
 }
 
 func TestShareSamplerSamplesOnlyHeldGPUs(t *testing.T) {

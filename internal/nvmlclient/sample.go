@@ -60,8 +60,12 @@ type Sample struct {
 	// EnergyJoules is the newest reading of the energy counter. It, the
 	// violation seconds and the PCIe replays of Health are read on their
 	// own cadence, off the scrape path, and were taken at CountersTime.
-	EnergyJoules     Opt[float64]
-	CountersTime     time.Time
+	EnergyJoules Opt[float64]
+	CountersTime time.Time
+	// CountersSince is when each counter's count began, where it was reset
+	// within the session (a GPU reset); zero while it counts since the
+	// session opened, and nil while none was reset.
+	CountersSince    *CounterStarts
 	ClockHz          [clockCount]Opt[int64]
 	PerformanceState Opt[int64]
 	FanSpeed         Opt[float64] // 0..1
@@ -138,6 +142,15 @@ type Health struct {
 	// NVLinkErrors are read on the counters' cadence, like the violation
 	// seconds; absent on a GPU without NVLink.
 	NVLinkErrors [nvlinkErrorCount]Opt[int64]
+}
+
+// CounterStarts holds a time per counter of the Sample: EnergyJoules and
+// the counters of Health.
+type CounterStarts struct {
+	Energy      time.Time
+	Violation   [violationPolicyCount]time.Time
+	PCIeReplays time.Time
+	NVLink      [nvlinkErrorCount]time.Time
 }
 
 // GPMActivity names the GPM activity metrics, each a fraction 0..1.

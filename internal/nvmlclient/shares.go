@@ -11,7 +11,8 @@ import (
 // interval between reads (WithShareInterval), so that a process's busy
 // time is true over a scrape interval longer than NVML's smoothing. Each
 // sample is one nvmlDeviceGetProcessUtilization per GPU (about 1.9 ms of
-// CPU on an H200), made through the lane like any read.
+// CPU on an H200), made through the lane like any read; a scrape that
+// arrives during one waits for it (use.go).
 type shareSampler struct {
 	stop chan struct{}
 	done sync.WaitGroup

@@ -32,6 +32,9 @@ type reporter struct {
 	// scrape, the GPUs whose read is stuck, whose accounts wait for them.
 	accounts *accountant
 	unread   map[string]bool
+	// resets holds, within one scrape, the GPUs' counters that were reset
+	// (counter_starts.go).
+	resets resetCounters
 }
 
 func newReporter(cfg *Config) *reporter {
@@ -42,6 +45,7 @@ func newReporter(cfg *Config) *reporter {
 		containers: map[string]gpuContainer{},
 		accounts:   newAccountant(cfg),
 		unread:     map[string]bool{},
+		resets:     resetCounters{},
 	}
 }
 
@@ -82,6 +86,7 @@ func (r *reporter) newSession(gen uint64, openedAt time.Time) {
 // gpu records one GPU's sample.
 func (r *reporter) gpu(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) {
 	rep := r.report(info, smp, xids)
+	r.resets.add(info.UUID, smp)
 	r.account(&rep)
 	recordGPU(r.mb, rep)
 	containersOf(rep, r.containers)
@@ -110,6 +115,7 @@ func (r *reporter) emit(now pcommon.Timestamp) pmetric.Metrics {
 	clear(r.containers)
 	md := r.mb.Emit()
 	r.accounts.stampStarts(md)
+	r.resets.stamp(md)
 	r.accounts.endScrape(r.unread)
 	clear(r.unread)
 	return md

@@ -177,6 +177,10 @@ type MIGDevice struct {
 	UUID              string `json:"uuid"`
 	GPUInstanceID     int    `json:"gpu_instance_id"`
 	ComputeInstanceID int    `json:"compute_instance_id"`
+	// From and Until bound when the MIG device exists: a layout change
+	// without a driver reload.
+	From  float64  `json:"from,omitempty"`
+	Until *float64 `json:"until,omitempty"`
 }
 
 func ptr[T any](v T) *T { return &v }

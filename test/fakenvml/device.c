@@ -166,7 +166,7 @@ nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
 			return fake_leave(found);
 		}
 		for (int k = 0; g->mig.enabled && k < g->mig.ndevices; k++)
-			if (strcmp(g->mig.devices[k].uuid, uuid) == 0) {
+			if (strcmp(g->mig.devices[k].uuid, uuid) == 0 && fake_mig_present(&g->mig.devices[k], t)) {
 				*device = fake_mig_handle(i, k); /* a MIG UUID names its MIG device */
 				return fake_leave(found);
 			}

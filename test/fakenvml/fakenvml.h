@@ -213,6 +213,8 @@ typedef struct {
 	int gi; /* index in fake_mig.gis */
 	unsigned int gpu_instance_id, compute_instance_id;
 	unsigned int slice_count;
+	/* created at from, destroyed at until (seconds; INFINITY: never) */
+	double from, until;
 } fake_mig_device;
 
 typedef struct {
@@ -380,6 +382,8 @@ nvmlReturn_t fake_leave(nvmlReturn_t ret);
 nvmlDevice_t fake_handle(int index);
 /* The handle of MIG device slot of GPU index. */
 nvmlDevice_t fake_mig_handle(int index, int slot);
+/* fake_mig_present says MIG device d exists at t (mig.c). */
+bool fake_mig_present(const fake_mig_device *d, double t);
 
 /* Memory answers at t (memory.c). */
 void fake_memory_v1(const fake_memory *m, double t, nvmlMemory_t *out);

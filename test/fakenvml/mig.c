@@ -18,10 +18,17 @@
  *                           memory as a GPU's (what its MIG devices
  *                           report), gpm as a GPU's (nvmlGpmMigSampleGet;
  *                           needs the GPU's gpm key)
- *   devices: [{uuid, gpu_instance_id, compute_instance_id, slice_count}]
+ *   devices: [{uuid, gpu_instance_id, compute_instance_id, slice_count,
+ *              from, until}]
  *                           the MIG devices, in handle index order; indices
  *                           from there up to max_devices are empty slots
- *                           (NVML_ERROR_NOT_FOUND)
+ *                           (NVML_ERROR_NOT_FOUND). from/until (seconds,
+ *                           until null = forever) bound when the device
+ *                           exists: a layout change without a driver
+ *                           reload (nvidia-smi mig -cci, -dci). The handle
+ *                           indices count the devices that exist at t; a
+ *                           destroyed device's handle answers
+ *                           NVML_ERROR_INVALID_ARGUMENT.
  * }
  * Without the key the GPU has no MIG: nvmlDeviceGetMigMode and the profile
  * calls answer NVML_ERROR_NOT_SUPPORTED, nvmlDeviceGetMaxMigDeviceCount 0.
@@ -172,8 +179,8 @@ static bool parse_devices(fake_pctx *c, const cJSON *arr, const char *p, fake_mi
 	if (!cJSON_IsArray(arr))
 		return fake_fail(c, p, "must be an array of {uuid, gpu_instance_id, compute_instance_id}");
 	int n = cJSON_GetArraySize(arr);
-	if (n > (int)m->max_devices)
-		return fake_fail(c, p, "%d MIG devices, more than max_devices (%u)", n, m->max_devices);
+	if (n > FAKE_MAX_MIG)
+		return fake_fail(c, p, "%d MIG devices, more than %d", n, FAKE_MAX_MIG);
 	fake_mig_device *out = NULL;
 	if (n > 0 && !(out = fake_alloc(c, sizeof *out * (size_t)n)))
 		return false;
@@ -181,15 +188,20 @@ static bool parse_devices(fake_pctx *c, const cJSON *arr, const char *p, fake_mi
 	for (const cJSON *it = arr->child; it; it = it->next, i++) {
 		char ip[200];
 		snprintf(ip, sizeof ip, "%s[%d]", p, i);
-		static const char *const dkeys[] = {"uuid", "gpu_instance_id", "compute_instance_id", "slice_count", NULL};
+		static const char *const dkeys[] = {"uuid",        "gpu_instance_id", "compute_instance_id",
+						    "slice_count", "from",            "until",
+						    NULL};
 		unsigned long long gi = 0, ci = 0, slices = 0;
 		bool has_gi = false, has_ci = false, has_slices = false;
 		if (!fake_check_keys(c, it, ip, dkeys) ||
 		    !fake_get_string(c, it, "uuid", ip, out[i].uuid, sizeof out[i].uuid, true) ||
 		    !fake_get_uint(c, it, "gpu_instance_id", ip, &gi, 1000, &has_gi) ||
 		    !fake_get_uint(c, it, "compute_instance_id", ip, &ci, 1000, &has_ci) ||
-		    !fake_get_uint(c, it, "slice_count", ip, &slices, 8, &has_slices))
+		    !fake_get_uint(c, it, "slice_count", ip, &slices, 8, &has_slices) ||
+		    !fake_get_time(c, it, "from", ip, &out[i].from, 0) || !fake_get_time(c, it, "until", ip, &out[i].until, INFINITY))
 			return false;
+		if (out[i].until <= out[i].from)
+			return fake_fail(c, ip, "\"until\" must be after \"from\"");
 		if (!out[i].uuid[0])
 			return fake_fail(c, ip, "\"uuid\" must not be empty");
 		if (!has_gi || !has_ci)
@@ -201,8 +213,17 @@ static bool parse_devices(fake_pctx *c, const cJSON *arr, const char *p, fake_mi
 		if (out[i].gi < 0)
 			return fake_fail(c, ip, "gpu_instance_id %llu is the id of none of mig.gpu_instances", gi);
 		for (int j = 0; j < i; j++)
-			if (out[j].gpu_instance_id == gi && out[j].compute_instance_id == ci)
+			if (out[j].gpu_instance_id == gi && out[j].compute_instance_id == ci && out[j].from < out[i].until &&
+			    out[i].from < out[j].until)
 				return fake_fail(c, ip, "GPU instance %llu, compute instance %llu is also devices[%d]", gi, ci, j);
+		/* The devices that exist at once fit the slots: count them where
+		 * this one begins. */
+		unsigned int at_once = 1;
+		for (int j = 0; j < i; j++)
+			at_once += fake_mig_present(&out[j], out[i].from);
+		if (at_once > m->max_devices)
+			return fake_fail(c, ip, "%u MIG devices at t = %g, more than max_devices (%u)", at_once, out[i].from,
+					 m->max_devices);
 		unsigned int gi_slices = m->gis[out[i].gi].profile->slice_count;
 		if (has_slices && (slices == 0 || slices > gi_slices))
 			return fake_fail(c, ip, "slice_count %llu is not in 1..%u, the GPU instance's", slices, gi_slices);
@@ -376,6 +397,11 @@ nvmlReturn_t nvmlDeviceGetMaxMigDeviceCount(nvmlDevice_t device, unsigned int *c
 	return fake_leave(NVML_SUCCESS);
 }
 
+bool fake_mig_present(const fake_mig_device *d, double t)
+{
+	return d->from <= t && t < d->until;
+}
+
 nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned int index, nvmlDevice_t *migDevice)
 {
 	const fake_gpu *g;
@@ -390,10 +416,17 @@ nvmlReturn_t nvmlDeviceGetMigDeviceHandleByIndex(nvmlDevice_t device, unsigned i
 		return fake_leave(NVML_ERROR_NOT_SUPPORTED);
 	if (index >= g->mig.max_devices)
 		return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
-	if (index >= (unsigned int)g->mig.ndevices)
-		return fake_leave(NVML_ERROR_NOT_FOUND); /* an empty slot */
-	*migDevice = fake_mig_handle(idx, (int)index);
-	return fake_leave(NVML_SUCCESS);
+	/* Index i is the i-th device that exists now. */
+	unsigned int seen = 0;
+	for (int k = 0; k < g->mig.ndevices; k++) {
+		if (!fake_mig_present(&g->mig.devices[k], t))
+			continue;
+		if (seen++ == index) {
+			*migDevice = fake_mig_handle(idx, k);
+			return fake_leave(NVML_SUCCESS);
+		}
+	}
+	return fake_leave(NVML_ERROR_NOT_FOUND); /* an empty slot */
 }
 
 /* mig_enter is fake_any_enter for calls that only MIG device handles

@@ -320,9 +320,9 @@ nvmlReturn_t fake_any_enter(nvmlDevice_t device, fake_call call, const fake_gpu 
 	*mig = NULL;
 	if (slot >= 0) {
 		/* A MIG handle is valid while its parent is in MIG mode with a
-		 * MIG device in that slot. */
+		 * MIG device in that slot, until that device is destroyed. */
 		const fake_mig *m = &(*gpu)->mig;
-		if (!m->enabled || slot >= m->ndevices)
+		if (!m->enabled || slot >= m->ndevices || !fake_mig_present(&m->devices[slot], *t))
 			return fake_leave(NVML_ERROR_INVALID_ARGUMENT);
 		*mig = &m->devices[slot];
 	}

@@ -1,0 +1,106 @@
+//go:build cgo
+
+package nvmlclient
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
+)
+
+// nvlinkCounter reads GPU 0's NVLink replay counter on the counters'
+// cadence: each call sets the counter to v, lets the background read take
+// it, and returns the next scrape's sample.
+func nvlinkCounter(t *testing.T) func(v uint64) Sample {
+	t.Helper()
+	m := nvmltest.NewH200()
+	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
+	c := New(m, zap.NewNop(), WithClock(clock.Now), WithCounterInterval(time.Second))
+	require.NoError(t, c.Open(nil))
+	c.PrimeAll()
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	g, d := m.GPUs[0], c.Devices()[0]
+	first := true
+	return func(v uint64) Sample {
+		t.Helper()
+		g.Set(func(g *nvmltest.GPU) {
+			g.FieldValues = map[uint32]uint64{nvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: v}
+		})
+		if !first {
+			clock.Advance(time.Second)
+			_, err := d.Read() // due: the background read starts
+			require.NoError(t, err)
+			require.True(t, d.waitBackground(time.Second))
+		}
+		first = false
+		s, err := d.Read()
+		require.NoError(t, err)
+		return s
+	}
+}
+
+// Issue 23, part 5: a counter that reads lower once, then back at or
+// above its old value, had a bad read: it is left out for that one
+// reading (in doubt, as a failed read is), never reported lower, and
+// keeps its start.
+func TestCounterBadReadIsLeftOut(t *testing.T) {
+	read := nvlinkCounter(t)
+	assert.Equal(t, some[int64](40), read(40).Health.NVLinkErrors[NVLinkReplay])
+	s := read(0)
+	assert.False(t, s.Health.NVLinkErrors[NVLinkReplay].OK, "a lower reading is in doubt: left out")
+	s = read(41)
+	assert.Equal(t, some[int64](41), s.Health.NVLinkErrors[NVLinkReplay])
+	assert.Nil(t, s.CountersSince, "no reset: it counts since the session")
+}
+
+// Issue 23, part 5: a counter that reads lower and then counts on from
+// there (a GPU reset, the driver resetting its counters) was reset: it is
+// reported from its new count, with a new start, the time of its last
+// reading before the drop, so that the whole new count lies after it.
+// Before, keepMax froze it at its old maximum until it passed it.
+func TestCounterResetStartsAgain(t *testing.T) {
+	read := nvlinkCounter(t)
+	read(40)
+	before := read(40).CountersTime
+	assert.False(t, read(2).Health.NVLinkErrors[NVLinkReplay].OK, "in doubt")
+	s := read(3)
+	assert.Equal(t, some[int64](3), s.Health.NVLinkErrors[NVLinkReplay], "a reset: it counts on from its new count")
+	require.NotNil(t, s.CountersSince)
+	assert.Equal(t, before, s.CountersSince.NVLink[NVLinkReplay], "since its last reading before the drop")
+	assert.True(t, s.CountersSince.Energy.IsZero(), "only the counter that reset starts again")
+	s = read(5)
+	assert.Equal(t, some[int64](5), s.Health.NVLinkErrors[NVLinkReplay])
+	assert.Equal(t, before, s.CountersSince.NVLink[NVLinkReplay], "the start stays")
+
+	// A reset to 0 that stays at 0 (no error since) is a reset too.
+	before = s.CountersTime
+	read(0)
+	s = read(0)
+	assert.Equal(t, some[int64](0), s.Health.NVLinkErrors[NVLinkReplay])
+	assert.Equal(t, before, s.CountersSince.NVLink[NVLinkReplay])
+}
+
+// Every counter row of the read table has its own start in CounterStarts.
+func TestEveryCounterHasItsStart(t *testing.T) {
+	var starts CounterStarts
+	seen := map[*time.Time]call{}
+	for c := range readTable {
+		p := starts.of(call(c))
+		if !readTable[c].counter {
+			assert.Nil(t, p, "%s is no counter", call(c))
+			continue
+		}
+		require.NotNil(t, p, "%s has no start", call(c))
+		if prev, ok := seen[p]; ok {
+			t.Errorf("%s and %s share a start", prev, call(c))
+		}
+		seen[p] = call(c)
+	}
+}
