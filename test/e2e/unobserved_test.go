@@ -61,26 +61,31 @@ service:
 		time.Sleep(time.Second)
 	}
 
+	// Each window's figure is the difference of the sums at its ends:
+	// increase() would extrapolate each series to the window's start at its
+	// own rate, except a counter at 0 there (a reason that starts within the
+	// window), which it clamps, and so reads up to one Prometheus scrape
+	// interval short of the truth where a stuck or lost span begins.
 	const window = 10 * time.Second
-	sum := func(metric string) string {
-		return fmt.Sprintf(`sum by (hw_id) (increase(%s{hw_parent=""}[%s]))`, metric, window)
-	}
+	sum := func(metric string) string { return fmt.Sprintf(`sum by (hw_id) (%s{hw_parent=""})`, metric) }
 	q := sum("nvidia_gpu_held_time_seconds_total") + " + " + sum("nvidia_gpu_free_time_seconds_total") + " + " +
 		sum("nvidia_gpu_unobserved_time_seconds_total")
+	totalAt := func(at time.Time) map[string]float64 {
+		out := map[string]float64{}
+		for _, s := range queryAt(t, prom, q, at) {
+			out[s.Metric["hw_id"]] = s.value(t)
+		}
+		return out
+	}
 	tolerance := soakInterval.Seconds() + 0.25 // one collection interval; the exporter's values are up to one old when scraped
 	worst, windows := 0.0, 0
-	// From 8 s (Prometheus's first scrapes and the receiver's start are in
-	// the first series' first samples, which increase() does not count)
-	// to the end of the scenario.
+	// From 8 s (after Prometheus's first scrapes) to the end of the scenario.
 	for at := t0.Add(8*time.Second + window); !at.After(end); at = at.Add(window / 2) {
-		res := queryAt(t, prom, q, at)
-		got := map[string]float64{}
-		for _, s := range res {
-			got[s.Metric["hw_id"]] = s.value(t)
-		}
+		before, got := totalAt(at.Add(-window)), totalAt(at)
 		for _, uuid := range plan.uuids {
 			v, ok := got[uuid]
-			if !ok {
+			v -= before[uuid]
+			if _, had := before[uuid]; !ok || !had {
 				t.Errorf("t = %.0f s: no held + free + unobserved for %s", at.Sub(t0).Seconds(), uuid)
 				continue
 			}
