@@ -115,7 +115,7 @@ service:
 	lostUUID := plan.uuids[plan.lostGPU]
 	after := end.Sub(t0.Add(time.Duration(plan.lostAt * float64(time.Second))))
 	res := queryAt(t, prom, fmt.Sprintf(`sum(increase(nvidia_gpu_unobserved_time_seconds_total{hw_id=%q,nvidia_gpu_unobserved_reason="lost"}[%s]))`,
-		lostUUID, (after - 2*time.Second).Round(time.Second)), end)
+		lostUUID, (after-2*time.Second).Round(time.Second)), end)
 	if len(res) != 1 || math.Abs(res[0].value(t)-(after-2*time.Second).Round(time.Second).Seconds()) > 1 {
 		t.Errorf("the lost GPU's lost time over its last %s: %s", (after - 2*time.Second).Round(time.Second), seriesString(res))
 	}
