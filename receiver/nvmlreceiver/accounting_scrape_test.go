@@ -126,13 +126,16 @@ func TestAccountingOwnerChangeThroughTheScraper(t *testing.T) {
 }
 
 // After a re-initialization (every GPU lost, then back) the counters start
-// again from zero with the new session's start time.
+// again from zero, from the end of the GPU's time in the old session; the
+// lost scrapes and the time to the new session's first read are
+// unobserved, so that no second goes missing.
 func TestAccountingAfterReinitStartsOver(t *testing.T) {
 	t.Parallel()
 	m := nvmltest.NewH200()
 	m.GPUs[2].SetProcesses(proc(4242, 1<<30))
 	ts := newTestScraper(t, m)
 	ts.start(t)
+	began := ts.clock.Now()
 	lost := lossSwitch(m)
 	uuid := nvmltest.UUID(2)
 	var before pmetric.NumberDataPoint
@@ -144,16 +147,48 @@ func TestAccountingAfterReinitStartsOver(t *testing.T) {
 	lost.Store(true)
 	ts.clock.Advance(10 * time.Second)
 	md := ts.scrapeOK(t)
-	assert.Nil(t, gpuMetric(md, uuid, "nvidia.gpu.held.time"), "no point for a lost GPU")
+	assert.Equal(t, before.DoubleValue(), sumPoint(t, md, uuid, 0, "nvidia.gpu.held.time").DoubleValue(), "a lost GPU's held time stands still")
+	assert.InDelta(t, 10, unobservedSeconds(t, md, uuid, "lost"), 1e-9, "its time goes on, unobserved: lost")
+	oldTotal := accountedSeconds(t, md, uuid)
+	lostAt := pcommon.NewTimestampFromTime(ts.clock.Now())
+	ts.waitReset(t)
 	lost.Store(false)
-	var after pmetric.NumberDataPoint
+	var after pmetric.Metrics
 	for range 4 {
 		ts.clock.Advance(10 * time.Second)
 		if md := ts.scrapeOK(t); gpuMetric(md, uuid, "nvidia.gpu.held.time") != nil {
-			after = sumPoint(t, md, uuid, 0, "nvidia.gpu.held.time")
+			after = md
 		}
 	}
-	require.NotZero(t, after.Timestamp())
-	assert.Less(t, after.DoubleValue(), before.DoubleValue()+20, "no window across the loss")
-	assert.Greater(t, after.StartTimestamp(), before.Timestamp(), "a new start time")
+	require.NotZero(t, after.ResourceMetrics().Len())
+	held := sumPoint(t, after, uuid, 0, "nvidia.gpu.held.time")
+	assert.Less(t, held.DoubleValue(), before.DoubleValue()+20, "no window across the loss")
+	assert.Equal(t, lostAt, held.StartTimestamp(), "a new stream, from the end of the GPU's time in the old session")
+	assert.Positive(t, unobservedSeconds(t, after, uuid, "restart"), "the time to the new session's first read")
+	assert.InDelta(t, ts.clock.Now().Sub(began).Seconds(), oldTotal+accountedSeconds(t, after, uuid), 1e-6,
+		"held + free + unobserved, over both sessions, is the wall-clock time")
+}
+
+// unobservedSeconds is the GPU's nvidia.gpu.unobserved.time for reason.
+func unobservedSeconds(t *testing.T, md pmetric.Metrics, uuid, reason string) float64 {
+	t.Helper()
+	dps := gpuMetric(md, uuid, "nvidia.gpu.unobserved.time").Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		if r, _ := dps.At(i).Attributes().Get("nvidia.gpu.unobserved.reason"); r.Str() == reason {
+			return dps.At(i).DoubleValue()
+		}
+	}
+	t.Fatalf("no unobserved time for %s on %s", reason, uuid)
+	return 0
+}
+
+// accountedSeconds is the GPU's held + free + unobserved time.
+func accountedSeconds(t *testing.T, md pmetric.Metrics, uuid string) float64 {
+	t.Helper()
+	sum := sumPoint(t, md, uuid, 0, "nvidia.gpu.held.time").DoubleValue() + sumPoint(t, md, uuid, 0, "nvidia.gpu.free.time").DoubleValue()
+	dps := gpuMetric(md, uuid, "nvidia.gpu.unobserved.time").Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		sum += dps.At(i).DoubleValue()
+	}
+	return sum
 }

@@ -83,6 +83,11 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 		{"negative_device", []string{`devices[0]: "-1" is neither a GPU UUID`}},
 		{"bad_idle_threshold", []string{"accounting::idle_threshold: 5 must be above 0 and below 1"}},
 		{"bad_share_interval", []string{"accounting::share_interval: 10ns must be 0 (at the scrapes only) or at least 100ms"}},
+		// Issue 23: without them two processes of one executable in one
+		// container, or two GPUs, gave one series, and their counters'
+		// start times (stampStarts) could not be told apart.
+		{"process_pid_off", []string{"resource_attributes::process.pid::enabled: false"}},
+		{"hw_id_off", []string{"resource_attributes::hw.id::enabled: false"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

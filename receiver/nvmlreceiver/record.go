@@ -125,22 +125,26 @@ func recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, parent nvmlcli
 	if listed {
 		mb.RecordNvidiaGpuProcessCountDataPoint(ts, int64(len(s.Processes)))
 	}
-	newResource := func(o owner) *metadata.ResourceBuilder {
-		rb := gpuResource(mb, parent, o)
-		rb.SetHwID(s.Info.UUID)
-		rb.SetHwParent(s.Info.ParentUUID)
-		rb.SetNvidiaGpuMigGpuInstanceID(int64(s.Info.GPUInstanceID))
-		rb.SetNvidiaGpuMigComputeInstanceID(int64(s.Info.ComputeInstanceID))
-		if s.Info.Profile != "" {
-			rb.SetNvidiaGpuMigProfile(s.Info.Profile)
-		}
-		return rb
-	}
+	newResource := func(o owner) *metadata.ResourceBuilder { return migResource(mb, parent, s.Info, o) }
 	recordDeviceAccount(mb, ts, m.account)
 	mb.EmitForResource(metadata.WithResource(newResource(m.owner).Emit()))
 	if listed {
 		recordProcesses(mb, ts, m.processes, newResource)
 	}
+}
+
+// migResource starts a MIG device's resource: its GPU's attributes, its
+// own and the owner's.
+func migResource(mb *metadata.MetricsBuilder, parent nvmlclient.DeviceInfo, info nvmlclient.MIGInfo, o owner) *metadata.ResourceBuilder {
+	rb := gpuResource(mb, parent, o)
+	rb.SetHwID(info.UUID)
+	rb.SetHwParent(info.ParentUUID)
+	rb.SetNvidiaGpuMigGpuInstanceID(int64(info.GPUInstanceID))
+	rb.SetNvidiaGpuMigComputeInstanceID(int64(info.ComputeInstanceID))
+	if info.Profile != "" {
+		rb.SetNvidiaGpuMigProfile(info.Profile)
+	}
+	return rb
 }
 
 // recordSample turns one GPU's sample into data points on its own resource.

@@ -49,14 +49,15 @@ func newReporter(cfg *Config) *reporter {
 	}
 }
 
-func (r *reporter) start(set receiver.Settings) {
-	// A new start time: the cumulative counts start again (the XIDs are
-	// cleared when the event watcher stops, at Shutdown).
-	r.mb = metadata.NewMetricsBuilder(r.cfg.MetricsBuilderConfig, set)
+func (r *reporter) start(set receiver.Settings, now time.Time) {
+	// A new start time, now on the samples' clock: the cumulative counts
+	// start again (the XIDs are cleared when the event watcher stops, at
+	// Shutdown).
+	r.mb = metadata.NewMetricsBuilder(r.cfg.MetricsBuilderConfig, set, metadata.WithStartTime(pcommon.NewTimestampFromTime(now)))
 	r.session = 0
 	clear(r.dropped)
 	r.leftOut.reset()
-	r.accounts.reset()
+	r.accounts.reset(now, false)
 	r.owners = newAttributor(r.cfg, set.Logger)
 	if r.cfg.Processes.Enabled {
 		r.cpu = &containerCPU{logger: set.Logger, warned: attribution.NewCauseLog(maxWarnedCauses),
@@ -79,7 +80,7 @@ func (r *reporter) newSession(gen uint64, openedAt time.Time) {
 		r.mb.Reset(metadata.WithStartTime(pcommon.NewTimestampFromTime(openedAt)))
 		clear(r.dropped)
 		r.leftOut.reset()
-		r.accounts.reset()
+		r.accounts.reset(openedAt, true)
 	}
 }
 
@@ -94,16 +95,16 @@ func (r *reporter) gpu(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids 
 
 // lost records a lost GPU: hw.status failed and its XID counts.
 func (r *reporter) lost(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids map[int64]int64) {
-	recordLost(r.mb, ts, info, xids)
+	r.unobserved(ts, info, reasonLost, func() { recordLost(r.mb, ts, xids) })
 }
 
 // stuck records a GPU whose read is stuck in NVML: hw.status degraded and
 // its XID counts, so that it never silently vanishes.
 func (r *reporter) stuck(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids map[int64]int64) {
-	r.unread[info.UUID] = true
-	recordStatus(r.mb, ts, hwState(gpuStuck, nil))
-	recordXIDs(r.mb, ts, xids)
-	r.mb.EmitForResource(metadata.WithResource(gpuResource(r.mb, info, owner{}).Emit()))
+	r.unobserved(ts, info, reasonStuck, func() {
+		recordStatus(r.mb, ts, hwState(gpuStuck, nil))
+		recordXIDs(r.mb, ts, xids)
+	})
 }
 
 // emit records the CPU of the containers holding a GPU in this scrape, and
@@ -146,7 +147,7 @@ func (r *reporter) account(rep *gpuReport) {
 	for i := range rep.migs {
 		m := &rep.migs[i]
 		mw := deviceWindow{
-			id: m.sample.Info.UUID, parent: rep.info.UUID, at: smp.Time, owner: m.owner,
+			id: m.sample.Info.UUID, parent: rep.info.UUID, mig: m.sample.Info, at: smp.Time, owner: m.owner,
 			listed: smp.ProcessesListed, allocated: r.owners.Allocated(m.sample.Info.UUID),
 			holders: len(m.processes), processes: m.processes,
 		}

@@ -120,7 +120,7 @@ func (s *nvmlScraper) startSide(ctx context.Context, host component.Host, sd sid
 	if !first {
 		return true, nil // the other side of this receiver started it
 	}
-	s.reporter.start(s.set)
+	s.reporter.start(s.set, s.session.now())
 	if err := s.session.start(ctx, host); err != nil {
 		return true, err // a devices entry that matches no GPU is a configuration error
 	}
@@ -196,7 +196,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	samples, stuck := s.readAll(ctx, deadline, devices)
 	lost := 0
 	var stuckIDs []string
-	now := pcommon.NewTimestampFromTime(time.Now())
+	now := pcommon.NewTimestampFromTime(s.session.now()) // the clock of the samples, for the accounts' windows
 	for i, d := range devices {
 		switch {
 		case d.Lost():
@@ -208,6 +208,8 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		case stuck[i]:
 			s.reporter.stuck(now, d.Info, xids[d.Info.UUID])
 			stuckIDs = append(stuckIDs, d.Info.UUID)
+		default:
+			s.reporter.failed(now, d.Info)
 		}
 	}
 	s.reportStalled(stuckIDs)

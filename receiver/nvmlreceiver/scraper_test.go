@@ -234,6 +234,10 @@ func TestBackoffIsCappedAtAMinute(t *testing.T) {
 	assert.True(t, b.due(now))
 }
 
+// unreadGPUMetrics are what a GPU lost or stuck since the start reports:
+// its status, and its time as unobserved.
+var unreadGPUMetrics = []string{"hw.status", "nvidia.gpu.free.time", "nvidia.gpu.held.time", "nvidia.gpu.unobserved.time"}
+
 func TestOneGPULostOthersReported(t *testing.T) {
 	t.Parallel()
 	m := nvmltest.NewH200()
@@ -245,7 +249,7 @@ func TestOneGPULostOthersReported(t *testing.T) {
 		for i := range 8 {
 			names := gpuMetricNames(md, nvmltest.UUID(i))
 			if i == 3 {
-				assert.Equal(t, []string{"hw.status"}, names, "a lost GPU only says it failed")
+				assert.Equal(t, unreadGPUMetrics, names, "a lost GPU says it failed, and its time goes on, unobserved")
 				v, _ := statusValue(md, nvmltest.UUID(3), "failed")
 				assert.Equal(t, int64(1), v)
 				continue
@@ -267,7 +271,7 @@ func TestEveryGPULostReinitializes(t *testing.T) {
 	lost.Store(true)
 	md := ts.scrapeOK(t)
 	for i := range 8 {
-		assert.Equal(t, []string{"hw.status"}, gpuMetricNames(md, nvmltest.UUID(i)))
+		assert.Equal(t, unreadGPUMetrics, gpuMetricNames(md, nvmltest.UUID(i)))
 	}
 	lost.Store(false) // the driver came back
 	ts.clock.Advance(time.Minute)
@@ -446,7 +450,7 @@ func TestSlowGPUDoesNotHoldBackTheOthers(t *testing.T) {
 	assertStuck := func(md pmetric.Metrics) {
 		t.Helper()
 		require.Len(t, resourceIDs(md), 8, "a stuck GPU never silently vanishes (issue 9, defect 10)")
-		assert.Equal(t, []string{"hw.status"}, gpuMetricNames(md, nvmltest.UUID(1)))
+		assert.Equal(t, unreadGPUMetrics, gpuMetricNames(md, nvmltest.UUID(1)))
 		v, _ := statusValue(md, nvmltest.UUID(1), "degraded")
 		assert.Equal(t, int64(1), v, "a GPU whose read is stuck is degraded")
 		assert.Contains(t, gpuMetricNames(md, nvmltest.UUID(0)), "hw.temperature")

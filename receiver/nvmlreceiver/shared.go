@@ -107,6 +107,8 @@ var metricFigures = []metricFigure{
 	{"nvidia.gpu.container.cpu.limit", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuContainerCPULimit.Enabled },
 		figs(nvmlclient.FigProcesses), false},
 	{"nvidia.gpu.fan.speed", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuFanSpeed.Enabled }, figs(nvmlclient.FigFanSpeed), false},
+	{"nvidia.gpu.free.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuFreeTime.Enabled },
+		figs(nvmlclient.FigProcesses), true},
 	{"nvidia.gpu.graphics.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuGraphicsActivity.Enabled },
 		figs(nvmlclient.FigGraphicsActivity), false},
 	{"nvidia.gpu.held.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuHeldTime.Enabled },
@@ -165,6 +167,8 @@ var metricFigures = []metricFigure{
 		figs(nvmlclient.FigTensorActivity), false},
 	{"nvidia.gpu.tensor.pipe.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuTensorPipeActivity.Enabled },
 		figs(nvmlclient.FigTensorPipes), false},
+	{"nvidia.gpu.unobserved.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuUnobservedTime.Enabled },
+		figs(nvmlclient.FigProcesses), true},
 	{"process.cpu.time", func(m *metadata.MetricsConfig) bool { return m.ProcessCPUTime.Enabled }, figs(nvmlclient.FigProcesses), false},
 }
 

@@ -86,6 +86,7 @@ func TestWasteRuleNames(t *testing.T) {
 		"one diagnosis series per state, in precedence order")
 	assert.NotEmpty(t, rulesNamed(spec, "GPUPodIdle"))
 	assert.NotEmpty(t, rulesNamed(spec, "NamespaceIdleGPUHours"))
+	assert.NotEmpty(t, rulesNamed(spec, "NodeGPUTimeUnobserved"))
 }
 
 // TestWasteRulesFollowValues: the prices and thresholds of
@@ -102,6 +103,7 @@ func TestWasteRulesFollowValues(t *testing.T) {
     memoryPressure: {usage: 0.9, trendMinutes: 15, predictMinutes: 60}
     podIdle: {ratio: 0.9, for: 1h}
     namespaceIdle: {gpuHours: 24, for: 30m}
+    unobserved: {ratio: 0.25, for: 1h}
     pricePerHour:
       "NVIDIA H200": 9.5
       "Tesla V100-SXM2-16GB (x.y)": 0.25
@@ -157,6 +159,11 @@ func TestWasteRulesFollowValues(t *testing.T) {
 	assert.Equal(t, "namespace:nvidia_gpu_idle_hours:24h > 24", nsIdle.Expr.String())
 	require.NotNil(t, nsIdle.For)
 	assert.Equal(t, monitoringv1.Duration("30m"), *nsIdle.For)
+	unobserved := oneRule(t, spec, "NodeGPUTimeUnobserved")
+	assert.True(t, strings.HasSuffix(unobserved.Expr.String(), "> 0.25"), unobserved.Expr.String())
+	require.NotNil(t, unobserved.For)
+	assert.Equal(t, monitoringv1.Duration("1h"), *unobserved.For)
+	assert.Contains(t, unobserved.Annotations["summary"], "(more than 25%)")
 
 	off := renderRules(t, "--set", "prometheusRule.waste.enabled=false")
 	require.Len(t, off.Groups, 1)

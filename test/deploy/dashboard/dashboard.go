@@ -76,6 +76,7 @@ const (
 	namespaceIdleCost  = "namespace:nvidia_gpu_idle_cost:24h"
 	userIdleCost       = "user:nvidia_gpu_idle_cost:24h"
 	podEfficiency      = "namespace_pod:nvidia_gpu_efficiency:1h"
+	nodeUnobserved     = "node:nvidia_gpu_unobserved_fraction:1h"
 	holderDiagnosis    = "gpu_holder:nvidia_gpu_diagnosis:5m"
 	holderActivity     = "gpu_holder:nvidia_gpu_activity:5m"
 	holderCPUOfLimit   = "gpu_holder:nvidia_gpu_cpu_of_limit:5m"
@@ -210,7 +211,11 @@ func wasteRow(b *dashboard.DashboardBuilder, ds common.DataSourceRef) *dashboard
 			"Active GPU time over held GPU time for each pod over the trailing hour (busy time where the GPU has no GPM): 100 % = every held second fully used, 0 = held and doing nothing.",
 			query(podEfficiency+`{k8s_pod_name=~"$pod"}`, "{{k8s_namespace_name}}/{{k8s_pod_name}}"),
 		).Min(0).Max(1)).
-		WithPanel(diagnosisTable(ds))
+		WithPanel(diagnosisTable(ds)).
+		WithPanel(series(ds, "GPU time unobserved per node, trailing hour", "percentunit", 24,
+			"The part of each node's GPU time over the trailing hour whose holder the receiver could not observe (reads failed or stuck, lost GPUs, gaps between scrapes, restarts): the waste figures above are that much unknown. Held + free + unobserved is the wall-clock time; gpu:nvidia_gpu_unobserved_hours:1h has the GPUs and reasons.",
+			query(nodeUnobserved+`{k8s_node_name=~"$node"}`, "{{k8s_node_name}}"),
+		).Min(0).Max(1))
 }
 
 // diagnosisTable is each GPU holder's state with the figures it was read

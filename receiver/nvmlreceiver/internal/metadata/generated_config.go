@@ -593,6 +593,26 @@ func (ms *NvidiaGpuFanSpeedMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	return nil
 }
 
+// NvidiaGpuFreeTimeMetricConfig provides config for the nvidia.gpu.free.time metric.
+type NvidiaGpuFreeTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuFreeTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuGraphicsActivityMetricConfig provides config for the nvidia.gpu.graphics.activity metric.
 type NvidiaGpuGraphicsActivityMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -1349,6 +1369,54 @@ func (ms *NvidiaGpuTensorPipeActivityMetricConfig) Validate() error {
 	return nil
 }
 
+// NvidiaGpuUnobservedTimeMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.unobserved.time metric.
+type NvidiaGpuUnobservedTimeMetricAttributeKey string
+
+const (
+	NvidiaGpuUnobservedTimeMetricAttributeKeyNvidiaGpuUnobservedReason NvidiaGpuUnobservedTimeMetricAttributeKey = "nvidia.gpu.unobserved.reason"
+)
+
+// NvidiaGpuUnobservedTimeMetricConfig provides config for the nvidia.gpu.unobserved.time metric.
+type NvidiaGpuUnobservedTimeMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                      `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuUnobservedTimeMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuUnobservedTimeMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuUnobservedTimeMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuUnobservedTimeMetricAttributeKeyNvidiaGpuUnobservedReason:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.unobserved.time doesn't have an attribute %v, valid attributes: [nvidia.gpu.unobserved.reason]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // NvidiaGpuXidErrorsMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.xid.errors metric.
 type NvidiaGpuXidErrorsMetricAttributeKey string
 
@@ -1465,6 +1533,7 @@ type MetricsConfig struct {
 	NvidiaGpuClockFrequency                     NvidiaGpuClockFrequencyMetricConfig                     `mapstructure:"nvidia.gpu.clock.frequency"`
 	NvidiaGpuContainerCPULimit                  NvidiaGpuContainerCPULimitMetricConfig                  `mapstructure:"nvidia.gpu.container.cpu.limit"`
 	NvidiaGpuFanSpeed                           NvidiaGpuFanSpeedMetricConfig                           `mapstructure:"nvidia.gpu.fan.speed"`
+	NvidiaGpuFreeTime                           NvidiaGpuFreeTimeMetricConfig                           `mapstructure:"nvidia.gpu.free.time"`
 	NvidiaGpuGraphicsActivity                   NvidiaGpuGraphicsActivityMetricConfig                   `mapstructure:"nvidia.gpu.graphics.activity"`
 	NvidiaGpuHeldTime                           NvidiaGpuHeldTimeMetricConfig                           `mapstructure:"nvidia.gpu.held.time"`
 	NvidiaGpuIdleTime                           NvidiaGpuIdleTimeMetricConfig                           `mapstructure:"nvidia.gpu.idle.time"`
@@ -1493,6 +1562,7 @@ type MetricsConfig struct {
 	NvidiaGpuSmOccupancy                        NvidiaGpuSmOccupancyMetricConfig                        `mapstructure:"nvidia.gpu.sm.occupancy"`
 	NvidiaGpuTensorActivity                     NvidiaGpuTensorActivityMetricConfig                     `mapstructure:"nvidia.gpu.tensor.activity"`
 	NvidiaGpuTensorPipeActivity                 NvidiaGpuTensorPipeActivityMetricConfig                 `mapstructure:"nvidia.gpu.tensor.pipe.activity"`
+	NvidiaGpuUnobservedTime                     NvidiaGpuUnobservedTimeMetricConfig                     `mapstructure:"nvidia.gpu.unobserved.time"`
 	NvidiaGpuXidErrors                          NvidiaGpuXidErrorsMetricConfig                          `mapstructure:"nvidia.gpu.xid.errors"`
 	ProcessCPUTime                              ProcessCPUTimeMetricConfig                              `mapstructure:"process.cpu.time"`
 }
@@ -1567,6 +1637,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuFreeTime: NvidiaGpuFreeTimeMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuGraphicsActivity: NvidiaGpuGraphicsActivityMetricConfig{
@@ -1666,6 +1739,11 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled:             false,
 			AggregationStrategy: AggregationStrategyAvg,
 			EnabledAttributes:   []NvidiaGpuTensorPipeActivityMetricAttributeKey{NvidiaGpuTensorPipeActivityMetricAttributeKeyNvidiaGpuTensorPipe},
+		},
+		NvidiaGpuUnobservedTime: NvidiaGpuUnobservedTimeMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategySum,
+			EnabledAttributes:   []NvidiaGpuUnobservedTimeMetricAttributeKey{NvidiaGpuUnobservedTimeMetricAttributeKeyNvidiaGpuUnobservedReason},
 		},
 		NvidiaGpuXidErrors: NvidiaGpuXidErrorsMetricConfig{
 			Enabled:             true,

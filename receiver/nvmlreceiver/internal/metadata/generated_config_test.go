@@ -96,6 +96,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuFreeTime: NvidiaGpuFreeTimeMetricConfig{
+						Enabled: true,
+					},
 					NvidiaGpuGraphicsActivity: NvidiaGpuGraphicsActivityMetricConfig{
 						Enabled: true,
 					},
@@ -193,6 +196,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						Enabled:             true,
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []NvidiaGpuTensorPipeActivityMetricAttributeKey{NvidiaGpuTensorPipeActivityMetricAttributeKeyNvidiaGpuTensorPipe},
+					},
+					NvidiaGpuUnobservedTime: NvidiaGpuUnobservedTimeMetricConfig{
+						Enabled:             true,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuUnobservedTimeMetricAttributeKey{NvidiaGpuUnobservedTimeMetricAttributeKeyNvidiaGpuUnobservedReason},
 					},
 					NvidiaGpuXidErrors: NvidiaGpuXidErrorsMetricConfig{
 						Enabled:             true,
@@ -305,6 +313,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuFanSpeed: NvidiaGpuFanSpeedMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuFreeTime: NvidiaGpuFreeTimeMetricConfig{
+						Enabled: false,
+					},
 					NvidiaGpuGraphicsActivity: NvidiaGpuGraphicsActivityMetricConfig{
 						Enabled: false,
 					},
@@ -403,6 +414,11 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						AggregationStrategy: AggregationStrategyAvg,
 						EnabledAttributes:   []NvidiaGpuTensorPipeActivityMetricAttributeKey{NvidiaGpuTensorPipeActivityMetricAttributeKeyNvidiaGpuTensorPipe},
 					},
+					NvidiaGpuUnobservedTime: NvidiaGpuUnobservedTimeMetricConfig{
+						Enabled:             false,
+						AggregationStrategy: AggregationStrategySum,
+						EnabledAttributes:   []NvidiaGpuUnobservedTimeMetricAttributeKey{NvidiaGpuUnobservedTimeMetricAttributeKeyNvidiaGpuUnobservedReason},
+					},
 					NvidiaGpuXidErrors: NvidiaGpuXidErrorsMetricConfig{
 						Enabled:             false,
 						AggregationStrategy: AggregationStrategySum,
@@ -444,7 +460,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(ContainerCPUTimeMetricConfig{}, HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuActiveTimeMetricConfig{}, NvidiaGpuBusyTimeMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventTimeMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuContainerCPULimitMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuHeldTimeMetricConfig{}, NvidiaGpuIdleTimeMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryControllerUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRowRemapRowsMetricConfig{}, NvidiaGpuMemoryRowRemapStatusMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessBusyTimeMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessDroppedMetricConfig{}, NvidiaGpuProcessHeldTimeMetricConfig{}, NvidiaGpuProcessIdleTimeMetricConfig{}, NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, ProcessCPUTimeMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(ContainerCPUTimeMetricConfig{}, HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuActiveTimeMetricConfig{}, NvidiaGpuBusyTimeMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventTimeMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuContainerCPULimitMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuFreeTimeMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuHeldTimeMetricConfig{}, NvidiaGpuIdleTimeMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryControllerUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRowRemapRowsMetricConfig{}, NvidiaGpuMemoryRowRemapStatusMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessBusyTimeMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessDroppedMetricConfig{}, NvidiaGpuProcessHeldTimeMetricConfig{}, NvidiaGpuProcessIdleTimeMetricConfig{}, NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, NvidiaGpuUnobservedTimeMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, ProcessCPUTimeMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
@@ -626,6 +642,18 @@ func TestNvidiaGpuTensorPipeActivityMetricsConfig_Validate(t *testing.T) {
 	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.tensor.pipe.activity doesn't have an attribute invalid, valid attributes: [nvidia.gpu.tensor.pipe]")
 
 	cfg = DefaultMetricsConfig().NvidiaGpuTensorPipeActivity
+	cfg.AggregationStrategy = "invalid"
+	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
+}
+
+func TestNvidiaGpuUnobservedTimeMetricsConfig_Validate(t *testing.T) {
+	cfg := DefaultMetricsConfig().NvidiaGpuUnobservedTime
+	require.NoError(t, cfg.Validate())
+
+	cfg.EnabledAttributes = []NvidiaGpuUnobservedTimeMetricAttributeKey{"invalid"}
+	require.ErrorContains(t, cfg.Validate(), "metric nvidia.gpu.unobserved.time doesn't have an attribute invalid, valid attributes: [nvidia.gpu.unobserved.reason]")
+
+	cfg = DefaultMetricsConfig().NvidiaGpuUnobservedTime
 	cfg.AggregationStrategy = "invalid"
 	require.ErrorContains(t, cfg.Validate(), "invalid aggregation strategy")
 }

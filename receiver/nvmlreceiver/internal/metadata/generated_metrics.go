@@ -458,6 +458,44 @@ var MapAttributeNvidiaGpuTensorPipe = map[string]AttributeNvidiaGpuTensorPipe{
 	"dfma": AttributeNvidiaGpuTensorPipeDfma,
 }
 
+// AttributeNvidiaGpuUnobservedReason specifies the value nvidia.gpu.unobserved.reason attribute.
+type AttributeNvidiaGpuUnobservedReason int
+
+const (
+	_ AttributeNvidiaGpuUnobservedReason = iota
+	AttributeNvidiaGpuUnobservedReasonReadFailed
+	AttributeNvidiaGpuUnobservedReasonStuck
+	AttributeNvidiaGpuUnobservedReasonLost
+	AttributeNvidiaGpuUnobservedReasonGap
+	AttributeNvidiaGpuUnobservedReasonRestart
+)
+
+// String returns the string representation of the AttributeNvidiaGpuUnobservedReason.
+func (av AttributeNvidiaGpuUnobservedReason) String() string {
+	switch av {
+	case AttributeNvidiaGpuUnobservedReasonReadFailed:
+		return "read_failed"
+	case AttributeNvidiaGpuUnobservedReasonStuck:
+		return "stuck"
+	case AttributeNvidiaGpuUnobservedReasonLost:
+		return "lost"
+	case AttributeNvidiaGpuUnobservedReasonGap:
+		return "gap"
+	case AttributeNvidiaGpuUnobservedReasonRestart:
+		return "restart"
+	}
+	return ""
+}
+
+// MapAttributeNvidiaGpuUnobservedReason is a helper map of string to AttributeNvidiaGpuUnobservedReason attribute value.
+var MapAttributeNvidiaGpuUnobservedReason = map[string]AttributeNvidiaGpuUnobservedReason{
+	"read_failed": AttributeNvidiaGpuUnobservedReasonReadFailed,
+	"stuck":       AttributeNvidiaGpuUnobservedReasonStuck,
+	"lost":        AttributeNvidiaGpuUnobservedReasonLost,
+	"gap":         AttributeNvidiaGpuUnobservedReasonGap,
+	"restart":     AttributeNvidiaGpuUnobservedReasonRestart,
+}
+
 var MetricsInfo = metricsInfo{
 	ContainerCPUTime: metricInfo{
 		Name: "container.cpu.time",
@@ -520,6 +558,9 @@ var MetricsInfo = metricsInfo{
 	},
 	NvidiaGpuFanSpeed: metricInfo{
 		Name: "nvidia.gpu.fan.speed",
+	},
+	NvidiaGpuFreeTime: metricInfo{
+		Name: "nvidia.gpu.free.time",
 	},
 	NvidiaGpuGraphicsActivity: metricInfo{
 		Name: "nvidia.gpu.graphics.activity",
@@ -612,6 +653,10 @@ var MetricsInfo = metricsInfo{
 		Name:       "nvidia.gpu.tensor.pipe.activity",
 		Attributes: []string{"nvidia.gpu.tensor.pipe"},
 	},
+	NvidiaGpuUnobservedTime: metricInfo{
+		Name:       "nvidia.gpu.unobserved.time",
+		Attributes: []string{"nvidia.gpu.unobserved.reason"},
+	},
 	NvidiaGpuXidErrors: metricInfo{
 		Name:       "nvidia.gpu.xid.errors",
 		Attributes: []string{"nvidia.gpu.xid"},
@@ -641,6 +686,7 @@ type metricsInfo struct {
 	NvidiaGpuClockFrequency                     metricInfo
 	NvidiaGpuContainerCPULimit                  metricInfo
 	NvidiaGpuFanSpeed                           metricInfo
+	NvidiaGpuFreeTime                           metricInfo
 	NvidiaGpuGraphicsActivity                   metricInfo
 	NvidiaGpuHeldTime                           metricInfo
 	NvidiaGpuIdleTime                           metricInfo
@@ -669,6 +715,7 @@ type metricsInfo struct {
 	NvidiaGpuSmOccupancy                        metricInfo
 	NvidiaGpuTensorActivity                     metricInfo
 	NvidiaGpuTensorPipeActivity                 metricInfo
+	NvidiaGpuUnobservedTime                     metricInfo
 	NvidiaGpuXidErrors                          metricInfo
 	ProcessCPUTime                              metricInfo
 }
@@ -1906,6 +1953,58 @@ func (m *metricNvidiaGpuFanSpeed) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuFanSpeed(cfg NvidiaGpuFanSpeedMetricConfig) metricNvidiaGpuFanSpeed {
 	m := metricNvidiaGpuFanSpeed{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuFreeTime struct {
+	data     pmetric.Metric                // data buffer for generated metric.
+	config   NvidiaGpuFreeTimeMetricConfig // metric config provided by user.
+	capacity int                           // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.free.time metric with initial data.
+func (m *metricNvidiaGpuFreeTime) init() {
+	m.data.SetName("nvidia.gpu.free.time")
+	m.data.SetDescription("Time the GPU was observed and not held, by any process or kubelet allocation.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+}
+
+func (m *metricNvidiaGpuFreeTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Sum().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuFreeTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuFreeTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuFreeTime(cfg NvidiaGpuFreeTimeMetricConfig) metricNvidiaGpuFreeTime {
+	m := metricNvidiaGpuFreeTime{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -3611,6 +3710,97 @@ func newMetricNvidiaGpuTensorPipeActivity(cfg NvidiaGpuTensorPipeActivityMetricC
 	return m
 }
 
+type metricNvidiaGpuUnobservedTime struct {
+	data          pmetric.Metric                      // data buffer for generated metric.
+	config        NvidiaGpuUnobservedTimeMetricConfig // metric config provided by user.
+	capacity      int                                 // max observed number of data points added to the metric.
+	aggDataPoints []float64                           // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.unobserved.time metric with initial data.
+func (m *metricNvidiaGpuUnobservedTime) init() {
+	m.data.SetName("nvidia.gpu.unobserved.time")
+	m.data.SetDescription("Time the receiver could not observe whether the GPU was held, by reason.")
+	m.data.SetUnit("s")
+	m.data.SetEmptySum()
+	m.data.Sum().SetIsMonotonic(true)
+	m.data.Sum().SetAggregationTemporality(pmetric.AggregationTemporalityCumulative)
+	m.data.Sum().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuUnobservedTime) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, nvidiaGpuUnobservedReasonAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuUnobservedTimeMetricAttributeKeyNvidiaGpuUnobservedReason) {
+		dp.Attributes().PutStr("nvidia.gpu.unobserved.reason", nvidiaGpuUnobservedReasonAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Sum().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuUnobservedTime) updateCapacity() {
+	if m.data.Sum().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Sum().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuUnobservedTime) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Sum().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Sum().DataPoints().At(i).SetDoubleValue(m.data.Sum().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuUnobservedTime(cfg NvidiaGpuUnobservedTimeMetricConfig) metricNvidiaGpuUnobservedTime {
+	m := metricNvidiaGpuUnobservedTime{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuXidErrors struct {
 	data          pmetric.Metric                 // data buffer for generated metric.
 	config        NvidiaGpuXidErrorsMetricConfig // metric config provided by user.
@@ -3821,6 +4011,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuClockFrequency                     metricNvidiaGpuClockFrequency
 	metricNvidiaGpuContainerCPULimit                  metricNvidiaGpuContainerCPULimit
 	metricNvidiaGpuFanSpeed                           metricNvidiaGpuFanSpeed
+	metricNvidiaGpuFreeTime                           metricNvidiaGpuFreeTime
 	metricNvidiaGpuGraphicsActivity                   metricNvidiaGpuGraphicsActivity
 	metricNvidiaGpuHeldTime                           metricNvidiaGpuHeldTime
 	metricNvidiaGpuIdleTime                           metricNvidiaGpuIdleTime
@@ -3849,6 +4040,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuSmOccupancy                        metricNvidiaGpuSmOccupancy
 	metricNvidiaGpuTensorActivity                     metricNvidiaGpuTensorActivity
 	metricNvidiaGpuTensorPipeActivity                 metricNvidiaGpuTensorPipeActivity
+	metricNvidiaGpuUnobservedTime                     metricNvidiaGpuUnobservedTime
 	metricNvidiaGpuXidErrors                          metricNvidiaGpuXidErrors
 	metricProcessCPUTime                              metricProcessCPUTime
 }
@@ -3894,6 +4086,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuClockFrequency:                     newMetricNvidiaGpuClockFrequency(mbc.Metrics.NvidiaGpuClockFrequency),
 		metricNvidiaGpuContainerCPULimit:                  newMetricNvidiaGpuContainerCPULimit(mbc.Metrics.NvidiaGpuContainerCPULimit),
 		metricNvidiaGpuFanSpeed:                           newMetricNvidiaGpuFanSpeed(mbc.Metrics.NvidiaGpuFanSpeed),
+		metricNvidiaGpuFreeTime:                           newMetricNvidiaGpuFreeTime(mbc.Metrics.NvidiaGpuFreeTime),
 		metricNvidiaGpuGraphicsActivity:                   newMetricNvidiaGpuGraphicsActivity(mbc.Metrics.NvidiaGpuGraphicsActivity),
 		metricNvidiaGpuHeldTime:                           newMetricNvidiaGpuHeldTime(mbc.Metrics.NvidiaGpuHeldTime),
 		metricNvidiaGpuIdleTime:                           newMetricNvidiaGpuIdleTime(mbc.Metrics.NvidiaGpuIdleTime),
@@ -3922,6 +4115,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuSmOccupancy:                        newMetricNvidiaGpuSmOccupancy(mbc.Metrics.NvidiaGpuSmOccupancy),
 		metricNvidiaGpuTensorActivity:                     newMetricNvidiaGpuTensorActivity(mbc.Metrics.NvidiaGpuTensorActivity),
 		metricNvidiaGpuTensorPipeActivity:                 newMetricNvidiaGpuTensorPipeActivity(mbc.Metrics.NvidiaGpuTensorPipeActivity),
+		metricNvidiaGpuUnobservedTime:                     newMetricNvidiaGpuUnobservedTime(mbc.Metrics.NvidiaGpuUnobservedTime),
 		metricNvidiaGpuXidErrors:                          newMetricNvidiaGpuXidErrors(mbc.Metrics.NvidiaGpuXidErrors),
 		metricProcessCPUTime:                              newMetricProcessCPUTime(mbc.Metrics.ProcessCPUTime),
 		resourceAttributeIncludeFilter:                    make(map[string]filter.Filter),
@@ -4147,6 +4341,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuClockFrequency.emit(ils.Metrics())
 	mb.metricNvidiaGpuContainerCPULimit.emit(ils.Metrics())
 	mb.metricNvidiaGpuFanSpeed.emit(ils.Metrics())
+	mb.metricNvidiaGpuFreeTime.emit(ils.Metrics())
 	mb.metricNvidiaGpuGraphicsActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuHeldTime.emit(ils.Metrics())
 	mb.metricNvidiaGpuIdleTime.emit(ils.Metrics())
@@ -4175,6 +4370,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuSmOccupancy.emit(ils.Metrics())
 	mb.metricNvidiaGpuTensorActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuTensorPipeActivity.emit(ils.Metrics())
+	mb.metricNvidiaGpuUnobservedTime.emit(ils.Metrics())
 	mb.metricNvidiaGpuXidErrors.emit(ils.Metrics())
 	mb.metricProcessCPUTime.emit(ils.Metrics())
 
@@ -4296,6 +4492,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuContainerCPULimitDataPoint(ts pcommon.T
 // RecordNvidiaGpuFanSpeedDataPoint adds a data point to nvidia.gpu.fan.speed metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuFanSpeedDataPoint(ts pcommon.Timestamp, val float64) {
 	mb.metricNvidiaGpuFanSpeed.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuFreeTimeDataPoint adds a data point to nvidia.gpu.free.time metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuFreeTimeDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuFreeTime.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuGraphicsActivityDataPoint adds a data point to nvidia.gpu.graphics.activity metric.
@@ -4436,6 +4637,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuTensorActivityDataPoint(ts pcommon.Time
 // RecordNvidiaGpuTensorPipeActivityDataPoint adds a data point to nvidia.gpu.tensor.pipe.activity metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuTensorPipeActivityDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuTensorPipeAttributeValue AttributeNvidiaGpuTensorPipe) {
 	mb.metricNvidiaGpuTensorPipeActivity.recordDataPoint(mb.startTime, ts, val, nvidiaGpuTensorPipeAttributeValue.String())
+}
+
+// RecordNvidiaGpuUnobservedTimeDataPoint adds a data point to nvidia.gpu.unobserved.time metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuUnobservedTimeDataPoint(ts pcommon.Timestamp, val float64, nvidiaGpuUnobservedReasonAttributeValue AttributeNvidiaGpuUnobservedReason) {
+	mb.metricNvidiaGpuUnobservedTime.recordDataPoint(mb.startTime, ts, val, nvidiaGpuUnobservedReasonAttributeValue.String())
 }
 
 // RecordNvidiaGpuXidErrorsDataPoint adds a data point to nvidia.gpu.xid.errors metric.

@@ -82,6 +82,7 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["nvidia.gpu.pipe.activity"] = mb.metricNvidiaGpuPipeActivity.config.AggregationStrategy
 			aggMap["nvidia.gpu.process.utilization"] = mb.metricNvidiaGpuProcessUtilization.config.AggregationStrategy
 			aggMap["nvidia.gpu.tensor.pipe.activity"] = mb.metricNvidiaGpuTensorPipeActivity.config.AggregationStrategy
+			aggMap["nvidia.gpu.unobserved.time"] = mb.metricNvidiaGpuUnobservedTime.config.AggregationStrategy
 			aggMap["nvidia.gpu.xid.errors"] = mb.metricNvidiaGpuXidErrors.config.AggregationStrategy
 			aggMap["process.cpu.time"] = mb.metricProcessCPUTime.config.AggregationStrategy
 
@@ -170,6 +171,9 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuFanSpeedDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuFreeTimeDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuGraphicsActivityDataPoint(ts, 1)
@@ -277,6 +281,12 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuUnobservedTimeDataPoint(ts, 1, AttributeNvidiaGpuUnobservedReasonReadFailed)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuUnobservedTimeDataPoint(ts, 3, AttributeNvidiaGpuUnobservedReasonStuck)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuXidErrorsDataPoint(ts, 1, 14)
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuXidErrorsDataPoint(ts, 3, 15)
@@ -329,6 +339,7 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricNvidiaGpuPipeActivity.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuProcessUtilization.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuTensorPipeActivity.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuUnobservedTime.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuXidErrors.aggDataPoints)
 				assert.Empty(t, mb.metricProcessCPUTime.aggDataPoints)
 			}
@@ -828,6 +839,20 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, "Intended fan speed as a fraction of the maximum. Absent on boards without fans (SXM modules).", mi.Description())
 					assert.Equal(t, "1", mi.Unit())
 					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.free.time":
+					assert.False(t, validatedMetrics["nvidia.gpu.free.time"], "Found a duplicate in the metrics slice: nvidia.gpu.free.time")
+					validatedMetrics["nvidia.gpu.free.time"] = true
+					assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+					assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+					assert.Equal(t, "Time the GPU was observed and not held, by any process or kubelet allocation.", mi.Description())
+					assert.Equal(t, "s", mi.Unit())
+					assert.True(t, mi.Sum().IsMonotonic())
+					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+					dp := mi.Sum().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
@@ -1392,6 +1417,50 @@ func TestMetricsBuilder(t *testing.T) {
 							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
 						}
 						_, ok := dp.Attributes().Get("nvidia.gpu.tensor.pipe")
+						assert.False(t, ok)
+					}
+				case "nvidia.gpu.unobserved.time":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.unobserved.time"], "Found a duplicate in the metrics slice: nvidia.gpu.unobserved.time")
+						validatedMetrics["nvidia.gpu.unobserved.time"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Time the receiver could not observe whether the GPU was held, by reason.", mi.Description())
+						assert.Equal(t, "s", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						nvidiaGpuUnobservedReasonAttrVal, ok := dp.Attributes().Get("nvidia.gpu.unobserved.reason")
+						assert.True(t, ok)
+						assert.Equal(t, "read_failed", nvidiaGpuUnobservedReasonAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.unobserved.time"], "Found a duplicate in the metrics slice: nvidia.gpu.unobserved.time")
+						validatedMetrics["nvidia.gpu.unobserved.time"] = true
+						assert.Equal(t, pmetric.MetricTypeSum, mi.Type())
+						assert.Equal(t, 1, mi.Sum().DataPoints().Len())
+						assert.Equal(t, "Time the receiver could not observe whether the GPU was held, by reason.", mi.Description())
+						assert.Equal(t, "s", mi.Unit())
+						assert.True(t, mi.Sum().IsMonotonic())
+						assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
+						dp := mi.Sum().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["nvidia.gpu.unobserved.time"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.unobserved.reason")
 						assert.False(t, ok)
 					}
 				case "nvidia.gpu.xid.errors":
