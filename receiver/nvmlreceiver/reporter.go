@@ -31,6 +31,10 @@ type reporter struct {
 	// scrape, the GPUs whose read is stuck, whose accounts wait for them.
 	accounts *accountant
 	unread   map[string]bool
+	// lastOwner is, per GPU and MIG device UUID, the owner of its holder
+	// resource in its last sample: what a series of its use emitted while
+	// it is stuck or lost carries (the device's own series carry none).
+	lastOwner map[string]owner
 }
 
 func newReporter(cfg *Config) *reporter {
@@ -40,6 +44,7 @@ func newReporter(cfg *Config) *reporter {
 		containers: map[string]gpuContainer{},
 		accounts:   newAccountant(cfg),
 		unread:     map[string]bool{},
+		lastOwner:  map[string]owner{},
 	}
 }
 
@@ -49,6 +54,7 @@ func (r *reporter) start(set receiver.Settings) {
 	r.mb = metadata.NewMetricsBuilder(r.cfg.MetricsBuilderConfig, set)
 	r.session = 0
 	clear(r.dropped)
+	clear(r.lastOwner)
 	r.accounts.reset()
 	r.owners = newAttributor(r.cfg, set.Logger)
 	if r.cfg.Processes.Enabled {
@@ -71,6 +77,7 @@ func (r *reporter) newSession(gen uint64, openedAt time.Time) {
 	if restarted {
 		r.mb.Reset(metadata.WithStartTime(pcommon.NewTimestampFromTime(openedAt)))
 		clear(r.dropped)
+		clear(r.lastOwner)
 		r.accounts.reset()
 	}
 }
@@ -81,15 +88,21 @@ func (r *reporter) gpu(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids 
 	r.account(&rep)
 	recordGPU(r.mb, rep)
 	containersOf(rep, r.containers)
+	r.lastOwner[info.UUID] = rep.owner
+	for _, m := range rep.migs {
+		r.lastOwner[m.sample.Info.UUID] = m.owner
+	}
 }
 
-// lost records a lost GPU: hw.status failed and its XID counts.
+// lost records a lost GPU on its device resource: hw.status failed and its
+// XID counts, the same series as when it was read.
 func (r *reporter) lost(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids map[int64]int64) {
 	recordLost(r.mb, ts, info, xids)
 }
 
-// stuck records a GPU whose read is stuck in NVML: hw.status degraded and
-// its XID counts, so that it never silently vanishes.
+// stuck records a GPU whose read is stuck in NVML on its device resource:
+// hw.status degraded and its XID counts, the same series as when it was
+// read, so that it never silently vanishes.
 func (r *reporter) stuck(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids map[int64]int64) {
 	r.unread[info.UUID] = true
 	recordStatus(r.mb, ts, hwState(gpuStuck, nil))
