@@ -281,10 +281,12 @@ func (d *Device) answeredAgain(c call) {
 	d.logMu.Unlock()
 }
 
-// markLost records that the GPU fell off the bus, logged once.
+// markLost records that the GPU fell off the bus, logged once, at warn as
+// every other cause: hw.status failed and the GPULost alert say it where it
+// is watched, and the collector's logger adds a stack trace to an error.
 func (d *Device) markLost(c call) {
 	if d.lost.CompareAndSwap(false, true) && d.sess.lost.Once(d.Info.UUID) {
-		d.logger.Error("GPU is lost (fallen off the bus); no more metrics from it until NVML is re-initialized",
+		d.logger.Warn("GPU is lost (fallen off the bus); no more metrics from it until NVML is re-initialized",
 			zap.String("call", c.String()))
 	}
 }

@@ -121,3 +121,24 @@ func TestFlappingCallLogsPerEpisode(t *testing.T) {
 		{Attributes: callAttrs(ts, nvmltest.UUID(5), "nvmlDeviceGetPowerUsage"), Value: int64(failed)},
 	}, metricdatatest.IgnoreTimestamp())
 }
+
+// Issue 23, part 4: a lost GPU is one warn line, without a stack trace
+// (the collector's logger adds one at error level), however many scrapes
+// find it lost.
+func TestLostGPULogsOneWarnLine(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	ts := newTestScraper(t, m)
+	ts.start(t)
+	m.GPUs[3].GetPowerUsageFunc = func() (uint32, nvml.Return) { return 0, nvml.ERROR_GPU_IS_LOST }
+	for range 5 {
+		ts.clock.Advance(10 * time.Second)
+		v, _ := statusValue(ts.scrapeOK(t), nvmltest.UUID(3), "failed")
+		require.Equal(t, int64(1), v)
+	}
+	lost := ts.logs.FilterMessageSnippet("GPU is lost").All()
+	require.Len(t, lost, 1, "once per GPU and cause")
+	assert.Equal(t, zapcore.WarnLevel, lost[0].Level)
+	assert.Equal(t, nvmltest.UUID(3), lost[0].ContextMap()["hw.id"])
+	assert.Zero(t, ts.logs.FilterLevelExact(zapcore.ErrorLevel).Len())
+}

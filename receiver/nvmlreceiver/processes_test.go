@@ -19,16 +19,19 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
-// gpuResourceAttrs returns the attributes of GPU uuid's own resource.
+// gpuResourceAttrs returns the attributes of GPU uuid's holder resource:
+// the last of its own resources, the one with its owner (its device
+// resource comes first, and is the same one when it has no owner).
 func gpuResourceAttrs(md pmetric.Metrics, uuid string) map[string]any {
+	var out map[string]any
 	for i := 0; i < md.ResourceMetrics().Len(); i++ {
 		attrs := md.ResourceMetrics().At(i).Resource().Attributes()
 		id, _ := attrs.Get("hw.id")
 		if _, isProcess := attrs.Get("process.pid"); !isProcess && id.Str() == uuid {
-			return attrs.AsRaw()
+			out = attrs.AsRaw()
 		}
 	}
-	return nil
+	return out
 }
 
 func metricValue(md pmetric.Metrics, uuid string, pid int64, name string) (float64, bool) {

@@ -60,20 +60,39 @@ type migReport struct {
 	account   *deviceAccount
 }
 
-// recordGPU turns one GPU's sample into data points on the GPU's resource,
-// then each MIG device and each process on a resource of its own.
+// recordGPU turns one GPU's sample into data points: the device's on its
+// device resource, its use's on its holder resource (see emitDevice), then
+// each MIG device and each process on resources of their own.
 func recordGPU(mb *metadata.MetricsBuilder, r gpuReport) {
 	ts := pcommon.NewTimestampFromTime(r.sample.Time)
 	if r.sample.ProcessesListed {
 		mb.RecordNvidiaGpuProcessDroppedDataPoint(ts, r.dropped)
 	}
 	recordXIDs(mb, ts, r.xids)
-	recordSample(mb, r.info, r.sample, r.owner, r.account)
+	recordDeviceSample(mb, r.sample)
+	newResource := func(o owner) *metadata.ResourceBuilder { return gpuResource(mb, r.info, o) }
+	emitDevice(mb, newResource, r.owner)
+	recordHolderSample(mb, r.sample, r.account)
+	mb.EmitForResource(metadata.WithResource(newResource(r.owner).Emit()))
 	if r.sample.ProcessesListed {
-		recordProcesses(mb, ts, r.processes, func(o owner) *metadata.ResourceBuilder { return gpuResource(mb, r.info, o) })
+		recordProcesses(mb, ts, r.processes, newResource)
 	}
 	for _, m := range r.migs {
 		recordMIG(mb, ts, r.info, m, r.sample.ProcessesListed)
+	}
+}
+
+// emitDevice emits the points recorded so far, the device's, on its device
+// resource: newResource's without an owner. A device without an owner has
+// one resource for both kinds, so nothing is emitted yet.
+//
+// The device resource never carries owner attributes, so that the series
+// of the device's life (its counters, hw.status) keep one identity through
+// owner changes and through the scrapes where it is stuck or lost. The
+// holder resource adds the current owner to the series of the device's use.
+func emitDevice(mb *metadata.MetricsBuilder, newResource func(owner) *metadata.ResourceBuilder, holder owner) {
+	if !holder.IsZero() {
+		mb.EmitForResource(metadata.WithResource(newResource(owner{}).Emit()))
 	}
 }
 
@@ -115,9 +134,15 @@ func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, procs []
 	}
 }
 
-// recordMIG records one MIG device on its own resource, then its processes.
+// recordMIG records one MIG device on its own device and holder
+// resources, then its processes.
 func recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, parent nvmlclient.DeviceInfo, m migReport, listed bool) {
 	s := m.sample
+	newResource := func(o owner) *metadata.ResourceBuilder { return migResource(mb, parent, s.Info, o) }
+	if s.GPM != nil {
+		recordGPMTraffic(mb, ts, s.GPM)
+	}
+	emitDevice(mb, newResource, m.owner)
 	recordMemory(mb, ts, s.MemoryUsedBytes, s.MemoryTotalBytes, s.MemoryReservedBytes)
 	if s.GPM != nil {
 		recordGPM(mb, ts, s.GPM)
@@ -125,7 +150,6 @@ func recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, parent nvmlcli
 	if listed {
 		mb.RecordNvidiaGpuProcessCountDataPoint(ts, int64(len(s.Processes)))
 	}
-	newResource := func(o owner) *metadata.ResourceBuilder { return migResource(mb, parent, s.Info, o) }
 	recordDeviceAccount(mb, ts, m.account)
 	mb.EmitForResource(metadata.WithResource(newResource(m.owner).Emit()))
 	if listed {
@@ -147,8 +171,24 @@ func migResource(mb *metadata.MetricsBuilder, parent nvmlclient.DeviceInfo, info
 	return rb
 }
 
-// recordSample turns one GPU's sample into data points on its own resource.
-func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nvmlclient.Sample, gpuOwner owner, acct *deviceAccount) {
+// recordDeviceSample records what a GPU's sample says of the device
+// itself: its energy and traffic counters, its health and hw.status.
+func recordDeviceSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample) {
+	ts, countersTS := pcommon.NewTimestampFromTime(s.Time), pcommon.NewTimestampFromTime(s.CountersTime)
+	if v := s.EnergyJoules; v.OK {
+		// Stamped with the time the counter was read, not the scrape's.
+		mb.RecordHwEnergyDataPoint(countersTS, v.Value)
+	}
+	if s.GPM != nil {
+		recordGPMTraffic(mb, ts, s.GPM)
+	}
+	recordHealth(mb, ts, countersTS, &s.Health)
+}
+
+// recordHolderSample records what a GPU's sample says of its use: the
+// gauges of its engines, memory, power, heat and clocks, and its GPU-time
+// counters.
+func recordHolderSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample, acct *deviceAccount) {
 	ts := pcommon.NewTimestampFromTime(s.Time)
 
 	for _, et := range engineTasks {
@@ -172,10 +212,6 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 	if v := s.PowerLimitWatts; v.OK {
 		mb.RecordNvidiaGpuPowerLimitDataPoint(ts, v.Value)
 	}
-	if v := s.EnergyJoules; v.OK {
-		// Stamped with the time the counter was read, not the scrape's.
-		mb.RecordHwEnergyDataPoint(pcommon.NewTimestampFromTime(s.CountersTime), v.Value)
-	}
 	for _, ct := range clockTypes {
 		if v := s.ClockHz[ct.c]; v.OK {
 			mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, v.Value, ct.attr)
@@ -194,9 +230,7 @@ func recordSample(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, s *nv
 	if s.GPM != nil {
 		recordGPM(mb, ts, s.GPM)
 	}
-	recordHealth(mb, ts, pcommon.NewTimestampFromTime(s.CountersTime), &s.Health)
 	recordDeviceAccount(mb, ts, acct)
-	mb.EmitForResource(metadata.WithResource(gpuResource(mb, info, gpuOwner).Emit()))
 }
 
 // recordMemory records a GPU's or MIG device's memory, and the fraction of
@@ -216,7 +250,8 @@ func recordMemory(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, used, total
 	}
 }
 
-// gpuResource starts a resource with the GPU's attributes and the owner's.
+// gpuResource starts a resource with the GPU's attributes and the owner's:
+// with owner{}, the GPU's device resource.
 func gpuResource(mb *metadata.MetricsBuilder, info nvmlclient.DeviceInfo, o owner) *metadata.ResourceBuilder {
 	rb := mb.NewResourceBuilder()
 	setGPUAttributes(rb, info, o)
@@ -301,7 +336,7 @@ var gpmTraffic = [...]struct {
 	{nvmlclient.GPMNVLinkRX, true, metadata.AttributeNetworkIoDirectionReceive},
 }
 
-// recordGPM records what GPM measured over the window.
+// recordGPM records what GPM measured over the window, but the traffic.
 func recordGPM(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, g *nvmlclient.GPMReading) {
 	for _, gg := range gpmGauges {
 		if v := g.Activity[gg.a]; v.OK {
@@ -318,6 +353,11 @@ func recordGPM(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, g *nvmlclient.
 			mb.RecordNvidiaGpuPipeActivityDataPoint(ts, v.Value, p.attr)
 		}
 	}
+}
+
+// recordGPMTraffic records the device's PCIe and NVLink traffic, counted
+// since the session opened.
+func recordGPMTraffic(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, g *nvmlclient.GPMReading) {
 	for _, c := range gpmTraffic {
 		v := g.TrafficBytes[c.t]
 		switch {

@@ -182,7 +182,8 @@ func recordStatus(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, state metad
 	}
 }
 
-// recordLost records the only thing left to say of a lost GPU: it failed.
+// recordLost records the only thing left to say of a lost GPU, on its
+// device resource: it failed.
 func recordLost(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, xids map[int64]int64) {
 	recordStatus(mb, ts, hwState(gpuLost, nil))
 	recordXIDs(mb, ts, xids) // a lost GPU's last words: usually Xid 79

@@ -93,13 +93,15 @@ func (r *reporter) gpu(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids 
 	containersOf(rep, r.containers)
 }
 
-// lost records a lost GPU: hw.status failed and its XID counts.
+// lost records a lost GPU on its device resource: hw.status failed and its
+// XID counts, the same series as when it was read.
 func (r *reporter) lost(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids map[int64]int64) {
 	r.unobserved(ts, info, reasonLost, func() { recordLost(r.mb, ts, xids) })
 }
 
-// stuck records a GPU whose read is stuck in NVML: hw.status degraded and
-// its XID counts, so that it never silently vanishes.
+// stuck records a GPU whose read is stuck in NVML on its device resource:
+// hw.status degraded and its XID counts, the same series as when it was
+// read, so that it never silently vanishes.
 func (r *reporter) stuck(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, xids map[int64]int64) {
 	r.unobserved(ts, info, reasonStuck, func() {
 		recordStatus(r.mb, ts, hwState(gpuStuck, nil))

@@ -106,19 +106,22 @@ func proc(pid uint32, mem uint64) nvml.ProcessInfo {
 	return nvml.ProcessInfo{Pid: pid, UsedGpuMemory: mem, GpuInstanceId: nvmlclient.NoInstance, ComputeInstanceId: nvmlclient.NoInstance}
 }
 
-// resourceIDs lists the GPU resources' hw.id, in order; process and
-// container resources are left out.
+// resourceIDs lists the GPUs' hw.id, in order, once each (a GPU with an
+// owner has a device and a holder resource); process and container
+// resources are left out.
 func resourceIDs(md pmetric.Metrics) []string {
 	var ids []string
+	seen := map[string]bool{}
 	for i := 0; i < md.ResourceMetrics().Len(); i++ {
 		attrs := md.ResourceMetrics().At(i).Resource().Attributes()
 		if _, isProcess := attrs.Get("process.pid"); isProcess {
 			continue
 		}
 		v, ok := attrs.Get("hw.id")
-		if !ok {
-			continue // a container's CPU
+		if !ok || seen[v.Str()] {
+			continue // a container's CPU, or the GPU's second resource
 		}
+		seen[v.Str()] = true
 		ids = append(ids, v.Str())
 	}
 	return ids
@@ -280,18 +283,22 @@ func TestEveryGPULostReinitializes(t *testing.T) {
 	assert.Contains(t, gpuMetricNames(md, nvmltest.UUID(0)), "hw.temperature")
 }
 
-// gpuMetrics returns the metrics on GPU uuid's own resource (processes left
-// out), or an empty slice.
+// gpuMetrics returns the metrics on GPU uuid's own resources, its device's
+// and its holder's (processes left out), or an empty slice.
 func gpuMetrics(md pmetric.Metrics, uuid string) pmetric.MetricSlice {
+	out := pmetric.NewMetricSlice()
 	for i := 0; i < md.ResourceMetrics().Len(); i++ {
 		rm := md.ResourceMetrics().At(i)
 		attrs := rm.Resource().Attributes()
 		id, _ := attrs.Get("hw.id")
 		if _, isProcess := attrs.Get("process.pid"); !isProcess && id.Str() == uuid {
-			return rm.ScopeMetrics().At(0).Metrics()
+			ms := rm.ScopeMetrics().At(0).Metrics()
+			for j := 0; j < ms.Len(); j++ {
+				ms.At(j).CopyTo(out.AppendEmpty())
+			}
 		}
 	}
-	return pmetric.NewMetricSlice()
+	return out
 }
 
 // gpuMetric returns metric name on GPU uuid's own resource, or nil.

@@ -9,21 +9,26 @@ import (
 
 // unobserved records a scrape that could not read GPU info (stuck, lost, or
 // a read that failed outright): record records what is said of the GPU
-// itself, then the time since its accounts' last window is added to them
-// as unobserved for reason. The GPU's counters go on its resource with the
+// itself, which goes on its device resource as when it is read; then the
+// time since its accounts' last window is added to them as unobserved for
+// reason. The GPU's GPU-time counters go on its holder resource with the
 // last owner the GPU had, and each MIG device's on its own, so that they
 // neither vanish nor start an owner-less copy. Their accounts are kept.
 func (r *reporter) unobserved(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, reason unobservedReason, record func()) {
 	r.unread[info.UUID] = true
 	accts := r.accounts.unobserved(info.UUID, ts.AsTime(), reason)
+	newResource := func(o owner) *metadata.ResourceBuilder { return gpuResource(r.mb, info, o) }
 	var o owner
 	if len(accts) > 0 && accts[0].mig.UUID == "" { // the GPU's, first
 		o = accts[0].owner
+	}
+	record()
+	emitDevice(r.mb, newResource, o)
+	if len(accts) > 0 && accts[0].mig.UUID == "" {
 		recordDeviceAccount(r.mb, ts, accts[0])
 		accts = accts[1:]
 	}
-	record()
-	r.mb.EmitForResource(metadata.WithResource(gpuResource(r.mb, info, o).Emit()))
+	r.mb.EmitForResource(metadata.WithResource(newResource(o).Emit()))
 	for _, acct := range accts {
 		recordDeviceAccount(r.mb, ts, acct)
 		r.mb.EmitForResource(metadata.WithResource(migResource(r.mb, info, acct.mig, acct.owner).Emit()))
