@@ -36,7 +36,8 @@ func wasteRuleNames() []string {
 	}
 	return append(names, "nvidia_gpu_price_per_hour",
 		"gpu_holder:nvidia_gpu_diagnosis:5m", "gpu_holder:nvidia_gpu_activity:5m",
-		"gpu_holder:nvidia_gpu_cpu_of_limit:5m", "gpu_holder:nvidia_gpu_memory_headroom:5m")
+		"gpu_holder:nvidia_gpu_cpu_of_limit:5m", "gpu_holder:nvidia_gpu_process_cpu:5m",
+		"gpu_holder:nvidia_gpu_memory_headroom:5m", "gpu_holder:nvidia_gpu_diagnosis_candidate:5m")
 }
 
 // renderRules renders the chart's PrometheusRule with extra helm args.
@@ -83,7 +84,7 @@ func TestWasteRuleNames(t *testing.T) {
 		states = append(states, r.Labels["state"])
 	}
 	assert.Equal(t, []string{"memory_pressure", "idle", "input_bound", "gpu_bound", "underused"}, states,
-		"one diagnosis series per state, in precedence order")
+		"one diagnosis series per state, in the order of their codes (1 to 5)")
 	assert.NotEmpty(t, rulesNamed(spec, "GPUPodIdle"))
 	assert.NotEmpty(t, rulesNamed(spec, "NamespaceIdleGPUHours"))
 	assert.NotEmpty(t, rulesNamed(spec, "NodeGPUTimeUnobserved"))
@@ -98,9 +99,10 @@ func TestWasteRulesFollowValues(t *testing.T) {
 	require.NoError(t, os.WriteFile(values, []byte(`prometheusRule:
   waste:
     idleActivity: 0.1
-    inputBound: {activity: 0.4, cpuOfLimit: 0.8}
+    inputBound: {activity: 0.4, cpuOfLimit: 0.8, processCores: 0.7, busy: 0.3}
     gpuBound: {activity: 0.6}
-    memoryPressure: {usage: 0.9, trendMinutes: 15, predictMinutes: 60}
+    memoryPressure: {usage: 0.9, trendMinutes: 15, trendMinSpanMinutes: 10, predictMinutes: 60}
+    stableMinutes: 7
     podIdle: {ratio: 0.9, for: 1h}
     namespaceIdle: {gpuHours: 24, for: 30m}
     unobserved: {ratio: 0.25, for: 1h}
@@ -138,18 +140,24 @@ func TestWasteRulesFollowValues(t *testing.T) {
 		assert.False(t, listed.MatchString(model), "%q gets no price", model)
 	}
 
-	codeRule := oneRule(t, spec, "gpu_holder:nvidia_gpu_diagnosis_code:5m")
-	code := codeRule.Expr.String()
+	candidateRule := oneRule(t, spec, "gpu_holder:nvidia_gpu_diagnosis_candidate:5m")
+	candidate := candidateRule.Expr.String()
 	for _, want := range []string{
 		">= 0.9\n", // memory used of the limit
 		"predict_linear(hw_gpu_memory_usage_bytes[15m], 3600)",
+		"and hw_gpu_memory_usage_bytes offset 10m\n",
 		"gpu_holder:nvidia_gpu_activity:5m < 0.1)",
 		"gpu_holder:nvidia_gpu_activity:5m < 0.4\n",
 		"gpu_holder:nvidia_gpu_cpu_of_limit:5m >= 0.8\n",
+		"gpu_holder:nvidia_gpu_process_cpu:5m >= 0.7\n",
+		">= 0.3\n", // the GPU's busy fraction
 		"gpu_holder:nvidia_gpu_activity:5m >= 0.6)",
 	} {
-		assert.Contains(t, code, want)
+		assert.Contains(t, candidate, want)
 	}
+	codeRule := oneRule(t, spec, "gpu_holder:nvidia_gpu_diagnosis_code:5m")
+	code := codeRule.Expr.String()
+	assert.Contains(t, code, "changes(gpu_holder:nvidia_gpu_diagnosis_candidate:5m[7m])")
 	podIdle := oneRule(t, spec, "GPUPodIdle")
 	assert.Contains(t, podIdle.Expr.String(), ">= 0.9\n")
 	require.NotNil(t, podIdle.For)
@@ -168,4 +176,17 @@ func TestWasteRulesFollowValues(t *testing.T) {
 	off := renderRules(t, "--set", "prometheusRule.waste.enabled=false")
 	require.Len(t, off.Groups, 1)
 	assert.Equal(t, "otelcol-nvml", off.Groups[0].Name)
+}
+
+// TestWasteTrendSpanWithinRange: a minimum span of the memory trend longer
+// than the trend's range could never be met; the chart refuses it, naming
+// both values.
+func TestWasteTrendSpanWithinRange(t *testing.T) {
+	out, ok := helmResult(t, "template", "otelcol-nvml", chartDir, "--set", "prometheusRule.enabled=true",
+		"--set", "prometheusRule.waste.memoryPressure.trendMinSpanMinutes=31")
+	require.False(t, ok, "a span of 31 minutes in a 30-minute trend rendered:\n%.500s", out)
+	assert.Contains(t, out, "prometheusRule.waste.memoryPressure.trendMinSpanMinutes (31) is more than trendMinutes (30)")
+	_, ok = helmResult(t, "template", "otelcol-nvml", chartDir, "--set", "prometheusRule.enabled=true",
+		"--set", "prometheusRule.waste.memoryPressure.trendMinSpanMinutes=30")
+	assert.True(t, ok, "a span equal to the trend's range is refused")
 }

@@ -225,6 +225,19 @@ def read_phases(path):
     return phases
 
 
+def read_run(run_dir, gpu_index):
+    """The run's points of the GPU and its phases (metrics.jsonl and
+    phases.txt in run_dir), or None, after a FAIL line, when one is missing."""
+    mpath, ppath = os.path.join(run_dir, "metrics.jsonl"), os.path.join(run_dir, "phases.txt")
+    for p in (mpath, ppath):
+        if not os.path.exists(p):
+            print("FAIL  input: %s is missing" % p)
+            return None
+    d = Data(gpu_index)
+    d.read(mpath)
+    return d, read_phases(ppath)
+
+
 def fmt(x, nd=3):
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else ("%.*f" % (nd, x))
 
@@ -258,14 +271,10 @@ def main():
     ap.add_argument("--split-tol", type=float, default=0.10)
     a = ap.parse_args()
 
-    mpath, ppath = os.path.join(a.run_dir, "metrics.jsonl"), os.path.join(a.run_dir, "phases.txt")
-    for p in (mpath, ppath):
-        if not os.path.exists(p):
-            print("FAIL  input: %s is missing" % p)
-            return 2
-    d = Data(a.gpu_index)
-    d.read(mpath)
-    phases = read_phases(ppath)
+    run = read_run(a.run_dir, a.gpu_index)
+    if run is None:
+        return 2
+    d, phases = run
     r = Report()
     r.say("GPU %d (%s); %d counter streams, %d gauge series; other GPUs in the file: %s" % (
         a.gpu_index, d.uuid, len(d.sums), len(d.gauges), sorted(d.other_gpus, key=str) or "none"))
