@@ -30,7 +30,6 @@ export GPU_INDEX RUN_DIR=${RUN_DIR:-/tmp/h200nolimit}
 # shellcheck source=tools/h200/run-lib.sh
 . "$here/run-lib.sh"
 prepare_run
-mkdir -p "$OUT"
 
 machine_info
 [ -n "$(gpu_pids)" ] && note "WARNING: GPU $GPU_INDEX already has processes; the phases' figures include theirs"

@@ -7,7 +7,7 @@
 # the GPUs as NVML (and nvidia-smi) do.
 prepare_run() {
 	export CUDA_DEVICE_ORDER=PCI_BUS_ID PYTHONUNBUFFERED=1
-	rm -rf "$RUN_DIR" && mkdir -p "$RUN_DIR"
+	rm -rf "$RUN_DIR" && mkdir -p "$RUN_DIR" "$OUT"
 	[ -e "$CARRY/otelcol-nvml.gz" ] && gunzip -f "$CARRY/otelcol-nvml.gz"
 	chmod +x "$CARRY/otelcol-nvml"
 }
