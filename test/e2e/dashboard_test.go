@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -19,7 +18,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 
 	"github.com/otelcol-nvml/otelcol-nvml/test/testutil"
@@ -144,25 +142,6 @@ func (dashboardKubelet) List(context.Context, *podresourcesv1.ListPodResourcesRe
 		})
 	}
 	return resp, nil
-}
-
-func serveKubelet(t *testing.T) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "kubelet")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "kubelet.sock")
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	podresourcesv1.RegisterPodResourcesListerServer(srv, dashboardKubelet{})
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	return sock
 }
 
 // procStatLine is a /proc/<pid>/stat line with every field the kernel
@@ -374,7 +353,7 @@ func TestDashboardAndRules(t *testing.T) {
 	}
 
 	procRoot, cgroupRoot := cgroupFixture(t)
-	sock := serveKubelet(t)
+	sock := serveKubelet(t, dashboardKubelet{})
 	scenario := dashboardScenario().write(t)
 	promAddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	cfg := fmt.Sprintf(`receivers:

@@ -8,9 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -18,7 +16,6 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
@@ -60,25 +57,6 @@ func (k handOverKubelet) List(context.Context, *podresourcesv1.ListPodResourcesR
 			Devices: []*podresourcesv1.ContainerDevices{{ResourceName: "nvidia.com/gpu", DeviceIds: []string{k.gpu}}},
 		}},
 	}}}, nil
-}
-
-func serveHandOverKubelet(t *testing.T, k handOverKubelet) string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "kubelet") // short: a unix socket path has 108 bytes
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	sock := filepath.Join(dir, "kubelet.sock")
-	lis, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer()
-	podresourcesv1.RegisterPodResourcesListerServer(srv, k)
-	go func() { _ = srv.Serve(lis) }()
-	t.Cleanup(srv.Stop)
-	return sock
 }
 
 // promAlert is an alert of Prometheus's /api/v1/alerts.
@@ -167,7 +145,7 @@ func TestOwnerChangeKeepsCounts(t *testing.T) {
 		GPUs: []GPU{g.scenarioGPU()}}
 
 	var handOver atomic.Bool
-	sock := serveHandOverKubelet(t, handOverKubelet{gpu: g.uuid, handOver: &handOver})
+	sock := serveKubelet(t, handOverKubelet{gpu: g.uuid, handOver: &handOver})
 	col := startCollector(t, "otelcol-nvml", s.write(t), nil, receiverSettings+fmt.Sprintf(`kubernetes:
   enabled: true
   pod_resources_socket: %s

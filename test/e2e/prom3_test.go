@@ -293,7 +293,7 @@ func TestPrometheus3OTLP(t *testing.T) {
 	prom := startPrometheus3(t, promBlock, rules)
 
 	procRoot, cgroupRoot := cgroupFixture(t)
-	sock := serveKubelet(t)
+	sock := serveKubelet(t, dashboardKubelet{})
 	scenario := dashboardScenario().write(t)
 	refAddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	// After the document's block (a later --config wins where both set a

@@ -408,6 +408,13 @@ func (k podResources) List(context.Context, *podresourcesv1.ListPodResourcesRequ
 // the socket's path.
 func servePodResources(t *testing.T, resp *podresourcesv1.ListPodResourcesResponse) string {
 	t.Helper()
+	return serveKubelet(t, podResources{resp: resp})
+}
+
+// serveKubelet serves lister as the kubelet's PodResources API on a socket
+// of its own and returns the socket's path.
+func serveKubelet(t *testing.T, lister podresourcesv1.PodResourcesListerServer) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "kubelet") // short: a unix socket path has 108 bytes
 	if err != nil {
 		t.Fatal(err)
@@ -419,7 +426,7 @@ func servePodResources(t *testing.T, resp *podresourcesv1.ListPodResourcesRespon
 		t.Fatal(err)
 	}
 	srv := grpc.NewServer()
-	podresourcesv1.RegisterPodResourcesListerServer(srv, podResources{resp: resp})
+	podresourcesv1.RegisterPodResourcesListerServer(srv, lister)
 	go func() { _ = srv.Serve(lis) }()
 	t.Cleanup(srv.Stop)
 	return sock
