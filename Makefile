@@ -12,6 +12,7 @@ GO        ?= go
 OCB_VERSION      := v0.165.0
 MDATAGEN_VERSION := v0.161.0
 HELM_VERSION     := v3.22.0
+NFPM_VERSION     := v2.45.2
 
 BIN       := $(CURDIR)/.bin
 OCB       := $(BIN)/builder-$(OCB_VERSION)
@@ -23,6 +24,7 @@ MDATAGEN  := $(BIN)/mdatagen-$(MDATAGEN_VERSION)
 HELM_KUBE_MAJOR  := 1
 HELM_KUBE_MINOR  := 37
 HELM      := $(BIN)/helm-$(HELM_VERSION)-k8s$(HELM_KUBE_MAJOR).$(HELM_KUBE_MINOR)
+NFPM      := $(BIN)/nfpm-$(NFPM_VERSION)
 HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 	$(foreach p,pkg/chartutil pkg/lint/rules,-X helm.sh/helm/v3/$(p).k8sVersionMajor=$(HELM_KUBE_MAJOR) -X helm.sh/helm/v3/$(p).k8sVersionMinor=$(HELM_KUBE_MINOR))
 DIST_DIR  := $(CURDIR)/_build
@@ -30,7 +32,7 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version release-artifacts release-check release-push release-login test-checks test-background demo-check
+.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages release-artifacts release-check release-push release-login test-checks test-background demo-check
 
 all: build
 
@@ -78,7 +80,12 @@ $(HELM):
 	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(BIN)/helm $@
 
-tools: $(OCB) $(MDATAGEN) $(HELM)
+$(NFPM):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+	mv $(BIN)/nfpm $@
+
+tools: $(OCB) $(MDATAGEN) $(HELM) $(NFPM)
 
 ## generate: regenerate code and documentation.md from metadata.yaml
 generate: $(MDATAGEN)
@@ -325,6 +332,31 @@ image-test: image $(FAKENVML) $(FAKENVML_ARM64)
 	$(GO) test -tags image -count=1 -v ./test/image -arch=arm64 -image=$(IMAGE)-arm64 -archive=$(call arch_archive,arm64) \
 		-index=$(IMAGE_ARCHIVE) -fakenvml=$(FAKENVML_ARM64) -libdir=$(ARM64_LIBDIR) -qemu=$(QEMU_AARCH64) \
 		-scenario=$(abspath $(IMAGE_SCENARIO)) -podman=$$(command -v $(PODMAN))
+
+# ---- the .deb and .rpm packages (deploy/packages; for hosts without Kubernetes) ----
+
+PACKAGE_DIR   := $(DIST_DIR)/packages
+PACKAGE_SRCS  := $(wildcard deploy/packages/*.* deploy/packages/scripts/*.sh)
+rpm_arch_amd64 := x86_64
+rpm_arch_arm64 := aarch64
+deb_package    = $(PACKAGE_DIR)/otelcol-nvml_$(VERSION)-1_$(1).deb
+rpm_package    = $(PACKAGE_DIR)/otelcol-nvml-$(VERSION)-1.$(rpm_arch_$(1)).rpm
+PACKAGES      := $(foreach a,$(ARCHES),$(call deb_package,$(a)) $(call rpm_package,$(a)))
+
+## packages: the otelcol-nvml .deb and .rpm for linux/amd64 and linux/arm64 with nfpm (deploy/packages/nfpm.yaml:
+## the binary, the systemd unit, the config under /etc, the user created at install) into _build/packages/
+packages: $(PACKAGES)
+
+# package_rule ARCH FORMAT TARGET
+define package_rule
+$(3): $(otelcol_$(1)) $(PACKAGE_SRCS) $(NFPM)
+	@mkdir -p $$(@D)
+	sed -e 's|$$$${PKG_ARCH}|$(1)|g' -e 's|$$$${PKG_VERSION}|$(VERSION)|g' -e 's|$$$${PKG_BINARY}|$(otelcol_$(1))|g' \
+		deploy/packages/nfpm.yaml > $$@.nfpm.yaml
+	$(NFPM) package --config $$@.nfpm.yaml --packager $(2) --target $$@
+	rm $$@.nfpm.yaml
+endef
+$(foreach a,$(ARCHES),$(eval $(call package_rule,$(a),deb,$(call deb_package,$(a))))$(eval $(call package_rule,$(a),rpm,$(call rpm_package,$(a)))))
 
 # ---- the release (.github/workflows/release.yaml calls these targets; make test runs all but the pushes) ----
 
