@@ -32,13 +32,13 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages release-artifacts release-check release-push release-login test-checks test-background demo-check
+.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check
 
 all: build
 
 ## test: everything CI runs (vet, the workflows' lint, generated-code drift, the ocb build, unit tests with -race,
 ## alert-rule tests, a smoke run, the chart and deploy checks, the e2e suite, both images (arm64 under qemu-user),
-## the release artifacts)
+## the release artifacts, the .deb and .rpm (the .deb installed into a Debian root and run))
 test: vet lint-workflows check-generated build
 	@# The arm64 cross-build (about 7 CPU-minutes with a cold cache) and the
 	@# SBOM tool's build run at the lowest priority beside the checks, on the
@@ -358,6 +358,12 @@ $(3): $(otelcol_$(1)) $(PACKAGE_SRCS) $(NFPM)
 endef
 $(foreach a,$(ARCHES),$(eval $(call package_rule,$(a),deb,$(call deb_package,$(a))))$(eval $(call package_rule,$(a),rpm,$(call rpm_package,$(a)))))
 
+## package-test: check the packages in _build/packages (dpkg-deb, rpm -qp), install the amd64 .deb into a Debian root
+## with dpkg --root, systemd-analyze verify and security its unit, run the installed collector there on the simulated
+## NVML as the unit does (root: chroot); make release-check runs the same tests on the release's packages
+package-test: $(PACKAGES) $(FAKENVML)
+	cd test/deploy && $(GO) test -count=1 -v -run '^TestPackage' . -packages=$(PACKAGE_DIR) -fakenvml=$(FAKENVML)
+
 # ---- the release (.github/workflows/release.yaml calls these targets; make test runs all but the pushes) ----
 
 ACTIONLINT_VERSION     := v1.7.12
@@ -388,8 +394,9 @@ check-version:
 	@echo "version $(VERSION)"
 
 ## release-artifacts: _build/release/: the binaries per platform, the OCI archives (index and per platform),
-## a CycloneDX SBOM per binary, the chart package (version and appVersion $(VERSION)), SHA256SUMS
-release-artifacts: $(OTELCOL) $(OTELCOL_ARM64) $(IMAGE_ARCHIVE) $(HELM) $(CYCLONEDX)
+## a CycloneDX SBOM per binary, the .deb and .rpm per platform, the chart package (version and appVersion
+## $(VERSION)), SHA256SUMS
+release-artifacts: $(OTELCOL) $(OTELCOL_ARM64) $(IMAGE_ARCHIVE) $(PACKAGES) $(HELM) $(CYCLONEDX)
 	rm -rf $(RELEASE_DIR)
 	mkdir -p $(RELEASE_DIR)
 	$(foreach a,$(ARCHES),install -m 0755 $(otelcol_$(a)) $(RELEASE_DIR)/otelcol-nvml_$(VERSION)_linux_$(a) && \
@@ -397,16 +404,19 @@ release-artifacts: $(OTELCOL) $(OTELCOL_ARM64) $(IMAGE_ARCHIVE) $(HELM) $(CYCLON
 		$(CYCLONEDX) bin -json -version v$(VERSION) -output $(RELEASE_DIR)/otelcol-nvml_$(VERSION)_linux_$(a).cdx.json \
 			$(RELEASE_DIR)/otelcol-nvml_$(VERSION)_linux_$(a);)
 	cp $(IMAGE_ARCHIVE) $(RELEASE_DIR)/
+	cp $(PACKAGES) $(RELEASE_DIR)/
 	$(HELM) package deploy/helm/otelcol-nvml --version $(VERSION) --app-version $(VERSION) -d $(RELEASE_DIR)
 	cd $(RELEASE_DIR) && sha256sum $$(ls | grep -v '^SHA256SUMS$$') > SHA256SUMS
 	@ls -l $(RELEASE_DIR)
 
 ## release-check: check _build/release (every file, checksums, SBOMs, the chart package's version, the
-## binaries' platforms) and check-version (the workflow's tag check: v$(VERSION) passes, another tag fails)
-release-check: release-artifacts
+## binaries' platforms, the packages as package-test does) and check-version (the workflow's tag check:
+## v$(VERSION) passes, another tag fails)
+release-check: release-artifacts $(FAKENVML)
 	$(MAKE) --no-print-directory check-version TAG=v$(VERSION)
 	! $(MAKE) --no-print-directory check-version TAG=v$(VERSION).1 2>/dev/null
-	cd test/deploy && $(GO) test -count=1 -run '^TestRelease' . -helm=$(HELM) -release=$(RELEASE_DIR) -version=$(VERSION)
+	cd test/deploy && $(GO) test -count=1 -run '^(TestRelease|TestPackage)' . -helm=$(HELM) -release=$(RELEASE_DIR) -version=$(VERSION) \
+		-packages=$(RELEASE_DIR) -fakenvml=$(FAKENVML)
 
 ## release-push: push the image index and the chart to REGISTRY (the release workflow, after a login;
 ## never in make test); writes the index's digest to _build/release-image.digest for signing
