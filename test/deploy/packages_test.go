@@ -47,7 +47,7 @@ var packageFiles = map[string]packageFile{
 	"/usr/bin/otelcol-nvml":                        {0o755, false},
 	"/usr/lib/systemd/system/otelcol-nvml.service": {0o644, false},
 	"/etc/otelcol-nvml/config.yaml":                {0o644, true},
-	"/etc/otelcol-nvml/otelcol-nvml.conf":          {0o644, true},
+	"/etc/otelcol-nvml/otelcol-nvml.conf":          {0o600, true}, // systemd reads it as root; it may hold a token
 }
 
 // glibc is the oldest glibc the packages declare (nfpm.yaml's depends).
