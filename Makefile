@@ -358,7 +358,7 @@ $(3): $(otelcol_$(1)) $(PACKAGE_SRCS) $(NFPM)
 endef
 $(foreach a,$(ARCHES),$(eval $(call package_rule,$(a),deb,$(call deb_package,$(a))))$(eval $(call package_rule,$(a),rpm,$(call rpm_package,$(a)))))
 
-## package-test: check the packages in _build/packages (dpkg-deb, rpm -qp), install the amd64 .deb into a Debian root
+## package-test: check the packages in _build/packages (dpkg-deb, rpm -qp), install the .deb of this machine into a Debian root
 ## with dpkg --root, systemd-analyze verify and security its unit, run the installed collector there on the simulated
 ## NVML as the unit does (root: chroot); make release-check runs the same tests on the release's packages
 package-test: $(PACKAGES) $(FAKENVML)

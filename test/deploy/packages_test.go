@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,6 +57,10 @@ const glibc = "2.34"
 var debArch = map[string]string{"amd64": "amd64", "arm64": "arm64"}
 var rpmArch = map[string]string{"amd64": "x86_64", "arm64": "aarch64"}
 var elfMachines = map[string]elf.Machine{"amd64": elf.EM_X86_64, "arm64": elf.EM_AARCH64}
+
+// hostLibDir is where a Debian root of this machine's architecture keeps
+// its libraries and the NVIDIA driver's packages put libnvidia-ml.so.1.
+var hostLibDir = map[string]string{"amd64": "/usr/lib/x86_64-linux-gnu", "arm64": "/usr/lib/aarch64-linux-gnu"}[runtime.GOARCH]
 
 func debFile(v, arch string) string { return "otelcol-nvml_" + v + "-1_" + debArch[arch] + ".deb" }
 func rpmFile(v, arch string) string { return "otelcol-nvml-" + v + "-1." + rpmArch[arch] + ".rpm" }
@@ -417,7 +422,7 @@ func hostUnits(t *testing.T, root string) {
 // host's library directories (where a Debian root has them).
 func chrootLibraries(t *testing.T, root string, elfs ...string) {
 	t.Helper()
-	const libdir = "/usr/lib/x86_64-linux-gnu"
+	libdir := hostLibDir
 	require.NoError(t, os.MkdirAll(filepath.Join(root, libdir), 0o755))
 	var todo []string
 	for _, e := range elfs {
@@ -514,8 +519,8 @@ func listeners(t *testing.T, pid int) []string {
 	return out
 }
 
-// TestPackageDebInstall installs the amd64 .deb into a Debian root with
-// dpkg, checks the user, the unit (systemd-analyze verify and security),
+// TestPackageDebInstall installs the .deb of this machine's architecture
+// into a Debian root with dpkg, checks the user, the unit (systemd-analyze verify and security),
 // runs the installed collector there as the unit does, on the simulated
 // NVML, and upgrades and removes the package, keeping the config.
 func TestPackageDebInstall(t *testing.T) {
@@ -524,7 +529,8 @@ func TestPackageDebInstall(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root (chroot, mount)")
 	}
-	deb := filepath.Join(dir, debFile(v, "amd64"))
+	require.NotEmpty(t, hostLibDir, "no package for %s", runtime.GOARCH)
+	deb := filepath.Join(dir, debFile(v, runtime.GOARCH))
 	root := debianRoot(t)
 	dpkgInstall(t, root, deb)
 	status := output(t, "dpkg", "--root="+root, "--status", "otelcol-nvml")
@@ -566,8 +572,8 @@ func TestPackageDebInstall(t *testing.T) {
 			scenario = filepath.Join(repoRoot, "testdata", "scenarios", "demo.json")
 		}
 		// The driver's library where the NVIDIA driver's Debian packages put it.
-		require.NoError(t, os.MkdirAll(filepath.Join(root, "usr/lib/x86_64-linux-gnu"), 0o755))
-		copyTo(t, fake, filepath.Join(root, "usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1"), 0o644)
+		require.NoError(t, os.MkdirAll(filepath.Join(root, hostLibDir), 0o755))
+		copyTo(t, fake, filepath.Join(root, hostLibDir, "libnvidia-ml.so.1"), 0o644)
 		copyTo(t, scenario, filepath.Join(root, "tmp/scenario.json"), 0o644)
 		chrootLibraries(t, root, filepath.Join(root, "usr/bin/otelcol-nvml"), fake)
 		proc := filepath.Join(root, "proc")
