@@ -36,14 +36,14 @@ scrape() {
 }
 
 # check NAME BODY: GPUs and the workload's process, with its owner (root,
-# another user than the collector's).
+# another user than the collector's: attribution without privileges).
 check() {
 	local gpus procs owner
 	gpus=$(grep -c '^hw_gpu_utilization_ratio{' <<<"$2")
 	procs=$(grep -c '^nvidia_gpu_process_memory_usage_bytes{.*process_pid=' <<<"$2")
 	owner=$(grep -o 'process_owner="[^"]*"' <<<"$2" | sort -u | tr '\n' ' ')
 	say "$1: GPU series $gpus, process series $procs, owners: $owner"
-	if [ "$gpus" -ge 1 ] && [ "$procs" -ge 1 ]; then say "$1: PASS"; else say "$1: FAIL"; fi
+	if [ "$gpus" -ge 1 ] && [ "$procs" -ge 1 ] && [ -n "$owner" ]; then say "$1: PASS"; else say "$1: FAIL"; fi
 }
 
 python3 tools/h200/workload.py --device 0 --gib 4 --seconds 150 >"$RUN_DIR/workload.log" 2>&1 &
@@ -80,4 +80,4 @@ fi
 
 kill "$wpid" 2>/dev/null; wait "$wpid" 2>/dev/null
 cp "$report" "$OUT/report.txt"
-tar czf "$OUT/packagecheck.tgz" -C /tmp packagecheck --exclude packagecheck/root
+tar czf "$OUT/packagecheck.tgz" --exclude packagecheck/root -C /tmp packagecheck
