@@ -12,6 +12,7 @@ GO        ?= go
 OCB_VERSION      := v0.165.0
 MDATAGEN_VERSION := v0.161.0
 HELM_VERSION     := v3.22.0
+NFPM_VERSION     := v2.45.2
 
 BIN       := $(CURDIR)/.bin
 OCB       := $(BIN)/builder-$(OCB_VERSION)
@@ -23,6 +24,7 @@ MDATAGEN  := $(BIN)/mdatagen-$(MDATAGEN_VERSION)
 HELM_KUBE_MAJOR  := 1
 HELM_KUBE_MINOR  := 37
 HELM      := $(BIN)/helm-$(HELM_VERSION)-k8s$(HELM_KUBE_MAJOR).$(HELM_KUBE_MINOR)
+NFPM      := $(BIN)/nfpm-$(NFPM_VERSION)
 HELM_LDFLAGS := -X helm.sh/helm/v3/internal/version.version=$(HELM_VERSION) \
 	$(foreach p,pkg/chartutil pkg/lint/rules,-X helm.sh/helm/v3/$(p).k8sVersionMajor=$(HELM_KUBE_MAJOR) -X helm.sh/helm/v3/$(p).k8sVersionMinor=$(HELM_KUBE_MINOR))
 DIST_DIR  := $(CURDIR)/_build
@@ -30,13 +32,13 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version release-artifacts release-check release-push release-login test-checks test-background demo-check
+.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check
 
 all: build
 
 ## test: everything CI runs (vet, the workflows' lint, generated-code drift, the ocb build, unit tests with -race,
 ## alert-rule tests, a smoke run, the chart and deploy checks, the e2e suite, both images (arm64 under qemu-user),
-## the release artifacts)
+## the release artifacts, the .deb and .rpm (the .deb installed into a Debian root and run))
 test: vet lint-workflows check-generated build
 	@# The arm64 cross-build (about 7 CPU-minutes with a cold cache) and the
 	@# SBOM tool's build run at the lowest priority beside the checks, on the
@@ -78,7 +80,12 @@ $(HELM):
 	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -trimpath -ldflags '$(HELM_LDFLAGS)' helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
 	mv $(BIN)/helm $@
 
-tools: $(OCB) $(MDATAGEN) $(HELM)
+$(NFPM):
+	@mkdir -p $(BIN)
+	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
+	mv $(BIN)/nfpm $@
+
+tools: $(OCB) $(MDATAGEN) $(HELM) $(NFPM)
 
 ## generate: regenerate code and documentation.md from metadata.yaml
 generate: $(MDATAGEN)
@@ -326,6 +333,37 @@ image-test: image $(FAKENVML) $(FAKENVML_ARM64)
 		-index=$(IMAGE_ARCHIVE) -fakenvml=$(FAKENVML_ARM64) -libdir=$(ARM64_LIBDIR) -qemu=$(QEMU_AARCH64) \
 		-scenario=$(abspath $(IMAGE_SCENARIO)) -podman=$$(command -v $(PODMAN))
 
+# ---- the .deb and .rpm packages (deploy/packages; for hosts without Kubernetes) ----
+
+PACKAGE_DIR   := $(DIST_DIR)/packages
+PACKAGE_SRCS  := $(wildcard deploy/packages/*.* deploy/packages/scripts/*.sh)
+rpm_arch_amd64 := x86_64
+rpm_arch_arm64 := aarch64
+deb_package    = $(PACKAGE_DIR)/otelcol-nvml_$(VERSION)-1_$(1).deb
+rpm_package    = $(PACKAGE_DIR)/otelcol-nvml-$(VERSION)-1.$(rpm_arch_$(1)).rpm
+PACKAGES      := $(foreach a,$(ARCHES),$(call deb_package,$(a)) $(call rpm_package,$(a)))
+
+## packages: the otelcol-nvml .deb and .rpm for linux/amd64 and linux/arm64 with nfpm (deploy/packages/nfpm.yaml:
+## the binary, the systemd unit, the config under /etc, the user created at install) into _build/packages/
+packages: $(PACKAGES)
+
+# package_rule ARCH FORMAT TARGET
+define package_rule
+$(3): $(otelcol_$(1)) $(PACKAGE_SRCS) $(NFPM)
+	@mkdir -p $$(@D)
+	sed -e 's|$$$${PKG_ARCH}|$(1)|g' -e 's|$$$${PKG_VERSION}|$(VERSION)|g' -e 's|$$$${PKG_BINARY}|$(otelcol_$(1))|g' \
+		deploy/packages/nfpm.yaml > $$@.nfpm.yaml
+	$(NFPM) package --config $$@.nfpm.yaml --packager $(2) --target $$@
+	rm $$@.nfpm.yaml
+endef
+$(foreach a,$(ARCHES),$(eval $(call package_rule,$(a),deb,$(call deb_package,$(a))))$(eval $(call package_rule,$(a),rpm,$(call rpm_package,$(a)))))
+
+## package-test: check the packages in _build/packages (dpkg-deb, rpm -qp), install the .deb of this machine into a Debian root
+## with dpkg --root, systemd-analyze verify and security its unit, run the installed collector there on the simulated
+## NVML as the unit does (root: chroot); make release-check runs the same tests on the release's packages
+package-test: $(PACKAGES) $(FAKENVML)
+	cd test/deploy && $(GO) test -count=1 -v -run '^TestPackage' . -packages=$(PACKAGE_DIR) -fakenvml=$(FAKENVML)
+
 # ---- the release (.github/workflows/release.yaml calls these targets; make test runs all but the pushes) ----
 
 ACTIONLINT_VERSION     := v1.7.12
@@ -356,8 +394,9 @@ check-version:
 	@echo "version $(VERSION)"
 
 ## release-artifacts: _build/release/: the binaries per platform, the OCI archives (index and per platform),
-## a CycloneDX SBOM per binary, the chart package (version and appVersion $(VERSION)), SHA256SUMS
-release-artifacts: $(OTELCOL) $(OTELCOL_ARM64) $(IMAGE_ARCHIVE) $(HELM) $(CYCLONEDX)
+## a CycloneDX SBOM per binary, the .deb and .rpm per platform, the chart package (version and appVersion
+## $(VERSION)), SHA256SUMS
+release-artifacts: $(OTELCOL) $(OTELCOL_ARM64) $(IMAGE_ARCHIVE) $(PACKAGES) $(HELM) $(CYCLONEDX)
 	rm -rf $(RELEASE_DIR)
 	mkdir -p $(RELEASE_DIR)
 	$(foreach a,$(ARCHES),install -m 0755 $(otelcol_$(a)) $(RELEASE_DIR)/otelcol-nvml_$(VERSION)_linux_$(a) && \
@@ -365,16 +404,19 @@ release-artifacts: $(OTELCOL) $(OTELCOL_ARM64) $(IMAGE_ARCHIVE) $(HELM) $(CYCLON
 		$(CYCLONEDX) bin -json -version v$(VERSION) -output $(RELEASE_DIR)/otelcol-nvml_$(VERSION)_linux_$(a).cdx.json \
 			$(RELEASE_DIR)/otelcol-nvml_$(VERSION)_linux_$(a);)
 	cp $(IMAGE_ARCHIVE) $(RELEASE_DIR)/
+	cp $(PACKAGES) $(RELEASE_DIR)/
 	$(HELM) package deploy/helm/otelcol-nvml --version $(VERSION) --app-version $(VERSION) -d $(RELEASE_DIR)
 	cd $(RELEASE_DIR) && sha256sum $$(ls | grep -v '^SHA256SUMS$$') > SHA256SUMS
 	@ls -l $(RELEASE_DIR)
 
 ## release-check: check _build/release (every file, checksums, SBOMs, the chart package's version, the
-## binaries' platforms) and check-version (the workflow's tag check: v$(VERSION) passes, another tag fails)
-release-check: release-artifacts
+## binaries' platforms, the packages as package-test does) and check-version (the workflow's tag check:
+## v$(VERSION) passes, another tag fails)
+release-check: release-artifacts $(FAKENVML)
 	$(MAKE) --no-print-directory check-version TAG=v$(VERSION)
 	! $(MAKE) --no-print-directory check-version TAG=v$(VERSION).1 2>/dev/null
-	cd test/deploy && $(GO) test -count=1 -run '^TestRelease' . -helm=$(HELM) -release=$(RELEASE_DIR) -version=$(VERSION)
+	cd test/deploy && $(GO) test -count=1 -run '^(TestRelease|TestPackage)' . -helm=$(HELM) -release=$(RELEASE_DIR) -version=$(VERSION) \
+		-packages=$(RELEASE_DIR) -fakenvml=$(FAKENVML)
 
 ## release-push: push the image index and the chart to REGISTRY (the release workflow, after a login;
 ## never in make test); writes the index's digest to _build/release-image.digest for signing

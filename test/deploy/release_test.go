@@ -190,7 +190,8 @@ func TestReleaseArtifacts(t *testing.T) {
 
 	want := []string{"SHA256SUMS", "otelcol-nvml-" + v + ".oci.tar", "otelcol-nvml-" + v + ".tgz"}
 	for a := range arches {
-		want = append(want, "otelcol-nvml_"+v+"_linux_"+a, "otelcol-nvml_"+v+"_linux_"+a+".cdx.json", "otelcol-nvml-"+v+"-linux-"+a+".oci.tar")
+		want = append(want, "otelcol-nvml_"+v+"_linux_"+a, "otelcol-nvml_"+v+"_linux_"+a+".cdx.json", "otelcol-nvml-"+v+"-linux-"+a+".oci.tar",
+			debFile(v, a), rpmFile(v, a)) // the packages: TestPackage*
 	}
 	sort.Strings(want)
 	entries, err := os.ReadDir(dir)
