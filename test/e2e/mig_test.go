@@ -275,7 +275,8 @@ func TestMIG(t *testing.T) {
 			"nvidia.gpu.tensor.activity": true, "nvidia.gpu.memory.bandwidth.utilization": true, "hw.gpu.io": true,
 			"nvidia.gpu.pipe.activity": true, "nvidia.gpu.graphics.activity": true, "nvidia.gpu.nvlink.io": true,
 			// A MIG device is held, active and idle on its own (it has no busy time: NVML gives it no utilization).
-			"nvidia.gpu.held.time": true, "nvidia.gpu.active.time": true, "nvidia.gpu.idle.time": true}
+			"nvidia.gpu.held.time": true, "nvidia.gpu.active.time": true, "nvidia.gpu.idle.time": true,
+			"nvidia.gpu.free.time": true, "nvidia.gpu.unobserved.time": true}
 		for _, m := range migDevices {
 			for _, p := range filter(devPts, m.uuid, "", nil) {
 				assert.True(t, allowed[p.Metric], "%s: %s belongs to the parent GPU", m.uuid, p.Metric)

@@ -636,8 +636,11 @@ func (r *pipelineRun) lostGPU(t *testing.T) {
 		assert.GreaterOrEqual(t, after, 5, "GPU %d keeps reporting after GPU 3 is lost", i)
 	}
 	assert.Equal(t, 1, logCount(logs, "GPU is lost", lost.uuid), "the loss is logged once")
-	// From then on the receiver says only that it failed (and its Xid counts).
+	// From then on the receiver says only that it failed, its Xid counts, and
+	// its GPU-time counters: held stands still, unobserved (lost) grows.
 	var after int
+	lostCounters := map[string][]float64{}
+	var lostUnobserved []float64
 	for _, p := range filter(pts, lost.uuid, "", nil) {
 		if rel(p, t0) < lost.lostAt+0.1 {
 			continue
@@ -651,11 +654,23 @@ func (r *pipelineRun) lostGPU(t *testing.T) {
 			}
 			assert.Equal(t, want, p.Value, "lost GPU: hw.status %v at t=%.2f", p.Attrs, rel(p, t0))
 		case "nvidia.gpu.xid.errors":
+		case "nvidia.gpu.held.time", "nvidia.gpu.busy.time", "nvidia.gpu.active.time", "nvidia.gpu.idle.time", "nvidia.gpu.free.time":
+			// Its GPU-time counters stay, standing still.
+			lostCounters[p.Metric+fmt.Sprint(p.Attrs)] = append(lostCounters[p.Metric+fmt.Sprint(p.Attrs)], p.Value)
+		case "nvidia.gpu.unobserved.time":
+			if p.Attrs["nvidia.gpu.unobserved.reason"] == "lost" {
+				lostUnobserved = append(lostUnobserved, p.Value)
+			}
 		default:
-			assert.Fail(t, "a lost GPU reports only hw.status and its Xid counts", "%s at t=%.2f", p.Metric, rel(p, t0))
+			assert.Fail(t, "a lost GPU reports only hw.status, its Xid counts and its GPU-time counters", "%s at t=%.2f", p.Metric, rel(p, t0))
 		}
 	}
 	assert.Positive(t, after, "the lost GPU's hw.status after the loss")
+	for k, vs := range lostCounters {
+		assert.Equal(t, vs[0], vs[len(vs)-1], "lost GPU: %s stands still after the loss", k)
+	}
+	require.NotEmpty(t, lostUnobserved, "lost GPU: nvidia.gpu.unobserved.time{reason=lost} after the loss")
+	assert.Greater(t, lostUnobserved[len(lostUnobserved)-1], lostUnobserved[0], "lost GPU: its time after the loss is unobserved (lost)")
 }
 
 // hungCall: a hung call delays only its GPU.

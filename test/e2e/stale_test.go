@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -24,6 +25,12 @@ import (
 // Prometheus's instant queries at its next scrape (the staleness marker of a
 // series that vanished from its target), while the GPU that stays and the
 // process that runs on stay; over OTLP, nothing expires, so no point of a lost
+
+// lostGPUKeeps are the series a lost GPU keeps: hw.status (failed), its Xid
+// counts, and its GPU-time counters, whose unobserved time grows (reason
+// lost) while its held time stands still, so that its time still adds up.
+var lostGPUKeeps = regexp.MustCompile(`^(hw_status|nvidia_gpu_xid_errors_total|nvidia_gpu_(held|busy|active|idle|free|unobserved)_time_seconds_total).*`)
+
 // GPU's figures but hw.status is sent after the loss.
 func TestNoStaleSeries(t *testing.T) {
 	const (
@@ -91,7 +98,7 @@ func TestNoStaleSeries(t *testing.T) {
 				c.exits = append(c.exits, name)
 			case has("process_pid", fmt.Sprint(lostPID)):
 				c.lostProc = append(c.lostProc, name)
-			case has("hw_id", lostUUID) && strings.HasPrefix(name, "hw_status"):
+			case has("hw_id", lostUUID) && lostGPUKeeps.MatchString(name):
 				c.lostStatus = append(c.lostStatus, line)
 			case has("hw_id", lostUUID):
 				c.lostGPU = append(c.lostGPU, name)
@@ -111,7 +118,7 @@ func TestNoStaleSeries(t *testing.T) {
 	}, col.proc, be.proc)
 	require.True(t, time.Now().Before(lost.Add(-time.Second)),
 		"the series took until %.1f s of the scenario to show; the loss at t = %.0f s comes too soon", time.Since(t0).Seconds(), lostAt)
-	lostSel := fmt.Sprintf(`{hw_id=%q, process_pid="", __name__!~"hw_status.*|target_info"}`, lostUUID)
+	lostSel := fmt.Sprintf(`{hw_id=%q, process_pid="", __name__!~"%s|target_info"}`, lostUUID, lostGPUKeeps.String()[1:])
 	exitsSel := fmt.Sprintf(`{process_pid="%d", __name__!="target_info"}`, exitsPID)
 	keptSel := fmt.Sprintf(`{hw_id=%q, process_pid="", __name__!~"hw_status.*|target_info"}`, keptUUID)
 	runsSel := fmt.Sprintf(`{process_pid="%d", __name__!="target_info"}`, runsPID)
@@ -138,7 +145,7 @@ func TestNoStaleSeries(t *testing.T) {
 		}
 		if len(c.lostGPU) == 0 && len(c.exits) == 0 && len(c.lostProc) == 0 {
 			gone = time.Now()
-			assert.NotEmpty(t, c.lostStatus, "the lost GPU's hw.status stays")
+			assert.NotEmpty(t, c.lostStatus, "the lost GPU's hw.status and GPU-time counters stay")
 			for _, l := range c.lostStatus {
 				if strings.Contains(l, `hw_state="failed"`) {
 					assert.True(t, strings.HasSuffix(l, " 1"), "the lost GPU's hw.status is failed: %s", l)
@@ -181,7 +188,7 @@ func TestNoStaleSeries(t *testing.T) {
 	assert.NotEmpty(t, prom.tryQuery(fmt.Sprintf(`hw_status{hw_id=%q, hw_state="failed"} == 1`, lostUUID)), "Prometheus: the lost GPU's hw.status failed")
 
 	// OTLP: nothing to expire; no point of the lost GPU's figures (but
-	// hw.status) after the loss. Wait for hw.status points well after it,
+	// lostGPUKeeps) after the loss. Wait for hw.status points well after it,
 	// so that every scrape since the loss has arrived.
 	var pts []point
 	waitFor(t, 10*time.Second, "the lost GPU's hw.status points 3 intervals after the loss", func() bool {
@@ -199,7 +206,7 @@ func TestNoStaleSeries(t *testing.T) {
 	late := map[string]int{}
 	var lastBefore time.Time
 	for _, p := range filter(pts, lostUUID, "", nil) {
-		if p.Metric == "hw.status" {
+		if lostGPUKeeps.MatchString(promName(p.Metric)) {
 			continue
 		}
 		if p.Time.After(lost.Add(slack)) {
@@ -291,4 +298,18 @@ func uniq(names []string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// promName is the Prometheus name of an OTLP metric as the exporter names
+// the ones lostGPUKeeps lists (dots to underscores, a counter of seconds
+// with its unit and _total).
+func promName(metric string) string {
+	n := strings.ReplaceAll(metric, ".", "_")
+	if strings.HasSuffix(n, "_time") {
+		n += "_seconds_total"
+	}
+	if n == "nvidia_gpu_xid_errors" {
+		n += "_total"
+	}
+	return n
 }
