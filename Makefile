@@ -32,7 +32,7 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check
+.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules rules-bench deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check
 
 all: build
 
@@ -232,7 +232,14 @@ demo-check: build $(FAKENVML) $(DEMOKUBELET)
 rules:
 	@test -x $(PROMTOOL) || { echo "promtool not found at $(PROMTOOL): apt-get install prometheus, or set PROMTOOL="; exit 1; }
 	$(PROMTOOL) check rules deploy/prometheus/rules.yaml deploy/prometheus/dcgm-compat.yaml
-	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml waste_test.yaml diagnosis_test.yaml dcgm-compat_test.yaml
+	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml waste_test.yaml diagnosis_test.yaml dcgm-compat_test.yaml fleet_test.yaml
+
+## rules-bench: the rules' evaluation cost per 1,000 GPUs on GPUS (50) simulated GPUs x 24 h backfilled into a
+## Prometheus TSDB (tools/rulesbench; docs/deploy.md "At scale"); a benchmark, not part of make test
+GPUS ?= 50
+RULES_BENCH_FLAGS ?=
+rules-bench:
+	$(GO) run ./tools/rulesbench -gpus $(GPUS) -prometheus $(PROMETHEUS) -promtool $(PROMTOOL) $(RULES_BENCH_FLAGS)
 
 ## deploy-check: helm lint + template (defaults and ci/*-values.yaml), strict decoding of every object into
 ## k8s.io/api and Prometheus Operator types, `otelcol-nvml validate` of every collector config, drift of the renderings,

@@ -1,0 +1,344 @@
+// Command rulesbench measures what the shipped Prometheus rules cost to
+// evaluate at fleet scale (make rules-bench; docs/deploy.md "At scale"):
+// it writes N GPUs x 24 h of the receiver's series in OpenMetrics (a
+// scrape of the demo, copied per simulated node with its own GPUs, pods
+// and processes, the holders replaced every few hours), backfills them
+// with promtool, backfills the 1h records the 24h figures are read from,
+// starts Prometheus on that TSDB with the rules on loopback, and prints
+// each group's and each rule's evaluation time per 1,000 GPUs.
+//
+// The data ends now: Prometheus evaluates its rules at the current time.
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+type config struct {
+	gpus        int
+	perNode     int
+	hours       int
+	step        time.Duration
+	historyStep time.Duration
+	recent      time.Duration
+	holderLife  time.Duration
+	end         int64
+}
+
+func (c config) nodes() int          { return (c.gpus + c.perNode - 1) / c.perNode }
+func (c config) stepS() int64        { return int64(c.step.Seconds()) }
+func (c config) historyStepS() int64 { return int64(c.historyStep.Seconds()) }
+
+func main() {
+	var (
+		cfg        config
+		template   = flag.String("template", "tools/rulesbench/testdata/demo.prom", "a scrape of one node's collector (the demo's)")
+		rules      = flag.String("rules", "deploy/prometheus/rules.yaml", "the rule file to measure")
+		backfill   = flag.String("backfill-records", `:1h$`, "regexp of the recording rules whose history is backfilled before the measurement (the 24h figures read it)")
+		prometheus = flag.String("prometheus", "/usr/bin/prometheus", "Prometheus server binary")
+		promtool   = flag.String("promtool", "/usr/bin/promtool", "promtool binary")
+		dir        = flag.String("dir", "", "work directory (default: a temporary one, removed)")
+		evals      = flag.Int("evals", 5, "evaluations of every group to measure; the median is reported")
+	)
+	flag.IntVar(&cfg.gpus, "gpus", 50, "simulated GPUs")
+	flag.IntVar(&cfg.hours, "hours", 24, "hours of history")
+	flag.DurationVar(&cfg.step, "step", 10*time.Second, "scrape interval of the recent window")
+	flag.DurationVar(&cfg.historyStep, "history-step", 60*time.Second, "sample interval of the accounting counters before the recent window")
+	flag.DurationVar(&cfg.recent, "recent", time.Hour, "window in which every series is written at -step (before it, only the accounting counters)")
+	flag.DurationVar(&cfg.holderLife, "holder-life", 6*time.Hour, "how long a pod and its processes hold their GPU before the next ones")
+	flag.Parse()
+	log.SetFlags(0)
+
+	tmpl, err := readTemplate(*template)
+	if err != nil {
+		log.Fatal(err)
+	}
+	cfg.perNode = countGPUs(tmpl)
+	if *dir == "" {
+		d, err := os.MkdirTemp("", "rulesbench")
+		if err != nil {
+			log.Fatal(err)
+		}
+		defer os.RemoveAll(d)
+		*dir = d
+	}
+	data := filepath.Join(*dir, "data")
+	cfg.end = time.Now().Unix() / cfg.stepS() * cfg.stepS()
+	start := cfg.end - int64(cfg.hours)*3600
+
+	t0 := time.Now()
+	const slice = 2 * 3600
+	for from := start - start%slice; from < cfg.end; from += slice {
+		om := filepath.Join(*dir, "slice.om")
+		f, err := os.Create(om)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := writeSlice(f, tmpl, cfg, from, min(from+slice, cfg.end+1)); err != nil {
+			log.Fatal(err)
+		}
+		f.Close()
+		run(*promtool, "tsdb", "create-blocks-from", "openmetrics", om, data)
+		os.Remove(om)
+	}
+	log.Printf("backfilled %d GPUs on %d nodes, %d h, in %s", cfg.gpus, cfg.nodes(), cfg.hours, time.Since(t0).Round(time.Second))
+	rawBytes := dirBytes(data)
+
+	addr := freeAddr()
+	// The raw blocks are 2h ones; let Prometheus compact them as it would
+	// have compacted 24 h of its own.
+	stop := serve(*prometheus, data, addr, filepath.Join(*dir, "empty.yaml"), "")
+	waitCompacted(data, 6)
+	stop()
+	// Pass 1: no rules; backfill the records the 24h figures read.
+	if *backfill != "" {
+		recs := filepath.Join(*dir, "records.yaml")
+		if n := selectRecords(*rules, *backfill, recs); n > 0 {
+			stop := serve(*prometheus, data, addr, filepath.Join(*dir, "empty.yaml"), "")
+			t1 := time.Now()
+			run(*promtool, "tsdb", "create-blocks-from", "rules",
+				"--start", fmt.Sprint(start+3600), "--end", fmt.Sprint(cfg.end),
+				"--eval-interval", "5m", "--url", "http://"+addr, "--output-dir", data, recs)
+			stop()
+			// promtool writes one block per rule and range: let Prometheus
+			// merge the overlapping blocks first (a live ruler's records are
+			// in the head and compacted blocks, never overlapping ones).
+			stop = serve(*prometheus, data, addr, filepath.Join(*dir, "empty.yaml"), "")
+			waitCompacted(data, 6)
+			stop()
+			log.Printf("backfilled %d records (%s) in %s", n, *backfill, time.Since(t1).Round(time.Second))
+		}
+	}
+	stop = serve(*prometheus, data, addr, filepath.Join(*dir, "prometheus.yaml"), *rules)
+	defer stop()
+	blocks, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
+	log.Printf("measuring on %d blocks", len(blocks))
+	groups := waitEvaluations(addr, *evals)
+	heads := headSeries(addr)
+	report(os.Stdout, cfg, groups, heads, rawBytes)
+}
+
+// waitCompacted waits until the TSDB has at most n blocks (24 h of a live
+// Prometheus: the head and a few compacted blocks, 2h ones merged into 6h
+// and 18h ones), at most 4 minutes.
+func waitCompacted(data string, n int) {
+	for i := 0; i < 48; i++ {
+		blocks, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
+		if len(blocks) <= n {
+			return
+		}
+		time.Sleep(5 * time.Second)
+	}
+	blocks, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
+	log.Printf("%d blocks after 4 minutes of compaction", len(blocks))
+}
+
+func countGPUs(tmpl []series) int {
+	ids := map[string]bool{}
+	for _, s := range tmpl {
+		if id := s.get("hw_id"); id != "" && s.get("hw_parent") == "" {
+			ids[id] = true
+		}
+	}
+	if len(ids) == 0 {
+		log.Fatal("template: no GPU series (hw_id)")
+	}
+	return len(ids)
+}
+
+func run(name string, args ...string) {
+	cmd := exec.Command(name, args...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		log.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+}
+
+func dirBytes(dir string) int64 {
+	var n int64
+	filepath.Walk(dir, func(_ string, fi os.FileInfo, err error) error {
+		if err == nil && !fi.IsDir() {
+			n += fi.Size()
+		}
+		return nil
+	})
+	return n
+}
+
+func freeAddr() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// serve starts Prometheus on the TSDB with the rule file (none: "") and
+// waits until it answers; stop ends it.
+// evalInterval: how often the groups without their own interval run; an
+// evaluation costs the same at any interval, and a short one gives the
+// median its samples sooner.
+const evalInterval = "15s"
+
+func serve(bin, data, addr, cfgPath, rules string) (stop func()) {
+	conf := "global:\n  evaluation_interval: " + evalInterval + "\n"
+	if rules != "" {
+		abs, _ := filepath.Abs(rules)
+		conf += fmt.Sprintf("rule_files: [%q]\n", abs)
+	}
+	if err := os.WriteFile(cfgPath, []byte(conf), 0o644); err != nil {
+		log.Fatal(err)
+	}
+	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+data,
+		"--storage.tsdb.retention.time=30d", "--web.listen-address="+addr, "--log.level=warn")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		log.Fatal(err)
+	}
+	stop = func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }
+	for i := 0; i < 600; i++ {
+		if resp, err := http.Get("http://" + addr + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == 200 {
+				return stop
+			}
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	stop()
+	log.Fatal("prometheus did not get ready")
+	return nil
+}
+
+type rule struct {
+	Name           string  `json:"name"`
+	EvaluationTime float64 `json:"evaluationTime"`
+	Health         string  `json:"health"`
+	LastError      string  `json:"lastError"`
+}
+
+type group struct {
+	Name           string    `json:"name"`
+	Interval       float64   `json:"interval"`
+	EvaluationTime float64   `json:"evaluationTime"`
+	LastEvaluation time.Time `json:"lastEvaluation"`
+	Rules          []rule    `json:"rules"`
+}
+
+func getJSON(url string, v any) {
+	resp, err := http.Get(url)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+		log.Fatal(err)
+	}
+}
+
+// waitEvaluations returns the groups once every one has been evaluated n
+// times since the start, each group's and each rule's evaluation time the
+// median of those n (the machine is shared; one evaluation is noisy).
+func waitEvaluations(addr string, n int) []group {
+	seen := map[string][]group{}
+	for {
+		var r struct {
+			Data struct {
+				Groups []group `json:"groups"`
+			} `json:"data"`
+		}
+		getJSON("http://"+addr+"/api/v1/rules", &r)
+		done := len(r.Data.Groups) > 0
+		for _, g := range r.Data.Groups {
+			hist := seen[g.Name]
+			if !g.LastEvaluation.IsZero() && (len(hist) == 0 || !hist[len(hist)-1].LastEvaluation.Equal(g.LastEvaluation)) {
+				seen[g.Name] = append(hist, g)
+			}
+			if len(seen[g.Name]) < n {
+				done = false
+			}
+		}
+		if done {
+			out := make([]group, 0, len(r.Data.Groups))
+			for _, g := range r.Data.Groups {
+				out = append(out, medianGroup(seen[g.Name]))
+			}
+			return out
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+func median(xs []float64) float64 {
+	sort.Float64s(xs)
+	return xs[len(xs)/2]
+}
+
+func medianGroup(hist []group) group {
+	g := hist[len(hist)-1]
+	var ts []float64
+	for _, h := range hist {
+		ts = append(ts, h.EvaluationTime)
+	}
+	g.EvaluationTime = median(ts)
+	g.Rules = append([]rule(nil), g.Rules...)
+	for i := range g.Rules {
+		var rs []float64
+		for _, h := range hist {
+			rs = append(rs, h.Rules[i].EvaluationTime)
+		}
+		g.Rules[i].EvaluationTime = median(rs)
+	}
+	return g
+}
+
+func headSeries(addr string) float64 {
+	var r struct {
+		Data struct {
+			HeadStats struct {
+				NumSeries float64 `json:"numSeries"`
+			} `json:"headStats"`
+		} `json:"data"`
+	}
+	getJSON("http://"+addr+"/api/v1/status/tsdb", &r)
+	return r.Data.HeadStats.NumSeries
+}
+
+func report(w io.Writer, cfg config, groups []group, heads float64, rawBytes int64) {
+	per := 1000 / float64(cfg.gpus)
+	fmt.Fprintf(w, "%d GPUs (%d nodes of %d), %d h at %s (accounting counters before the last %s at %s), holders every %s\n",
+		cfg.gpus, cfg.nodes(), cfg.perNode, cfg.hours, cfg.step, cfg.recent, cfg.historyStep, cfg.holderLife)
+	fmt.Fprintf(w, "raw TSDB: %.1f MiB; series in the head: %.0f (%.1f per GPU)\n", float64(rawBytes)/(1<<20), heads, heads/float64(cfg.gpus))
+	var total float64
+	for _, g := range groups {
+		total += g.EvaluationTime
+	}
+	fmt.Fprintf(w, "\n%-60s %12s %16s\n", "group / rule", "ms", "ms per 1k GPUs")
+	fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", "ALL GROUPS", total*1000, total*1000*per)
+	for _, g := range groups {
+		fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", g.Name+fmt.Sprintf(" (every %gs)", g.Interval), g.EvaluationTime*1000, g.EvaluationTime*1000*per)
+		rs := append([]rule(nil), g.Rules...)
+		sort.SliceStable(rs, func(i, j int) bool { return rs[i].EvaluationTime > rs[j].EvaluationTime })
+		for i, r := range rs {
+			if r.Health != "ok" {
+				fmt.Fprintf(w, "  %s: %s %s\n", r.Name, r.Health, r.LastError)
+			}
+			if i < 8 {
+				fmt.Fprintf(w, "  %-58s %12.2f %16.1f\n", r.Name, r.EvaluationTime*1000, r.EvaluationTime*1000*per)
+			}
+		}
+	}
+}
