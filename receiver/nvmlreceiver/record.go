@@ -290,6 +290,9 @@ func setOwnerAttributes(rb *metadata.ResourceBuilder, o owner) {
 	if o.ContainerName != "" {
 		rb.SetK8sContainerName(o.ContainerName)
 	}
+	if o.ClaimName != "" {
+		rb.SetK8sResourceclaimName(o.ClaimName)
+	}
 }
 
 // gpmGauges record each GPM activity; static, so that a scrape builds no

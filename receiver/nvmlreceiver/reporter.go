@@ -168,6 +168,7 @@ func (r *reporter) account(rep *gpuReport) {
 // devices instead.
 func (r *reporter) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) gpuReport {
 	rep := gpuReport{info: info, sample: smp, xids: xids}
+	r.owners.SetMinor(info.UUID, info.MinorNumber)
 	if !smp.ProcessesListed {
 		for i := range smp.MIG {
 			rep.migs = append(rep.migs, migReport{sample: &smp.MIG[i]})

@@ -1845,6 +1845,7 @@ type ResourceAttributesConfig struct {
 	K8sNamespaceName              ResourceAttributeConfig `mapstructure:"k8s.namespace.name"`
 	K8sPodName                    ResourceAttributeConfig `mapstructure:"k8s.pod.name"`
 	K8sPodUID                     ResourceAttributeConfig `mapstructure:"k8s.pod.uid"`
+	K8sResourceclaimName          ResourceAttributeConfig `mapstructure:"k8s.resourceclaim.name"`
 	NvidiaGpuIndex                ResourceAttributeConfig `mapstructure:"nvidia.gpu.index"`
 	NvidiaGpuMigComputeInstanceID ResourceAttributeConfig `mapstructure:"nvidia.gpu.mig.compute_instance_id"`
 	NvidiaGpuMigGpuInstanceID     ResourceAttributeConfig `mapstructure:"nvidia.gpu.mig.gpu_instance_id"`
@@ -1893,6 +1894,9 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 			Enabled: true,
 		},
 		K8sPodUID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		K8sResourceclaimName: ResourceAttributeConfig{
 			Enabled: true,
 		},
 		NvidiaGpuIndex: ResourceAttributeConfig{
