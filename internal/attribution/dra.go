@@ -14,7 +14,7 @@ func DefaultDRADrivers() []string { return []string{"gpu.nvidia.com"} }
 
 // DRADevice names one device as Dynamic Resource Allocation does: the
 // driver, its pool (for NVIDIA's driver, the node) and the device's name
-// in the pool ("gpu-0", "gpu-0-mig-1g.18gb-…").
+// in the pool ("gpu-0", "gpu-0-mig-1g18gb-9-0" (a DNS label: no dots)).
 type DRADevice struct {
 	Driver, Pool, Device string
 }

@@ -45,7 +45,7 @@ func claimRes(driver, pool, device, shareID string) *podresourcesv1.ClaimResourc
 func draAllocation() *podresourcesv1.ListPodResourcesResponse {
 	return &podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{
 		pod("ml", "notebook-0", claimed("jupyter", "ml", "notebook-gpu", claimRes(nvidiaDriver, "node1", "gpu-2", ""))),
-		pod("serve", "llm-0", claimed("server", "serve", "llm-mig", claimRes(nvidiaDriver, "node1", "gpu-0-mig-1g.18gb-9-0", ""))),
+		pod("serve", "llm-0", claimed("server", "serve", "llm-mig", claimRes(nvidiaDriver, "node1", "gpu-0-mig-1g18gb-9-0", ""))),
 		pod("team", "a-0", claimed("a", "team", "shared-gpu", claimRes(nvidiaDriver, "node1", "gpu-3", ""))),
 		pod("team", "b-0", claimed("b", "team", "shared-gpu", claimRes(nvidiaDriver, "node1", "gpu-3", "4d1b8f0e-0000-4000-8000-000000000001"))),
 		pod("net", "nic-0", claimed("app", "net", "rdma", claimRes("rdma.example.com", "node1", "gpu-2", ""))),
@@ -56,7 +56,7 @@ func TestDRAClaimsIndexed(t *testing.T) {
 	s := buildSnapshot(draAllocation(), DefaultResourcePrefixes(), DefaultDRADrivers()...)
 	assert.Empty(t, s.byID, "DRA devices are not device-plugin ids")
 	assert.Equal(t, []DRADevice{
-		{nvidiaDriver, "node1", "gpu-0-mig-1g.18gb-9-0"},
+		{nvidiaDriver, "node1", "gpu-0-mig-1g18gb-9-0"},
 		{nvidiaDriver, "node1", "gpu-2"},
 		{nvidiaDriver, "node1", "gpu-3"},
 	}, s.claims.devices(), "the other driver's claim is left out")
@@ -193,7 +193,7 @@ func TestDRAResourceSlices(t *testing.T) {
 	// gpu-2 is here the GPU of minor 1: the slices, not the names, say
 	// which GPU a device is.
 	f := &fakeSlices{initial: []resourceapi.ResourceSlice{*slice("node1-gpu", "1",
-		sliceDevice{"gpu-2", gpuTrain}, sliceDevice{"gpu-3", gpuShared}, sliceDevice{"gpu-0-mig-1g.18gb-9-0", migInfer})}}
+		sliceDevice{"gpu-2", gpuTrain}, sliceDevice{"gpu-3", gpuShared}, sliceDevice{"gpu-0-mig-1g18gb-9-0", migInfer})}}
 	a := startDRA(t, draAllocation(), &ResourceSlicesConfig{NodeName: "node1"}, f, zap.New(core), draMinors)
 	require.Eventually(t, func() bool { return a.Allocated(gpuTrain) }, 5*time.Second, time.Millisecond)
 
@@ -206,7 +206,7 @@ func TestDRAResourceSlices(t *testing.T) {
 
 	// Changed: gpu-2 is now another GPU.
 	w := f.watcher(t)
-	w.Modify(slice("node1-gpu", "2", sliceDevice{"gpu-2", gpuIdle}, sliceDevice{"gpu-3", gpuShared}, sliceDevice{"gpu-0-mig-1g.18gb-9-0", migInfer}))
+	w.Modify(slice("node1-gpu", "2", sliceDevice{"gpu-2", gpuIdle}, sliceDevice{"gpu-3", gpuShared}, sliceDevice{"gpu-0-mig-1g18gb-9-0", migInfer}))
 	require.Eventually(t, func() bool { return a.Allocated(gpuIdle) && !a.Allocated(gpuTrain) }, 5*time.Second, time.Millisecond)
 	// Deleted: nothing maps to a GPU, and nothing falls back.
 	w.Delete(slice("node1-gpu", "3"))
@@ -221,7 +221,7 @@ func TestDRAResourceSlices(t *testing.T) {
 func TestDRAResourceSliceWithoutUUID(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	f := &fakeSlices{initial: []resourceapi.ResourceSlice{*slice("node1-gpu", "1",
-		sliceDevice{"gpu-2", ""}, sliceDevice{"gpu-3", gpuShared}, sliceDevice{"gpu-0-mig-1g.18gb-9-0", migInfer})}}
+		sliceDevice{"gpu-2", ""}, sliceDevice{"gpu-3", gpuShared}, sliceDevice{"gpu-0-mig-1g18gb-9-0", migInfer})}}
 	a := startDRA(t, draAllocation(), &ResourceSlicesConfig{NodeName: "node1"}, f, zap.New(core), draMinors)
 	require.Eventually(t, func() bool { return a.Allocated(gpuShared) }, 5*time.Second, time.Millisecond)
 	assert.False(t, a.Allocated(gpuIdle), "no uuid: not matched by its name's minor either")

@@ -157,7 +157,7 @@ func (w *sliceWatcher) unreadable(err error) {
 	if w.log.Fail("unreadable", "").Log {
 		w.logger.Warn("Cannot read the node's ResourceSlices (resource.k8s.io/v1); GPUs allocated through DRA claims are matched by "+
 			"the fallback instead: the device name gpu-<minor> against the GPU's minor number (claims on MIG devices are not attributed). "+
-			"Grant get/list/watch on resourceslices (the chart's draResourceSlices value), or set kubernetes::resource_slices::kubeconfig",
+			"Grant get/list/watch on resourceslices (the chart's draResourceSlices value), or set kubernetes::dra::resource_slices::kubeconfig",
 			zap.String("node", w.cfg.NodeName), zap.Error(err))
 	}
 }
