@@ -124,6 +124,11 @@ func (a *Attributor) SetMinor(uuid string, minor int) {
 	}
 }
 
+// Holders returns the containers the kubelet allocated the device (a GPU's
+// or a MIG device's UUID) to, each once, sorted: by the device plugin and
+// by DRA claims. Nil without a kubelet, or while its listing is stale.
+func (a *Attributor) Holders(deviceID string) []Owner { return a.allocatedTo(deviceID) }
+
 // allocatedTo returns the containers the kubelet allocated the device (a
 // GPU's or a MIG device's UUID) to: through the device plugin, by UUID, and
 // through DRA claims, by the DRA devices that are that UUID (from the

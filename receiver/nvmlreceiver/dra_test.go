@@ -59,3 +59,49 @@ func TestDRAClaimWithoutProcessIsHeld(t *testing.T) {
 	assert.NotContains(t, other, "k8s.resourceclaim.name")
 	assert.Zero(t, sumPoint(t, md, nvmltest.UUID(1), 0, "nvidia.gpu.held.time").DoubleValue(), "no claim: free")
 }
+
+// One claim shared by two pods: the GPU's held time counted once, on its
+// owner-less resource, and each holder listed by nvidia.gpu.allocation with
+// half of it.
+func TestDRASharedClaimListsEachHolder(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	resp := claimedGPU(map[string][4]string{"gpu-3": {"team", "a-0", "main", "shared-gpu"}})
+	resp.PodResources = append(resp.PodResources, claimedGPU(map[string][4]string{"gpu-3": {"team", "b-0", "main", "shared-gpu"}}).PodResources...)
+	socket := serveKubelet(t, resp)
+	ts := newTestScraper(t, m, func(cfg *Config) {
+		cfg.Kubernetes.Enabled = true
+		cfg.Kubernetes.PodResourcesSocket = socket
+		cfg.Kubernetes.DRA.ResourceSlices.Enabled = false
+	})
+	ts.start(t)
+	uuid := nvmltest.UUID(3)
+	require.Eventually(t, func() bool { return ts.reporter.owners.Allocated(uuid) }, 5*time.Second, 5*time.Millisecond)
+	ts.scrapeOK(t)
+	ts.clock.Advance(10 * time.Second)
+	md := ts.scrapeOK(t)
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		attrs := rm.Resource().Attributes().AsRaw()
+		ms := rm.ScopeMetrics().At(0).Metrics()
+		for j := 0; j < ms.Len(); j++ {
+			if ms.At(j).Name() == "nvidia.gpu.held.time" && attrs["hw.id"] == uuid {
+				assert.NotContains(t, attrs, "k8s.pod.name", "two holders: no single owner on the held time")
+			}
+		}
+	}
+	assert.InDelta(t, 10, sumPoint(t, md, uuid, 0, "nvidia.gpu.held.time").DoubleValue(), 1e-9, "held once, not once per holder")
+	shares := map[string]float64{}
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		attrs := rm.Resource().Attributes().AsRaw()
+		ms := rm.ScopeMetrics().At(0).Metrics()
+		for j := 0; j < ms.Len(); j++ {
+			if ms.At(j).Name() == "nvidia.gpu.allocation" && attrs["hw.id"] == uuid {
+				assert.Equal(t, "shared-gpu", attrs["k8s.resourceclaim.name"])
+				shares[attrs["k8s.pod.name"].(string)] += ms.At(j).Gauge().DataPoints().At(0).DoubleValue()
+			}
+		}
+	}
+	assert.Equal(t, map[string]float64{"a-0": 0.5, "b-0": 0.5}, shares)
+}

@@ -213,6 +213,12 @@ func TestDRA(t *testing.T) {
 	// 3. The shared claim: held once, on the GPU's owner-less resource.
 	g, span, ok = growth(pts, draGPU(3), "nvidia.gpu.held.time", "", "", from)
 	check("GPU 3 held (shared, once)", g, span, ok, 1)
+	// ... and each of its holders listed, with half of it.
+	for _, pod := range []string{"a-0", "b-0"} {
+		if p, ok := heldBy(pts, draGPU(3), "nvidia.gpu.allocation", pod, "shared-gpu"); !ok || p.Value != 0.5 {
+			t.Errorf("GPU 3's holder %s: nvidia.gpu.allocation %v (found: %v), want 0.5", pod, p.Value, ok)
+		}
+	}
 	// gpu-1's claim names a device no slice has: free, and said once.
 	g, span, ok = growth(pts, draGPU(1), "nvidia.gpu.held.time", "", "", from)
 	check("GPU 1 held (its device is in no slice)", g, span, ok, 0)

@@ -72,6 +72,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuActiveTime: NvidiaGpuActiveTimeMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuAllocation: NvidiaGpuAllocationMetricConfig{
+						Enabled: true,
+					},
 					NvidiaGpuBusyTime: NvidiaGpuBusyTimeMetricConfig{
 						Enabled: true,
 					},
@@ -290,6 +293,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuActiveTime: NvidiaGpuActiveTimeMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuAllocation: NvidiaGpuAllocationMetricConfig{
+						Enabled: false,
+					},
 					NvidiaGpuBusyTime: NvidiaGpuBusyTimeMetricConfig{
 						Enabled: false,
 					},
@@ -462,7 +468,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(ContainerCPUTimeMetricConfig{}, HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuActiveTimeMetricConfig{}, NvidiaGpuBusyTimeMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventTimeMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuContainerCPULimitMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuFreeTimeMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuHeldTimeMetricConfig{}, NvidiaGpuIdleTimeMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryControllerUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRowRemapRowsMetricConfig{}, NvidiaGpuMemoryRowRemapStatusMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessBusyTimeMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessDroppedMetricConfig{}, NvidiaGpuProcessHeldTimeMetricConfig{}, NvidiaGpuProcessIdleTimeMetricConfig{}, NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, NvidiaGpuUnobservedTimeMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, ProcessCPUTimeMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(ContainerCPUTimeMetricConfig{}, HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuActiveTimeMetricConfig{}, NvidiaGpuAllocationMetricConfig{}, NvidiaGpuBusyTimeMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventTimeMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuContainerCPULimitMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuFreeTimeMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuHeldTimeMetricConfig{}, NvidiaGpuIdleTimeMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryControllerUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRowRemapRowsMetricConfig{}, NvidiaGpuMemoryRowRemapStatusMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessBusyTimeMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessDroppedMetricConfig{}, NvidiaGpuProcessHeldTimeMetricConfig{}, NvidiaGpuProcessIdleTimeMetricConfig{}, NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, NvidiaGpuUnobservedTimeMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, ProcessCPUTimeMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
