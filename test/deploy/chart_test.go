@@ -74,7 +74,7 @@ func TestChart(t *testing.T) {
 // checks need them.
 type testValues struct {
 	Attribution struct {
-		Enabled       bool `json:"enabled"`
+		Enabled           bool `json:"enabled"`
 		K8sattributes     bool `json:"k8sattributes"`
 		DRAResourceSlices bool `json:"draResourceSlices"`
 	} `json:"attribution"`
