@@ -2,7 +2,8 @@ package attribution
 
 // Owner is who a GPU process, or a GPU, belongs to. An empty field is
 // unknown. Each field is one resource attribute; the cgroup fills the first
-// two, the kubelet's PodResources API the last three.
+// two, the kubelet's PodResources API the next three, and ClaimName for a
+// device allocated through a DRA claim (dra.go).
 //
 // Keep the fields as they are: a struct with the same fields, in the same
 // order, converts to and from Owner directly.
@@ -12,6 +13,10 @@ type Owner struct {
 	PodName       string // k8s.pod.name
 	Namespace     string // k8s.namespace.name
 	ContainerName string // k8s.container.name
+	// ClaimName is the DRA ResourceClaim that allocated the device:
+	// k8s.resourceclaim.name. Its namespace is the pod's (a pod can only
+	// reference claims of its own namespace), k8s.namespace.name.
+	ClaimName string
 }
 
 // IsZero reports whether nothing is known: a host process, or no
@@ -39,7 +44,7 @@ func singleOwner(owners []Owner) (Owner, bool) {
 		return Owner{}, false
 	}
 	first := owners[0]
-	sameContainer := true
+	sameContainer, sameClaim := true, true
 	for _, o := range owners[1:] {
 		if o.PodUID != first.PodUID || o.PodName != first.PodName || o.Namespace != first.Namespace {
 			return Owner{}, false
@@ -47,6 +52,13 @@ func singleOwner(owners []Owner) (Owner, bool) {
 		if o.ContainerID != first.ContainerID || o.ContainerName != first.ContainerName {
 			sameContainer = false
 		}
+		if o.ClaimName != first.ClaimName {
+			// One pod's containers under several claims: the pod, no claim.
+			sameClaim = false
+		}
+	}
+	if !sameClaim {
+		first.ClaimName = ""
 	}
 	if sameContainer {
 		return first, !first.IsZero()
@@ -94,7 +106,7 @@ func gpuOwner(allocated, processes []Owner) (Owner, bool) {
 	if !ok || p.PodUID == "" {
 		return Owner{}, false
 	}
-	merged := Owner{PodUID: p.PodUID, PodName: a.PodName, Namespace: a.Namespace}
+	merged := Owner{PodUID: p.PodUID, PodName: a.PodName, Namespace: a.Namespace, ClaimName: a.ClaimName}
 	if p.ContainerID != "" && a.ContainerName != "" {
 		merged.ContainerID, merged.ContainerName = p.ContainerID, a.ContainerName
 	}
@@ -107,7 +119,7 @@ func withPodNames(p, gpu Owner) Owner {
 	if p.PodUID == "" || p.PodUID != gpu.PodUID {
 		return p
 	}
-	p.PodName, p.Namespace = gpu.PodName, gpu.Namespace
+	p.PodName, p.Namespace, p.ClaimName = gpu.PodName, gpu.Namespace, gpu.ClaimName
 	if p.ContainerID != "" && p.ContainerID == gpu.ContainerID {
 		p.ContainerName = gpu.ContainerName
 	}

@@ -256,6 +256,12 @@ func NewLogsBuilder(lbc LogsBuilderConfig, settings receiver.Settings) *LogsBuil
 	if lbc.ResourceAttributes.K8sPodUID.EventsExclude != nil {
 		lb.resourceAttributeExcludeFilter["k8s.pod.uid"] = filter.CreateFilter(lbc.ResourceAttributes.K8sPodUID.EventsExclude)
 	}
+	if lbc.ResourceAttributes.K8sResourceclaimName.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["k8s.resourceclaim.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sResourceclaimName.EventsInclude)
+	}
+	if lbc.ResourceAttributes.K8sResourceclaimName.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["k8s.resourceclaim.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sResourceclaimName.EventsExclude)
+	}
 	if lbc.ResourceAttributes.NvidiaGpuIndex.EventsInclude != nil {
 		lb.resourceAttributeIncludeFilter["nvidia.gpu.index"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuIndex.EventsInclude)
 	}

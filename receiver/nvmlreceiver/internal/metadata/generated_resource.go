@@ -105,6 +105,13 @@ func (rb *ResourceBuilder) SetK8sPodUID(val string) {
 	}
 }
 
+// SetK8sResourceclaimName sets provided value as "k8s.resourceclaim.name" attribute.
+func (rb *ResourceBuilder) SetK8sResourceclaimName(val string) {
+	if rb.config.K8sResourceclaimName.Enabled {
+		rb.res.Attributes().PutStr("k8s.resourceclaim.name", val)
+	}
+}
+
 // SetNvidiaGpuIndex sets provided value as "nvidia.gpu.index" attribute.
 func (rb *ResourceBuilder) SetNvidiaGpuIndex(val int64) {
 	if rb.config.NvidiaGpuIndex.Enabled {

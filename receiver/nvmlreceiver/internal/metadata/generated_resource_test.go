@@ -25,6 +25,7 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetK8sNamespaceName("k8s.namespace.name-val")
 			rb.SetK8sPodName("k8s.pod.name-val")
 			rb.SetK8sPodUID("k8s.pod.uid-val")
+			rb.SetK8sResourceclaimName("k8s.resourceclaim.name-val")
 			rb.SetNvidiaGpuIndex(16)
 			rb.SetNvidiaGpuMigComputeInstanceID(34)
 			rb.SetNvidiaGpuMigGpuInstanceID(30)
@@ -41,9 +42,9 @@ func TestResourceBuilder(t *testing.T) {
 
 			switch tt {
 			case "default":
-				assert.Equal(t, 21, res.Attributes().Len())
-			case "all_set":
 				assert.Equal(t, 22, res.Attributes().Len())
+			case "all_set":
+				assert.Equal(t, 23, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
@@ -109,6 +110,11 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.Equal(t, "k8s.pod.uid-val", k8sPodUIDAttrVal.Str())
+			}
+			k8sResourceclaimNameAttrVal, ok := res.Attributes().Get("k8s.resourceclaim.name")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "k8s.resourceclaim.name-val", k8sResourceclaimNameAttrVal.Str())
 			}
 			nvidiaGpuIndexAttrVal, ok := res.Attributes().Get("nvidia.gpu.index")
 			assert.True(t, ok)
