@@ -1,8 +1,9 @@
 package attribution
 
 // Owner is who a GPU process, or a GPU, belongs to. An empty field is
-// unknown. Each field is one resource attribute; the cgroup fills the first
-// two, the kubelet's PodResources API the last three.
+// unknown. Each field is one resource attribute; the cgroup fills the
+// container id, the pod UID and the Slurm job and step, the kubelet's
+// PodResources API the pod's and container's names.
 //
 // Keep the fields as they are: a struct with the same fields, in the same
 // order, converts to and from Owner directly.
@@ -12,6 +13,8 @@ type Owner struct {
 	PodName       string // k8s.pod.name
 	Namespace     string // k8s.namespace.name
 	ContainerName string // k8s.container.name
+	SlurmJobID    string // slurm.job.id: the Slurm job whose cgroup holds the process
+	SlurmStep     string // slurm.job.step: its step, a number or batch, extern, interactive
 }
 
 // IsZero reports whether nothing is known: a host process, or no
@@ -27,6 +30,8 @@ func (o Owner) hasPod() bool { return o.PodUID != "" || o.PodName != "" || o.Nam
 //   - Every owner in one container: that owner, ok.
 //   - Every owner in one pod, several containers: the pod's fields only
 //     (ContainerID and ContainerName cleared), ok.
+//   - Every owner in one Slurm job, several steps: the job alone (SlurmStep
+//     cleared), ok; several jobs are shared.
 //   - Several pods, several non-Kubernetes containers, a mix of container
 //     and host processes (a zero Owner), only host processes, or no owners:
 //     Owner{}, false.
@@ -41,11 +46,15 @@ func singleOwner(owners []Owner) (Owner, bool) {
 	first := owners[0]
 	sameContainer := true
 	for _, o := range owners[1:] {
-		if o.PodUID != first.PodUID || o.PodName != first.PodName || o.Namespace != first.Namespace {
+		if o.PodUID != first.PodUID || o.PodName != first.PodName || o.Namespace != first.Namespace ||
+			o.SlurmJobID != first.SlurmJobID {
 			return Owner{}, false
 		}
 		if o.ContainerID != first.ContainerID || o.ContainerName != first.ContainerName {
 			sameContainer = false
+		}
+		if o.SlurmStep != first.SlurmStep {
+			first.SlurmStep = ""
 		}
 	}
 	if sameContainer {
