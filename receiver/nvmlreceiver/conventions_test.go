@@ -524,7 +524,13 @@ func isStatusPattern(m mdMetric, attrs map[string]mdAttribute) bool {
 // customNameProblem says what is wrong with a name that is not in the
 // registry: it must be a vendor name, and must not shadow a registry name
 // (nvidia.X beside X, or nvidia.gpu.X beside hw.gpu.X).
+//
+// Slurm's own attributes (slurm.job.*) go under its name, as a cloud's go
+// under its own (gcp.cloud_run.job.*): the registry has no batch or HPC job.
 func customNameProblem(name string, reg registry) string {
+	if strings.HasPrefix(name, "slurm.") {
+		return ""
+	}
 	rest, ok := strings.CutPrefix(name, "nvidia.")
 	if !ok {
 		return fmt.Sprintf("%s: not in semconv %s and not under nvidia.", name, semconvVersion())

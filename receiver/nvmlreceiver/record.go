@@ -273,7 +273,8 @@ func setGPUAttributes(rb *metadata.ResourceBuilder, info nvmlclient.DeviceInfo, 
 	setOwnerAttributes(rb, o)
 }
 
-// setOwnerAttributes sets what is known of a container and its pod on rb.
+// setOwnerAttributes sets what is known of a container and its pod, and of
+// a Slurm job, on rb.
 func setOwnerAttributes(rb *metadata.ResourceBuilder, o owner) {
 	if o.ContainerID != "" {
 		rb.SetContainerID(o.ContainerID)
@@ -289,6 +290,12 @@ func setOwnerAttributes(rb *metadata.ResourceBuilder, o owner) {
 	}
 	if o.ContainerName != "" {
 		rb.SetK8sContainerName(o.ContainerName)
+	}
+	if o.SlurmJobID != "" {
+		rb.SetSlurmJobID(o.SlurmJobID)
+	}
+	if o.SlurmStep != "" {
+		rb.SetSlurmJobStep(o.SlurmStep)
 	}
 }
 
