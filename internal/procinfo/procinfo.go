@@ -47,7 +47,7 @@ const userHZ = 100
 // Reader reads processes under one /proc root and caches user names.
 type Reader struct {
 	users *users
-	fs procfs.FS
+	fs    procfs.FS
 	// bootTime is /proc/stat's btime, read once: the kernel derives it from
 	// the wall clock, so a later read can move by a second, and the
 	// creation time of a process must not.
