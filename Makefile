@@ -225,7 +225,7 @@ demo-check: build $(FAKENVML) $(DEMOKUBELET)
 rules:
 	@test -x $(PROMTOOL) || { echo "promtool not found at $(PROMTOOL): apt-get install prometheus, or set PROMTOOL="; exit 1; }
 	$(PROMTOOL) check rules deploy/prometheus/rules.yaml deploy/prometheus/dcgm-compat.yaml
-	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml waste_test.yaml dcgm-compat_test.yaml
+	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml waste_test.yaml holders_test.yaml dcgm-compat_test.yaml
 
 ## deploy-check: helm lint + template (defaults and ci/*-values.yaml), strict decoding of every object into
 ## k8s.io/api and Prometheus Operator types, `otelcol-nvml validate` of every collector config, drift of the renderings,
