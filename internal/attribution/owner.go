@@ -1,8 +1,9 @@
 package attribution
 
 // Owner is who a GPU process, or a GPU, belongs to. An empty field is
-// unknown. Each field is one resource attribute; the cgroup fills the first
-// two, the kubelet's PodResources API the next three, and ClaimName for a
+// unknown. Each field is one resource attribute; the cgroup fills the
+// container id, the pod UID and the Slurm job and step, the kubelet's
+// PodResources API the pod's and container's names, and ClaimName for a
 // device allocated through a DRA claim (dra.go).
 //
 // Keep the fields as they are: a struct with the same fields, in the same
@@ -17,6 +18,8 @@ type Owner struct {
 	// k8s.resourceclaim.name. Its namespace is the pod's (a pod can only
 	// reference claims of its own namespace), k8s.namespace.name.
 	ClaimName string
+	SlurmJobID    string // slurm.job.id: the Slurm job whose cgroup holds the process
+	SlurmStep     string // slurm.job.step: its step, a number or batch, extern, interactive
 }
 
 // IsZero reports whether nothing is known: a host process, or no
@@ -32,6 +35,8 @@ func (o Owner) hasPod() bool { return o.PodUID != "" || o.PodName != "" || o.Nam
 //   - Every owner in one container: that owner, ok.
 //   - Every owner in one pod, several containers: the pod's fields only
 //     (ContainerID and ContainerName cleared), ok.
+//   - Every owner in one Slurm job, several steps: the job alone (SlurmStep
+//     cleared), ok; several jobs are shared.
 //   - Several pods, several non-Kubernetes containers, a mix of container
 //     and host processes (a zero Owner), only host processes, or no owners:
 //     Owner{}, false.
@@ -44,9 +49,10 @@ func singleOwner(owners []Owner) (Owner, bool) {
 		return Owner{}, false
 	}
 	first := owners[0]
-	sameContainer, sameClaim := true, true
+	sameContainer, sameClaim, sameStep := true, true, true
 	for _, o := range owners[1:] {
-		if o.PodUID != first.PodUID || o.PodName != first.PodName || o.Namespace != first.Namespace {
+		if o.PodUID != first.PodUID || o.PodName != first.PodName || o.Namespace != first.Namespace ||
+			o.SlurmJobID != first.SlurmJobID {
 			return Owner{}, false
 		}
 		if o.ContainerID != first.ContainerID || o.ContainerName != first.ContainerName {
@@ -56,9 +62,16 @@ func singleOwner(owners []Owner) (Owner, bool) {
 			// One pod's containers under several claims: the pod, no claim.
 			sameClaim = false
 		}
+		if o.SlurmStep != first.SlurmStep {
+			// Several steps of one job: the job, no step.
+			sameStep = false
+		}
 	}
 	if !sameClaim {
 		first.ClaimName = ""
+	}
+	if !sameStep {
+		first.SlurmStep = ""
 	}
 	if sameContainer {
 		return first, !first.IsZero()

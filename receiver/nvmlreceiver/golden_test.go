@@ -31,7 +31,7 @@ func everyMetric(t *testing.T) func(*Config) {
 // review:
 //   - GPU 0, whole: a pod's process (its names from the kubelet, which
 //     gave it the GPU) and a host process; an Xid; fans;
-//   - GPU 1, in MIG mode: a host process on one instance, the other
+//   - GPU 1, in MIG mode: a Slurm job's process on one instance, the other
 //     instance idle and allocated to a pod.
 func TestScrapeGoldenEveryMetric(t *testing.T) {
 	t.Parallel()

@@ -277,7 +277,8 @@ func setGPUAttributes(rb *metadata.ResourceBuilder, info nvmlclient.DeviceInfo, 
 	setOwnerAttributes(rb, o)
 }
 
-// setOwnerAttributes sets what is known of a container and its pod on rb.
+// setOwnerAttributes sets what is known of a container and its pod, and of
+// a Slurm job, on rb.
 func setOwnerAttributes(rb *metadata.ResourceBuilder, o owner) {
 	if o.ContainerID != "" {
 		rb.SetContainerID(o.ContainerID)
@@ -296,6 +297,12 @@ func setOwnerAttributes(rb *metadata.ResourceBuilder, o owner) {
 	}
 	if o.ClaimName != "" {
 		rb.SetK8sResourceclaimName(o.ClaimName)
+	}
+	if o.SlurmJobID != "" {
+		rb.SetSlurmJobID(o.SlurmJobID)
+	}
+	if o.SlurmStep != "" {
+		rb.SetSlurmJobStep(o.SlurmStep)
 	}
 }
 

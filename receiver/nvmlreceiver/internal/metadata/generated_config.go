@@ -1880,6 +1880,8 @@ type ResourceAttributesConfig struct {
 	ProcessExecutableName         ResourceAttributeConfig `mapstructure:"process.executable.name"`
 	ProcessOwner                  ResourceAttributeConfig `mapstructure:"process.owner"`
 	ProcessPid                    ResourceAttributeConfig `mapstructure:"process.pid"`
+	SlurmJobID                    ResourceAttributeConfig `mapstructure:"slurm.job.id"`
+	SlurmJobStep                  ResourceAttributeConfig `mapstructure:"slurm.job.step"`
 }
 
 func DefaultResourceAttributesConfig() ResourceAttributesConfig {
@@ -1952,6 +1954,12 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 		},
 		ProcessPid: ResourceAttributeConfig{
 			Enabled: true,
+		},
+		SlurmJobID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		SlurmJobStep: ResourceAttributeConfig{
+			Enabled: false,
 		},
 	}
 }

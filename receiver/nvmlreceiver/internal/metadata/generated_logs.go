@@ -322,6 +322,18 @@ func NewLogsBuilder(lbc LogsBuilderConfig, settings receiver.Settings) *LogsBuil
 	if lbc.ResourceAttributes.ProcessPid.EventsExclude != nil {
 		lb.resourceAttributeExcludeFilter["process.pid"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessPid.EventsExclude)
 	}
+	if lbc.ResourceAttributes.SlurmJobID.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["slurm.job.id"] = filter.CreateFilter(lbc.ResourceAttributes.SlurmJobID.EventsInclude)
+	}
+	if lbc.ResourceAttributes.SlurmJobID.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["slurm.job.id"] = filter.CreateFilter(lbc.ResourceAttributes.SlurmJobID.EventsExclude)
+	}
+	if lbc.ResourceAttributes.SlurmJobStep.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["slurm.job.step"] = filter.CreateFilter(lbc.ResourceAttributes.SlurmJobStep.EventsInclude)
+	}
+	if lbc.ResourceAttributes.SlurmJobStep.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["slurm.job.step"] = filter.CreateFilter(lbc.ResourceAttributes.SlurmJobStep.EventsExclude)
+	}
 
 	return lb
 }

@@ -53,6 +53,8 @@ func TestLogsBuilderAppendLogRecord(t *testing.T) {
 	rb.SetProcessExecutableName("process.executable.name-val")
 	rb.SetProcessOwner("process.owner-val")
 	rb.SetProcessPid(11)
+	rb.SetSlurmJobID("slurm.job.id-val")
+	rb.SetSlurmJobStep("slurm.job.step-val")
 	res := rb.Emit()
 
 	// append the first log record
@@ -182,6 +184,8 @@ func TestLogsBuilder(t *testing.T) {
 			rb.SetProcessExecutableName("process.executable.name-val")
 			rb.SetProcessOwner("process.owner-val")
 			rb.SetProcessPid(11)
+			rb.SetSlurmJobID("slurm.job.id-val")
+			rb.SetSlurmJobStep("slurm.job.step-val")
 			res := rb.Emit()
 			logs := lb.Emit(WithLogsResource(res))
 

@@ -4315,6 +4315,18 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	if mbc.ResourceAttributes.ProcessPid.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["process.pid"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessPid.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.SlurmJobID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["slurm.job.id"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["slurm.job.id"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobStep.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["slurm.job.step"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobStep.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobStep.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["slurm.job.step"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobStep.MetricsExclude)
+	}
 
 	for _, op := range options {
 		op.apply(mb)

@@ -325,6 +325,8 @@ func TestMetricsBuilder(t *testing.T) {
 			rb.SetProcessExecutableName("process.executable.name-val")
 			rb.SetProcessOwner("process.owner-val")
 			rb.SetProcessPid(11)
+			rb.SetSlurmJobID("slurm.job.id-val")
+			rb.SetSlurmJobStep("slurm.job.step-val")
 			res := rb.Emit()
 			metrics := mb.Emit(WithResource(res))
 			if tt.name == "reaggregate_set" {

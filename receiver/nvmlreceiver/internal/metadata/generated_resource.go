@@ -182,6 +182,20 @@ func (rb *ResourceBuilder) SetProcessPid(val int64) {
 	}
 }
 
+// SetSlurmJobID sets provided value as "slurm.job.id" attribute.
+func (rb *ResourceBuilder) SetSlurmJobID(val string) {
+	if rb.config.SlurmJobID.Enabled {
+		rb.res.Attributes().PutStr("slurm.job.id", val)
+	}
+}
+
+// SetSlurmJobStep sets provided value as "slurm.job.step" attribute.
+func (rb *ResourceBuilder) SetSlurmJobStep(val string) {
+	if rb.config.SlurmJobStep.Enabled {
+		rb.res.Attributes().PutStr("slurm.job.step", val)
+	}
+}
+
 // Emit returns the built resource and resets the internal builder state.
 func (rb *ResourceBuilder) Emit() pcommon.Resource {
 	r := rb.res

@@ -36,15 +36,17 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetProcessExecutableName("process.executable.name-val")
 			rb.SetProcessOwner("process.owner-val")
 			rb.SetProcessPid(11)
+			rb.SetSlurmJobID("slurm.job.id-val")
+			rb.SetSlurmJobStep("slurm.job.step-val")
 
 			res := rb.Emit()
 			assert.Equal(t, 0, rb.Emit().Attributes().Len()) // Second call should return empty Resource
 
 			switch tt {
 			case "default":
-				assert.Equal(t, 22, res.Attributes().Len())
-			case "all_set":
 				assert.Equal(t, 23, res.Attributes().Len())
+			case "all_set":
+				assert.Equal(t, 25, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
@@ -165,6 +167,16 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.EqualValues(t, 11, processPidAttrVal.Int())
+			}
+			slurmJobIDAttrVal, ok := res.Attributes().Get("slurm.job.id")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "slurm.job.id-val", slurmJobIDAttrVal.Str())
+			}
+			slurmJobStepAttrVal, ok := res.Attributes().Get("slurm.job.step")
+			assert.Equal(t, tt == "all_set", ok)
+			if ok {
+				assert.Equal(t, "slurm.job.step-val", slurmJobStepAttrVal.Str())
 			}
 		})
 	}
