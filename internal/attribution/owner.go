@@ -17,9 +17,9 @@ type Owner struct {
 	// ClaimName is the DRA ResourceClaim that allocated the device:
 	// k8s.resourceclaim.name. Its namespace is the pod's (a pod can only
 	// reference claims of its own namespace), k8s.namespace.name.
-	ClaimName string
-	SlurmJobID    string // slurm.job.id: the Slurm job whose cgroup holds the process
-	SlurmStep     string // slurm.job.step: its step, a number or batch, extern, interactive
+	ClaimName  string
+	SlurmJobID string // slurm.job.id: the Slurm job whose cgroup holds the process
+	SlurmStep  string // slurm.job.step: its step, a number or batch, extern, interactive
 }
 
 // IsZero reports whether nothing is known: a host process, or no
