@@ -290,7 +290,7 @@ func TestPrometheus3OTLP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	prom := startPrometheus3(t, promBlock, rules)
+	prom := startPrometheus3(t, promBlock+"scrape_configs:\n"+kubeStateMetricsScrape(t), rules)
 
 	procRoot, cgroupRoot := cgroupFixture(t)
 	sock := serveKubelet(t, dashboardKubelet{})
@@ -483,7 +483,7 @@ service:
 		var diag []promSeries
 		waitFor(t, 30*time.Second, "a diagnosis for every GPU holder", func() bool {
 			diag = prom.tryQuery(`gpu_holder:nvidia_gpu_diagnosis:5m == 1`)
-			return len(diag) == len(dashboardPods)
+			return len(diag) == len(dashboardPods)+1 // and the Slurm job
 		}, prom.proc)
 		states := map[string]string{}
 		for _, d := range diag {
