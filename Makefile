@@ -32,7 +32,7 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml e2e demo rules rules-bench deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check
+.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml kubeapi e2e demo rules rules-bench deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check
 
 all: build
 
@@ -181,12 +181,27 @@ $(PROMETHEUS3):
 	@mkdir -p $(@D)
 	GOBIN=$(@D) $(GO) install -tags remove_all_sd github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS3_VERSION)
 
+# A real kube-apiserver and etcd for the DRA scenarios (TestDRA: the ResourceSlices), built from
+# test/kubeapi, a module of its own (k8s.io/kubernetes needs its staging modules replaced): about
+# 4 CPU-minutes cold, once.
+KUBEAPI_DIR    := $(DIST_DIR)/kubeapi
+KUBE_APISERVER := $(KUBEAPI_DIR)/kube-apiserver
+ETCD           := $(KUBEAPI_DIR)/etcd
+
+## kubeapi: build kube-apiserver and etcd (pinned in test/kubeapi/go.mod) into _build/kubeapi/
+kubeapi: $(KUBE_APISERVER) $(ETCD)
+
+$(KUBE_APISERVER) $(ETCD) &: test/kubeapi/go.mod test/kubeapi/go.sum test/kubeapi/etcd/main.go
+	@mkdir -p $(KUBEAPI_DIR)
+	cd test/kubeapi && $(GO) build -o $(KUBEAPI_DIR)/ k8s.io/kubernetes/cmd/kube-apiserver ./etcd
+
 ## e2e: the built collector on the simulated NVML, end to end: a backend collector, Prometheus, faults
-e2e: build $(FAKENVML) $(PROMETHEUS3)
+e2e: build $(FAKENVML) $(PROMETHEUS3) $(KUBE_APISERVER) $(ETCD)
 	@test -x $(PROMETHEUS) || { echo "prometheus not found at $(PROMETHEUS): apt-get install prometheus, or set PROMETHEUS="; exit 1; }
 	$(GO) vet -tags e2e ./test/e2e
 	$(GO) test -tags e2e -count=1 -v -timeout 10m ./test/e2e \
-		-otelcol=$(OTELCOL) -fakenvml=$(FAKENVML) -prometheus=$(PROMETHEUS) -prometheus3=$(PROMETHEUS3) -gonvml=$(GONVML_DIR)
+		-otelcol=$(OTELCOL) -fakenvml=$(FAKENVML) -prometheus=$(PROMETHEUS) -prometheus3=$(PROMETHEUS3) -gonvml=$(GONVML_DIR) \
+		-kube-apiserver=$(KUBE_APISERVER) -etcd=$(ETCD)
 
 ## soak: the fault soak (issue 9) for SOAK_DURATION (10m) at 200 ms against the built collector on the
 ## simulated NVML; its figures go to _build/soak-report.md (make test runs a 60 s one in e2e)
@@ -232,7 +247,7 @@ demo-check: build $(FAKENVML) $(DEMOKUBELET)
 rules:
 	@test -x $(PROMTOOL) || { echo "promtool not found at $(PROMTOOL): apt-get install prometheus, or set PROMTOOL="; exit 1; }
 	$(PROMTOOL) check rules deploy/prometheus/rules.yaml deploy/prometheus/dcgm-compat.yaml
-	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml waste_test.yaml diagnosis_test.yaml dcgm-compat_test.yaml fleet_test.yaml
+	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml waste_test.yaml diagnosis_test.yaml holders_test.yaml dcgm-compat_test.yaml fleet_test.yaml
 
 ## rules-bench: the rules' evaluation cost per 1,000 GPUs on GPUS (50) simulated GPUs x 24 h backfilled into a
 ## Prometheus TSDB (tools/rulesbench; docs/deploy.md "At scale"); a benchmark, not part of make test

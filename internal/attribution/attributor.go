@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"regexp"
+	"sync"
 	"syscall"
 	"time"
 
@@ -25,6 +26,10 @@ type Config struct {
 	// PodResources, when set, reads the kubelet's GPU allocation for pod
 	// and container names.
 	PodResources *PodResourcesConfig
+	// ResourceSlices, when set with PodResources, watches the node's
+	// ResourceSlices to map DRA claims to GPUs; without it, or where they
+	// cannot be read, claims are matched by the fallback (dra.go).
+	ResourceSlices *ResourceSlicesConfig
 }
 
 // Process is what is known of one GPU process.
@@ -49,6 +54,8 @@ type Attributor struct {
 	procs  *procinfo.Reader   // nil: no proc root, or an unreadable one
 	cgroup *resolver          // nil: no proc root
 	pods   *PodResourcesCache // nil: no kubelet
+	slices *sliceWatcher      // nil: no ResourceSlices, the fallback only
+	minors sync.Map           // GPU UUID -> NVML minor number (int), for the fallback
 
 	// warned holds the causes of failed reads already logged (what read
 	// failed, and ErrorCause), at most maxWarnedCauses: an unreadable proc
@@ -107,6 +114,13 @@ func New(cfg Config, logger *zap.Logger) *Attributor {
 	}
 	if cfg.PodResources != nil {
 		a.pods = NewPodResourcesCache(*cfg.PodResources, logger)
+		if cfg.ResourceSlices != nil {
+			a.slices = newSliceWatcher(*cfg.ResourceSlices, a.pods.drivers, logger)
+			a.pods.onClaims = func(ci *claimIndex) {
+				a.slices.start()
+				a.slices.checkClaims(ci)
+			}
+		}
 	}
 	return a
 }
@@ -125,7 +139,11 @@ func (a *Attributor) Shutdown(ctx context.Context) error {
 	if a.pods == nil {
 		return nil
 	}
-	return a.pods.Shutdown(ctx)
+	err := a.pods.Shutdown(ctx)
+	if a.slices != nil {
+		a.slices.shutdown()
+	}
+	return err
 }
 
 // Attribute returns each of pids' process (in the order of pids) and the
@@ -170,10 +188,7 @@ func (a *Attributor) Attribute(deviceID string, pids []int) ([]Process, Owner) {
 		}
 		out[i] = p
 	}
-	var allocated []Owner
-	if a.pods != nil {
-		allocated = a.pods.Owners(deviceID)
-	}
+	allocated := a.allocatedTo(deviceID)
 	gpu, ok := gpuOwner(allocated, fromCgroups)
 	if !ok {
 		return out, Owner{}
@@ -202,7 +217,7 @@ func (a *Attributor) Started(pid int) time.Time {
 // or a MIG device's UUID) to a pod: such a GPU is held, with or without a
 // process on it. False without a kubelet, and while its listing is stale.
 func (a *Attributor) Allocated(deviceID string) bool {
-	return a.pods != nil && len(a.pods.Owners(deviceID)) > 0
+	return len(a.allocatedTo(deviceID)) > 0
 }
 
 // warnRead logs a failed read of a process's details or cgroup once per

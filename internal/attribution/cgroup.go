@@ -48,7 +48,8 @@ func resolveProcess(procRoot string, pid int) (Owner, error) {
 
 // parseCgroup parses the contents of a /proc/<pid>/cgroup file, cgroup v1,
 // v2 or hybrid, with containerd/cgroups' parser (on Linux), and returns the container
-// id and pod UID found in its paths (see parseCgroupPath).
+// id and pod UID found in its paths (see parseCgroupPath), and the Slurm
+// job and step (see parseSlurmPath).
 //
 // The cgroup v2 path ("0::/...") is tried first, then the v1 controllers'
 // paths in name order. The first path that names a container wins; failing
@@ -77,17 +78,26 @@ func ownerOf(v1 map[string]string, unified string) Owner {
 	for _, c := range controllers {
 		paths = append(paths, v1[c])
 	}
-	var podOnly Owner
+	var found Owner
 	for _, p := range paths {
 		o := parseCgroupPath(p)
 		if o.ContainerID != "" {
-			return o
+			found = o
+			break
 		}
-		if podOnly.PodUID == "" {
-			podOnly = o
+		if found.PodUID == "" {
+			found = o
 		}
 	}
-	return podOnly
+	// The Slurm job: the first path that names one (cgroup v1's freezer,
+	// memory and devices controllers all do, and agree).
+	for _, p := range paths {
+		if job, step, ok := parseSlurmPath(p); ok {
+			found.SlurmJobID, found.SlurmStep = job, step
+			break
+		}
+	}
+	return found
 }
 
 // parseCgroupPath returns the container id and pod UID that one cgroup path

@@ -76,6 +76,23 @@ func TestParseCgroupFiles(t *testing.T) {
 		{file: "host-v1-user-session.txt"},
 		{file: "host-v2-service.txt"},
 		{file: "host-v2-init.txt"},
+		// Slurm, cgroup/v2: each step's tasks, the stepd, and its scope's own.
+		{file: "slurm-v2-step.txt", want: Owner{SlurmJobID: "4711", SlurmStep: "0"}},
+		{file: "slurm-v2-batch.txt", want: Owner{SlurmJobID: "4711", SlurmStep: "batch"}},
+		{file: "slurm-v2-extern-adopted.txt", want: Owner{SlurmJobID: "4711", SlurmStep: "extern"}},
+		{file: "slurm-v2-interactive.txt", want: Owner{SlurmJobID: "4712", SlurmStep: "interactive"}},
+		{file: "slurm-v2-multiple-slurmd.txt", want: Owner{SlurmJobID: "4713", SlurmStep: "2"}},
+		{file: "slurm-v2-stepd.txt", want: Owner{SlurmJobID: "4711", SlurmStep: "0"}},
+		{file: "slurm-v2-stepd-system.txt"},
+		// Slurm, cgroup/v1.
+		{file: "slurm-v1-step.txt", want: Owner{SlurmJobID: "4720", SlurmStep: "0"}},
+		{file: "slurm-v1-batch.txt", want: Owner{SlurmJobID: "4720", SlurmStep: "batch"}},
+		{file: "slurm-v1-multiple-slurmd.txt", want: Owner{SlurmJobID: "4721", SlurmStep: "0"}},
+		// Malformed Slurm paths: no job, or the job without its step.
+		{file: "slurm-v2-malformed-job.txt"},
+		{file: "slurm-v2-malformed-step.txt", want: Owner{SlurmJobID: "4711"}},
+		{file: "slurm-v1-malformed-uid.txt"},
+		{file: "slurm-lookalike-user-unit.txt"},
 		// Nothing, or nonsense.
 		{file: "empty.txt"},
 		{file: "garbage-colons.txt"},
@@ -136,6 +153,47 @@ func TestParseCgroupPath(t *testing.T) {
 	for i, tt := range tests {
 		t.Run(strconv.Itoa(i), func(t *testing.T) {
 			assert.Equal(t, tt.want, parseCgroupPath(tt.path), tt.path)
+		})
+	}
+}
+
+func TestParseSlurmPath(t *testing.T) {
+	tests := []struct {
+		path      string
+		job, step string
+	}{
+		{"/system.slice/slurmstepd.scope/job_1/step_0/user/task_0", "1", "0"},
+		{"/system.slice/slurmstepd.scope/job_4294967295/step_4294967294", "4294967295", "4294967294"},
+		{"/system.slice/slurmstepd.scope/job_4711", "4711", ""},
+		{"/slurm/uid_0/job_9/step_extern", "9", "extern"},
+		{"/slurm_n1/uid_1000/job_9/step_batch/task_0", "9", "batch"},
+		// Not Slurm's, or not a job id.
+		{"/system.slice/slurmstepd.scope/job_4294967296/step_0", "", ""},
+		{"/system.slice/slurmstepd.scope/job_0/step_0", "", ""},
+		{"/system.slice/slurmstepd.scope/job_0123/step_0", "", ""},
+		{"/system.slice/slurmstepd.scope/job_-1/step_0", "", ""},
+		{"/system.slice/slurmstepd.scope/job_/step_0", "", ""},
+		{"/system.slice/slurmstepd.scope/jobs_1/step_0", "", ""},
+		{"/system.slice/notslurmstepd.scope/job_1/step_0", "", ""},
+		{"/system.slice/_slurmstepd.scope/job_1/step_0", "", ""},
+		{"/slurm_/uid_1000/job_9/step_0", "", ""},
+		{"/slurm/job_9/step_0", "", ""},
+		{"/slurm/uid_/job_9/step_0", "", ""},
+		{"/other/uid_1000/job_9/step_0", "", ""},
+		{"/job_9/step_0", "", ""},
+		{"job_9", "", ""},
+		{"", "", ""},
+		// A step that is not one: the job alone.
+		{"/system.slice/slurmstepd.scope/job_5/step_01", "5", ""},
+		{"/system.slice/slurmstepd.scope/job_5/step_other", "5", ""},
+		{"/system.slice/slurmstepd.scope/job_5/user/task_0", "5", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.path, func(t *testing.T) {
+			job, step, ok := parseSlurmPath(tt.path)
+			assert.Equal(t, tt.job != "", ok)
+			assert.Equal(t, tt.job, job)
+			assert.Equal(t, tt.step, step)
 		})
 	}
 }

@@ -13,7 +13,8 @@
 // (NVIDIA_VISIBLE_DEVICES=all). Docker, containerd (CRI and plain), CRI-O
 // and podman are recognized, on cgroup v1, v2 and hybrid hosts, with the
 // cgroupfs and systemd drivers; containerd/cgroups parses the file and only
-// the path segments are matched here.
+// the path segments are matched here. So are Slurm's jobs and steps, from
+// its cgroup/v2 and cgroup/v1 plugins' trees (slurm.go).
 //
 // The kubelet's PodResources API gives, for each allocated device id (GPU
 // UUID, MIG UUID, time-slicing replica "<UUID>::<n>"), the pod name,

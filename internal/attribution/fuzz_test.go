@@ -25,6 +25,12 @@ func checkOwnerShape(t *testing.T, o Owner) {
 			t.Fatalf("bad pod UID %q", o.PodUID)
 		}
 	}
+	if o.SlurmJobID != "" && !isSlurmJobID(o.SlurmJobID) {
+		t.Fatalf("bad Slurm job id %q", o.SlurmJobID)
+	}
+	if o.SlurmStep != "" && (o.SlurmJobID == "" || !isSlurmStep(o.SlurmStep)) {
+		t.Fatalf("bad Slurm step %q of job %q", o.SlurmStep, o.SlurmJobID)
+	}
 	if o.PodName != "" || o.Namespace != "" || o.ContainerName != "" {
 		t.Fatalf("a cgroup gave names: %+v", o)
 	}
@@ -80,6 +86,34 @@ func FuzzParseCgroupPath(f *testing.F) {
 		checkOwnerShape(t, o)
 		if o.ContainerID != "" && !strings.Contains(path, o.ContainerID) {
 			t.Fatalf("container id %q not in %q", o.ContainerID, path)
+		}
+	})
+}
+
+// FuzzParseSlurmPath: any string as one cgroup path, for its Slurm job.
+func FuzzParseSlurmPath(f *testing.F) {
+	for _, s := range cgroupSeeds(f) {
+		for _, line := range strings.Split(string(s), "\n") {
+			if parts := strings.SplitN(line, ":", 3); len(parts) == 3 {
+				f.Add(parts[2])
+			}
+		}
+	}
+	f.Add("/slurm_x/uid_1/job_4294967295/step_interactive")
+	f.Add("/slurmstepd.scope/job_1/step_")
+	f.Fuzz(func(t *testing.T, path string) {
+		job, step, ok := parseSlurmPath(path)
+		if !ok {
+			if job != "" || step != "" {
+				t.Fatalf("no job, yet %q %q", job, step)
+			}
+			return
+		}
+		if !isSlurmJobID(job) || !strings.Contains(path, "/job_"+job) {
+			t.Fatalf("job %q from %q", job, path)
+		}
+		if step != "" && (!isSlurmStep(step) || !strings.Contains(path, "/job_"+job+"/step_"+step)) {
+			t.Fatalf("step %q from %q", step, path)
 		}
 	})
 }

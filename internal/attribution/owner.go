@@ -1,8 +1,10 @@
 package attribution
 
 // Owner is who a GPU process, or a GPU, belongs to. An empty field is
-// unknown. Each field is one resource attribute; the cgroup fills the first
-// two, the kubelet's PodResources API the last three.
+// unknown. Each field is one resource attribute; the cgroup fills the
+// container id, the pod UID and the Slurm job and step, the kubelet's
+// PodResources API the pod's and container's names, and ClaimName for a
+// device allocated through a DRA claim (dra.go).
 //
 // Keep the fields as they are: a struct with the same fields, in the same
 // order, converts to and from Owner directly.
@@ -12,6 +14,12 @@ type Owner struct {
 	PodName       string // k8s.pod.name
 	Namespace     string // k8s.namespace.name
 	ContainerName string // k8s.container.name
+	// ClaimName is the DRA ResourceClaim that allocated the device:
+	// k8s.resourceclaim.name. Its namespace is the pod's (a pod can only
+	// reference claims of its own namespace), k8s.namespace.name.
+	ClaimName  string
+	SlurmJobID string // slurm.job.id: the Slurm job whose cgroup holds the process
+	SlurmStep  string // slurm.job.step: its step, a number or batch, extern, interactive
 }
 
 // IsZero reports whether nothing is known: a host process, or no
@@ -27,6 +35,8 @@ func (o Owner) hasPod() bool { return o.PodUID != "" || o.PodName != "" || o.Nam
 //   - Every owner in one container: that owner, ok.
 //   - Every owner in one pod, several containers: the pod's fields only
 //     (ContainerID and ContainerName cleared), ok.
+//   - Every owner in one Slurm job, several steps: the job alone (SlurmStep
+//     cleared), ok; several jobs are shared.
 //   - Several pods, several non-Kubernetes containers, a mix of container
 //     and host processes (a zero Owner), only host processes, or no owners:
 //     Owner{}, false.
@@ -39,14 +49,29 @@ func singleOwner(owners []Owner) (Owner, bool) {
 		return Owner{}, false
 	}
 	first := owners[0]
-	sameContainer := true
+	sameContainer, sameClaim, sameStep := true, true, true
 	for _, o := range owners[1:] {
-		if o.PodUID != first.PodUID || o.PodName != first.PodName || o.Namespace != first.Namespace {
+		if o.PodUID != first.PodUID || o.PodName != first.PodName || o.Namespace != first.Namespace ||
+			o.SlurmJobID != first.SlurmJobID {
 			return Owner{}, false
 		}
 		if o.ContainerID != first.ContainerID || o.ContainerName != first.ContainerName {
 			sameContainer = false
 		}
+		if o.ClaimName != first.ClaimName {
+			// One pod's containers under several claims: the pod, no claim.
+			sameClaim = false
+		}
+		if o.SlurmStep != first.SlurmStep {
+			// Several steps of one job: the job, no step.
+			sameStep = false
+		}
+	}
+	if !sameClaim {
+		first.ClaimName = ""
+	}
+	if !sameStep {
+		first.SlurmStep = ""
 	}
 	if sameContainer {
 		return first, !first.IsZero()
@@ -94,7 +119,7 @@ func gpuOwner(allocated, processes []Owner) (Owner, bool) {
 	if !ok || p.PodUID == "" {
 		return Owner{}, false
 	}
-	merged := Owner{PodUID: p.PodUID, PodName: a.PodName, Namespace: a.Namespace}
+	merged := Owner{PodUID: p.PodUID, PodName: a.PodName, Namespace: a.Namespace, ClaimName: a.ClaimName}
 	if p.ContainerID != "" && a.ContainerName != "" {
 		merged.ContainerID, merged.ContainerName = p.ContainerID, a.ContainerName
 	}
@@ -107,7 +132,7 @@ func withPodNames(p, gpu Owner) Owner {
 	if p.PodUID == "" || p.PodUID != gpu.PodUID {
 		return p
 	}
-	p.PodName, p.Namespace = gpu.PodName, gpu.Namespace
+	p.PodName, p.Namespace, p.ClaimName = gpu.PodName, gpu.Namespace, gpu.ClaimName
 	if p.ContainerID != "" && p.ContainerID == gpu.ContainerID {
 		p.ContainerName = gpu.ContainerName
 	}

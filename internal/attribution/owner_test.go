@@ -16,6 +16,9 @@ func TestSingleOwner(t *testing.T) {
 	allocMain := Owner{PodName: "trainer-0", Namespace: "ml", ContainerName: "main"}
 	allocSidecar := Owner{PodName: "trainer-0", Namespace: "ml", ContainerName: "sidecar"}
 	allocOther := Owner{PodName: "llm-0", Namespace: "serve", ContainerName: "main"}
+	job0 := Owner{SlurmJobID: "4711", SlurmStep: "0"}
+	job1 := Owner{SlurmJobID: "4711", SlurmStep: "1"}
+	jobOther := Owner{SlurmJobID: "4720", SlurmStep: "0"}
 
 	tests := []struct {
 		name   string
@@ -37,6 +40,11 @@ func TestSingleOwner(t *testing.T) {
 		{name: "allocation, one pod", owners: []Owner{allocMain, allocSidecar},
 			want: Owner{PodName: "trainer-0", Namespace: "ml"}, ok: true},
 		{name: "allocation, two pods", owners: []Owner{allocMain, allocOther}},
+		{name: "one Slurm step", owners: []Owner{job0, job0}, want: job0, ok: true},
+		{name: "one Slurm job, two steps", owners: []Owner{job0, job1, job0}, want: Owner{SlurmJobID: "4711"}, ok: true},
+		{name: "two Slurm jobs", owners: []Owner{job0, jobOther}},
+		{name: "Slurm job and host", owners: []Owner{job0, host}},
+		{name: "Slurm job and pod", owners: []Owner{job0, ctrA}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -50,6 +50,9 @@ type PodResourcesConfig struct {
 	// Past it, Owners answers nothing (cgroup-only attribution) until a List
 	// succeeds again. Zero means defaultMaxAge of RefreshInterval and Timeout.
 	MaxAge time.Duration
+	// DRADrivers selects the DRA claims kept (dynamic_resources), by
+	// driver name; nil means DefaultDRADrivers(), empty (non-nil) none.
+	DRADrivers []string
 }
 
 // defaultMaxAge is the age past which a cached allocation is dropped: three
@@ -78,6 +81,8 @@ type podSnapshot struct {
 	// notUUIDs describes the GPU device ids listed when none of them is a
 	// GPU or MIG UUID; zero when one is, or when none is listed.
 	notUUIDs nonUUIDIDs
+	// claims is the DRA allocation of the configured drivers (dra.go).
+	claims claimIndex
 }
 
 // nonUUIDIDs describes device ids that cannot match a GPU: the device plugin
@@ -129,6 +134,11 @@ type PodResourcesCache struct {
 	cfg      PodResourcesConfig
 	logger   *zap.Logger
 	prefixes []string
+	drivers  []string
+	// onClaims, when set, is called after each List that lists DRA claims
+	// of the drivers (from the refresh goroutine): it starts the
+	// ResourceSlice watch only where claims exist.
+	onClaims func(*claimIndex)
 
 	snap atomic.Pointer[podSnapshot]
 
@@ -172,10 +182,15 @@ func NewPodResourcesCache(cfg PodResourcesConfig, logger *zap.Logger) *PodResour
 	if len(prefixes) == 0 {
 		prefixes = DefaultResourcePrefixes()
 	}
+	drivers := cfg.DRADrivers
+	if drivers == nil {
+		drivers = DefaultDRADrivers()
+	}
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	return &PodResourcesCache{cfg: cfg, logger: logger, prefixes: append([]string(nil), prefixes...), notUUIDWarned: NewCauseLog(maxNonUUIDShapes), listLog: logonce.New(2)}
+	return &PodResourcesCache{cfg: cfg, logger: logger, prefixes: append([]string(nil), prefixes...), drivers: append([]string{}, drivers...),
+		notUUIDWarned: NewCauseLog(maxNonUUIDShapes), listLog: logonce.New(2)}
 }
 
 // Start launches the refresh goroutine and returns at once: the first List
@@ -329,15 +344,20 @@ func (c *PodResourcesCache) refresh(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	snap := buildSnapshot(resp, c.prefixes)
+	snap := buildSnapshot(resp, c.prefixes, c.drivers...)
 	snap.at = time.Now()
 	c.snap.Store(snap)
-	return len(snap.byID), nil
+	if c.onClaims != nil && len(snap.claims.byDevice) > 0 {
+		c.onClaims(&snap.claims)
+	}
+	return len(snap.byID) + len(snap.claims.byDevice), nil
 }
 
-// buildSnapshot indexes a List answer by device id, and notes device ids
-// none of which is a GPU or MIG UUID.
-func buildSnapshot(resp *podresourcesv1.ListPodResourcesResponse, prefixes []string) *podSnapshot {
+// buildSnapshot indexes a List answer by device id, and the DRA claims of
+// drivers by device, and notes device ids none of which is a GPU or MIG
+// UUID. A kubelet without DRA (older than 1.34, or the gate off) lists no
+// dynamic_resources: nothing to index, nothing to say.
+func buildSnapshot(resp *podresourcesv1.ListPodResourcesResponse, prefixes []string, drivers ...string) *podSnapshot {
 	s := &podSnapshot{byID: map[string][]Owner{}}
 	anyUUID := false
 	shapes, ids, resources := map[string]bool{}, map[string]bool{}, map[string]bool{}
@@ -367,6 +387,7 @@ func buildSnapshot(resp *podresourcesv1.ListPodResourcesResponse, prefixes []str
 	for _, pod := range resp.GetPodResources() {
 		for _, ctr := range pod.GetContainers() {
 			o := Owner{PodName: pod.GetName(), Namespace: pod.GetNamespace(), ContainerName: ctr.GetName()}
+			s.claims.addClaims(ctr, o, drivers)
 			for _, dev := range ctr.GetDevices() {
 				if !hasAnyPrefix(dev.GetResourceName(), prefixes) {
 					continue
@@ -448,15 +469,29 @@ func (c *PodResourcesCache) Owners(deviceIDs ...string) []Owner {
 			out = append(out, o)
 		}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Namespace != b.Namespace {
-			return a.Namespace < b.Namespace
+	sortOwners(out)
+	return out
+}
+
+// ClaimOwners returns the containers whose DRA claims hold any of devs, each
+// once, in Owners' order; nil as for Owners. A device with an empty Pool
+// matches its name under any pool of its driver (the fallback, where the
+// ResourceSlices are not known). It never blocks.
+func (c *PodResourcesCache) ClaimOwners(devs ...DRADevice) []Owner {
+	s := c.snap.Load()
+	if s == nil || time.Since(s.at) > c.cfg.MaxAge || s.claims.byDevice == nil {
+		return nil
+	}
+	var out []Owner
+	for _, d := range devs {
+		holders := s.claims.byDevice[d]
+		if d.Pool == "" {
+			holders = s.claims.byName[driverDevice{d.Driver, d.Device}]
 		}
-		if a.PodName != b.PodName {
-			return a.PodName < b.PodName
+		for _, o := range holders {
+			out = appendOwner(out, o)
 		}
-		return a.ContainerName < b.ContainerName
-	})
+	}
+	sortOwners(out)
 	return out
 }

@@ -6,11 +6,9 @@ package procinfo // import "github.com/otelcol-nvml/otelcol-nvml/internal/procin
 
 import (
 	"fmt"
-	"os/user"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/prometheus/procfs"
@@ -24,7 +22,7 @@ type Info struct {
 	// good: it is cut to 15 characters and a process can rename it
 	// (PyTorch workers call themselves pt_main_thread).
 	ExecutableName string
-	Owner          string // user name, or the numeric uid where it has none
+	Owner          string // user name, or the numeric uid where it has none (users.go)
 	// CreationTime is when the process started, ISO 8601 in UTC with the
 	// kernel's 10 ms resolution; empty when unknown. A reused PID gets a new
 	// one.
@@ -48,15 +46,13 @@ const userHZ = 100
 
 // Reader reads processes under one /proc root and caches user names.
 type Reader struct {
-	fs procfs.FS
+	users *users
+	fs    procfs.FS
 	// bootTime is /proc/stat's btime, read once: the kernel derives it from
 	// the wall clock, so a later read can move by a second, and the
 	// creation time of a process must not.
 	bootTime   time.Time
 	bootTimeOK bool
-
-	mu    sync.Mutex
-	users map[string]string
 }
 
 // New returns a Reader on the /proc mounted at procRoot.
@@ -65,7 +61,7 @@ func New(procRoot string) (*Reader, error) {
 	if err != nil {
 		return nil, fmt.Errorf("proc root %q: %w", procRoot, err)
 	}
-	r := &Reader{fs: fs, users: map[string]string{}}
+	r := &Reader{fs: fs, users: newUsers(procRoot)}
 	if st, err := fs.Stat(); err == nil && st.BootTime > 0 {
 		r.bootTime, r.bootTimeOK = time.Unix(int64(st.BootTime), 0).UTC(), true
 	}
@@ -84,7 +80,7 @@ func (r *Reader) Read(pid int, withCommandLine bool) (Info, error) {
 		return Info{}, err
 	}
 	if st, err := p.NewStatus(); err == nil {
-		info.Owner = r.userName(strconv.FormatUint(st.UIDs[0], 10))
+		info.Owner = r.users.name(strconv.FormatUint(st.UIDs[0], 10))
 	}
 	if st, err := p.Stat(); err == nil {
 		// Ticks times the tick's length: multiplying by time.Second first
@@ -131,21 +127,4 @@ func executableName(p procfs.Proc) (string, error) {
 		return filepath.Base(strings.TrimSuffix(exe, " (deleted)")), nil
 	}
 	return p.Comm()
-}
-
-// userName maps a uid to a name through the local user database; inside a
-// container that database rarely knows the host's users, so the uid itself
-// is the fallback.
-func (r *Reader) userName(uid string) string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if name, ok := r.users[uid]; ok {
-		return name
-	}
-	name := uid
-	if u, err := user.LookupId(uid); err == nil && u.Username != "" {
-		name = u.Username
-	}
-	r.users[uid] = name
-	return name
 }

@@ -3,7 +3,6 @@ package procinfo
 import (
 	"fmt"
 	"os"
-	"os/user"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -62,17 +61,13 @@ func TestRead(t *testing.T) {
 		status: "Name:\ttorchrun\nUid:\t4000123\t4000123\t4000123\t4000123\n", cmdline: "torchrun\x00"})
 	writeProc(t, root, fakeProc{pid: "4444", comm: "python3", exe: "/opt/venv/bin/python3.11 (deleted)",
 		status: "Name:\tpython3\nUid:\t0\t0\t0\t0\n"})
+	writePasswd(t, root, "root:x:0:0:root:/root:/bin/bash\n")
 	r, err := New(root)
 	require.NoError(t, err)
 
 	info, err := r.Read(4242, false)
 	require.NoError(t, err)
-	root0, _ := user.LookupId("0")
-	want := "0"
-	if root0 != nil {
-		want = root0.Username
-	}
-	assert.Equal(t, Info{ExecutableName: "python3.12", Owner: want, CreationTime: "2025-11-30T01:00:00.12Z",
+	assert.Equal(t, Info{ExecutableName: "python3.12", Owner: "root", CreationTime: "2025-11-30T01:00:00.12Z",
 		Started: time.Date(2025, 11, 30, 1, 0, 0, 120_000_000, time.UTC), CPUOK: true}, info,
 		"the executable's base name, not the renamed comm; no command line unless asked")
 

@@ -87,6 +87,33 @@ type KubernetesConfig struct {
 	// GPUs, by name prefix: NVIDIA's device plugin's by default; other
 	// device plugins name theirs otherwise.
 	ResourcePrefixes []string `mapstructure:"resource_prefixes"`
+	// NodeName is the node the collector runs on, whose ResourceSlices are
+	// read (the chart sets it from the downward API's spec.nodeName).
+	NodeName string `mapstructure:"node_name"`
+	// DRA configures GPUs allocated through Dynamic Resource Allocation
+	// claims (the kubelet's dynamic_resources).
+	DRA DRAConfig `mapstructure:"dra"`
+}
+
+// DRAConfig configures the DRA claims read from the kubelet.
+type DRAConfig struct {
+	// Drivers selects the claims whose devices are GPUs, by driver name:
+	// NVIDIA's DRA driver by default. Empty: no claims are read.
+	Drivers []string `mapstructure:"drivers"`
+	// ResourceSlices configures reading the node's ResourceSlices, which
+	// map a claimed device to its GPU's UUID.
+	ResourceSlices ResourceSlicesConfig `mapstructure:"resource_slices"`
+}
+
+// ResourceSlicesConfig configures the watch of the node's ResourceSlices.
+// Off, or where they cannot be read, a claimed device named gpu-<minor>
+// is matched to the GPU of that minor number (the fallback).
+type ResourceSlicesConfig struct {
+	// Enabled watches them, from the first DRA claim on.
+	Enabled bool `mapstructure:"enabled"`
+	// Kubeconfig is a kubeconfig file to reach the API server with; empty
+	// means in-cluster (the pod's service account).
+	Kubeconfig string `mapstructure:"kubeconfig"`
 }
 
 // Unmarshal reads the configuration, taking a device index written as a
@@ -210,6 +237,14 @@ func (cfg *Config) Validate() error {
 			if p == "" {
 				errs = append(errs, fmt.Errorf("kubernetes::resource_prefixes[%d]: must not be empty", i))
 			}
+		}
+		for i, d := range cfg.Kubernetes.DRA.Drivers {
+			if d == "" {
+				errs = append(errs, fmt.Errorf("kubernetes::dra::drivers[%d]: must not be empty", i))
+			}
+		}
+		if k := cfg.Kubernetes.DRA.ResourceSlices.Kubeconfig; k != "" && !filepath.IsAbs(k) {
+			errs = append(errs, fmt.Errorf("kubernetes::dra::resource_slices::kubeconfig: %q must be an absolute path", k))
 		}
 	}
 	// hw.id and process.pid tell the series apart: without hw.id every GPU,

@@ -39,6 +39,9 @@ func TestDefaultConfig(t *testing.T) {
 	assert.True(t, cfg.Events.NvidiaGpuEccSingleBit.Enabled)
 	assert.Equal(t, attribution.DefaultPodResourcesSocket, cfg.Kubernetes.PodResourcesSocket)
 	assert.Equal(t, attribution.DefaultResourcePrefixes(), cfg.Kubernetes.ResourcePrefixes)
+	assert.Equal(t, []string{"gpu.nvidia.com"}, cfg.Kubernetes.DRA.Drivers)
+	assert.True(t, cfg.Kubernetes.DRA.ResourceSlices.Enabled)
+	assert.Empty(t, cfg.Kubernetes.DRA.ResourceSlices.Kubeconfig, "in-cluster")
 }
 
 func TestCustomConfig(t *testing.T) {
@@ -71,6 +74,8 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 		}},
 		{"bad_library", []string{`library_path: "libnvidia-ml.so.1" is a bare name`}},
 		{"bad_resource_prefixes", []string{"kubernetes::resource_prefixes[1]: must not be empty"}},
+		{"bad_dra", []string{"kubernetes::dra::drivers[1]: must not be empty",
+			`kubernetes::dra::resource_slices::kubeconfig: "kubeconfig.yaml" must be an absolute path`}},
 		{"bad_cgroup_root", []string{`processes::cgroup_root: "sys/fs/cgroup" must be an absolute path`}},
 		// Defect 6 of issue 9: each of these passed validation.
 		{"bare_number_interval", []string{"collection_interval: 10ns is below the minimum of 100ms"}},

@@ -521,10 +521,29 @@ func isStatusPattern(m mdMetric, attrs map[string]mdAttribute) bool {
 	return len(attrs[m.Attributes[0]].Enum) > 1
 }
 
+// ownerNamesAhead are owner attributes named as the conventions name every
+// Kubernetes object (k8s.<kind>.name, as k8s.resourcequota.name), for an
+// object they have no attribute for yet: the DRA ResourceClaim a GPU is
+// allocated through. An owner under nvidia. would split one owner across
+// two namespaces of names.
+var ownerNamesAhead = []string{"k8s.resourceclaim.name"}
+
 // customNameProblem says what is wrong with a name that is not in the
 // registry: it must be a vendor name, and must not shadow a registry name
 // (nvidia.X beside X, or nvidia.gpu.X beside hw.gpu.X).
+//
+// Slurm's own attributes (slurm.job.*) go under its name, as a cloud's go
+// under its own (gcp.cloud_run.job.*): the registry has no batch or HPC job.
 func customNameProblem(name string, reg registry) string {
+	if strings.HasPrefix(name, "slurm.") {
+		return ""
+	}
+	if slices.Contains(ownerNamesAhead, name) {
+		if reg.has(name) {
+			return fmt.Sprintf("%s: now in the registry; drop it from ownerNamesAhead", name)
+		}
+		return ""
+	}
 	rest, ok := strings.CutPrefix(name, "nvidia.")
 	if !ok {
 		return fmt.Sprintf("%s: not in semconv %s and not under nvidia.", name, semconvVersion())

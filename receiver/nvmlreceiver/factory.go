@@ -48,6 +48,10 @@ func createDefaultConfig() component.Config {
 			PodResourcesSocket: attribution.DefaultPodResourcesSocket,
 			RefreshInterval:    30 * time.Second,
 			ResourcePrefixes:   attribution.DefaultResourcePrefixes(),
+			DRA: DRAConfig{
+				Drivers:        attribution.DefaultDRADrivers(),
+				ResourceSlices: ResourceSlicesConfig{Enabled: true},
+			},
 		},
 	}
 }

@@ -31,7 +31,7 @@ func everyMetric(t *testing.T) func(*Config) {
 // review:
 //   - GPU 0, whole: a pod's process (its names from the kubelet, which
 //     gave it the GPU) and a host process; an Xid; fans;
-//   - GPU 1, in MIG mode: a host process on one instance, the other
+//   - GPU 1, in MIG mode: a Slurm job's process on one instance, the other
 //     instance idle and allocated to a pod.
 func TestScrapeGoldenEveryMetric(t *testing.T) {
 	t.Parallel()
@@ -45,13 +45,16 @@ func TestScrapeGoldenEveryMetric(t *testing.T) {
 	migs := m.GPUs[1].EnableMIG(nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE)
 	m.GPUs[1].SetProcesses(nvml.ProcessInfo{Pid: 5555, UsedGpuMemory: 2 << 30,
 		GpuInstanceId: uint32(migs[0].GPUInstanceID), ComputeInstanceId: uint32(migs[0].ComputeInstanceID)})
-	socket := serveKubelet(t, allocated(map[string][3]string{
-		nvmltest.UUID(0): {"ml", "trainer-0", "trainer"},
-		migs[1].UUID:     {"serve", "llm-0", "server"},
-	}))
+	resp := allocated(map[string][3]string{migs[1].UUID: {"serve", "llm-0", "server"}})
+	// GPU 0 is allocated through a DRA claim, matched by its minor number
+	// (the ResourceSlices are off).
+	resp.PodResources = append(resp.PodResources,
+		claimedGPU(map[string][4]string{"gpu-0": {"ml", "trainer-0", "trainer", "trainer-gpu"}}).PodResources...)
+	socket := serveKubelet(t, resp)
 	ts := newTestScraper(t, m, everyMetric(t), func(cfg *Config) {
 		cfg.Kubernetes.Enabled = true
 		cfg.Kubernetes.PodResourcesSocket = socket
+		cfg.Kubernetes.DRA.ResourceSlices.Enabled = false
 		cfg.MemoryControllerOnGPM = true // its metric too, on these GPUs with GPM
 	})
 	ts.start(t)

@@ -36,7 +36,11 @@ func newAttributor(cfg *Config, logger *zap.Logger) *attribution.Attributor {
 		pc := attribution.DefaultPodResourcesConfig()
 		pc.Socket, pc.RefreshInterval = cfg.Kubernetes.PodResourcesSocket, cfg.Kubernetes.RefreshInterval
 		pc.ResourcePrefixes = cfg.Kubernetes.ResourcePrefixes
+		pc.DRADrivers = append([]string{}, cfg.Kubernetes.DRA.Drivers...)
 		ac.PodResources = &pc
+		if rs := cfg.Kubernetes.DRA.ResourceSlices; rs.Enabled {
+			ac.ResourceSlices = &attribution.ResourceSlicesConfig{NodeName: cfg.Kubernetes.NodeName, Kubeconfig: rs.Kubeconfig}
+		}
 	}
 	return attribution.New(ac, logger)
 }

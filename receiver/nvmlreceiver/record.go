@@ -47,6 +47,7 @@ type gpuReport struct {
 	processes []ownedProcess // on the whole GPU; empty in MIG mode
 	dropped   int64          // cumulative
 	owner     owner          // set only when the GPU has exactly one owner
+	holders   []owner        // what the kubelet allocated the GPU to (holders.go)
 	xids      map[int64]int64
 	migs      []migReport
 	account   *deviceAccount
@@ -57,6 +58,7 @@ type migReport struct {
 	sample    *nvmlclient.MIGSample
 	processes []ownedProcess
 	owner     owner
+	holders   []owner
 	account   *deviceAccount
 }
 
@@ -74,6 +76,7 @@ func recordGPU(mb *metadata.MetricsBuilder, r gpuReport) {
 	emitDevice(mb, newResource, r.owner)
 	recordHolderSample(mb, r.sample, r.account)
 	mb.EmitForResource(metadata.WithResource(newResource(r.owner).Emit()))
+	recordHolders(mb, ts, r.holders, newResource)
 	if r.sample.ProcessesListed {
 		recordProcesses(mb, ts, r.processes, newResource)
 	}
@@ -152,6 +155,7 @@ func recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, parent nvmlcli
 	}
 	recordDeviceAccount(mb, ts, m.account)
 	mb.EmitForResource(metadata.WithResource(newResource(m.owner).Emit()))
+	recordHolders(mb, ts, m.holders, newResource)
 	if listed {
 		recordProcesses(mb, ts, m.processes, newResource)
 	}
@@ -273,7 +277,8 @@ func setGPUAttributes(rb *metadata.ResourceBuilder, info nvmlclient.DeviceInfo, 
 	setOwnerAttributes(rb, o)
 }
 
-// setOwnerAttributes sets what is known of a container and its pod on rb.
+// setOwnerAttributes sets what is known of a container and its pod, and of
+// a Slurm job, on rb.
 func setOwnerAttributes(rb *metadata.ResourceBuilder, o owner) {
 	if o.ContainerID != "" {
 		rb.SetContainerID(o.ContainerID)
@@ -289,6 +294,15 @@ func setOwnerAttributes(rb *metadata.ResourceBuilder, o owner) {
 	}
 	if o.ContainerName != "" {
 		rb.SetK8sContainerName(o.ContainerName)
+	}
+	if o.ClaimName != "" {
+		rb.SetK8sResourceclaimName(o.ClaimName)
+	}
+	if o.SlurmJobID != "" {
+		rb.SetSlurmJobID(o.SlurmJobID)
+	}
+	if o.SlurmStep != "" {
+		rb.SetSlurmJobStep(o.SlurmStep)
 	}
 }
 

@@ -168,9 +168,11 @@ func (r *reporter) account(rep *gpuReport) {
 // devices instead.
 func (r *reporter) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) gpuReport {
 	rep := gpuReport{info: info, sample: smp, xids: xids}
+	r.owners.SetMinor(info.UUID, info.MinorNumber)
+	rep.holders = r.owners.Holders(info.UUID)
 	if !smp.ProcessesListed {
 		for i := range smp.MIG {
-			rep.migs = append(rep.migs, migReport{sample: &smp.MIG[i]})
+			rep.migs = append(rep.migs, migReport{sample: &smp.MIG[i], holders: r.owners.Holders(smp.MIG[i].Info.UUID)})
 		}
 		return rep
 	}
@@ -180,7 +182,7 @@ func (r *reporter) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xi
 		rep.processes, rep.owner, left = attribute(r.owners, info.UUID, smp.Processes, limit)
 	}
 	for i := range smp.MIG {
-		m := migReport{sample: &smp.MIG[i]}
+		m := migReport{sample: &smp.MIG[i], holders: r.owners.Holders(smp.MIG[i].Info.UUID)}
 		var l []nvmlclient.Process
 		m.processes, m.owner, l = attribute(r.owners, m.sample.Info.UUID, m.sample.Processes, limit)
 		left = append(left, l...)

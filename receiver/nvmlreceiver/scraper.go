@@ -92,7 +92,14 @@ func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *
 	))
 	s.session = newSession(cfg, set.Logger, client, &s.bounds)
 	s.events = newEventCounter(cfg, set, client, &s.bounds)
-	s.session.onOpen = s.events.start
+	s.session.onOpen = func() {
+		// The minor numbers match DRA's gpu-<minor> names where the
+		// ResourceSlices cannot be read; known from the first scrape on.
+		for _, d := range s.session.client.Inventory().Devices {
+			s.reporter.owners.SetMinor(d.UUID, d.MinorNumber)
+		}
+		s.events.start()
+	}
 	return s
 }
 

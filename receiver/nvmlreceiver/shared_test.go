@@ -12,7 +12,8 @@ import (
 )
 
 // notRead are the metrics that need no NVML figure.
-var notRead = map[string]bool{"nvidia.gpu.xid.errors": true}
+// (nvidia.gpu.allocation comes from the kubelet.)
+var notRead = map[string]bool{"nvidia.gpu.xid.errors": true, "nvidia.gpu.allocation": true}
 
 // Every metric of metadata.yaml is in the figure table once (or needs no
 // figure), under its own name, and its enabled func reads its own flag:

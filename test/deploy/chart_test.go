@@ -74,8 +74,9 @@ func TestChart(t *testing.T) {
 // checks need them.
 type testValues struct {
 	Attribution struct {
-		Enabled       bool `json:"enabled"`
-		K8sattributes bool `json:"k8sattributes"`
+		Enabled           bool `json:"enabled"`
+		K8sattributes     bool `json:"k8sattributes"`
+		DRAResourceSlices bool `json:"draResourceSlices"`
 	} `json:"attribution"`
 	OTLP struct {
 		Enabled  bool   `json:"enabled"`
@@ -197,6 +198,11 @@ func checkDaemonSet(t *testing.T, objs []object, v testValues) {
 		assert.Equal(t, mounts["host-cgroup"].MountPath, procs["cgroup_root"], "cgroup_root is where the host's cgroups are mounted")
 		k8s, _ := nvml["kubernetes"].(map[string]any)
 		assert.Equal(t, mounts["pod-resources"].MountPath+"/kubelet.sock", k8s["pod_resources_socket"])
+		// The node's ResourceSlices, by the downward API's node name.
+		assert.Equal(t, "${env:K8S_NODE_NAME}", k8s["node_name"])
+		dra, _ := k8s["dra"].(map[string]any)
+		rs, _ := dra["resource_slices"].(map[string]any)
+		assert.Equal(t, v.Attribution.DRAResourceSlices, rs["enabled"], "kubernetes::dra::resource_slices::enabled follows draResourceSlices")
 	} else {
 		assert.NotContains(t, nvml, "processes")
 		assert.NotContains(t, nvml, "kubernetes")
@@ -260,19 +266,30 @@ func checkDaemonSet(t *testing.T, objs []object, v testValues) {
 		assert.Contains(t, cfg.Service.Pipelines["logs"].Exporters, exp, "GPU events go out as logs")
 	}
 
-	// k8sattributes: in the pipeline, with its RBAC and the API token.
+	// k8sattributes: in the pipeline, with its RBAC and the API token;
+	// the ResourceSlices (DRA): their RBAC and the token.
 	k8sattr := v.Attribution.Enabled && v.Attribution.K8sattributes
+	draSlices := v.Attribution.Enabled && v.Attribution.DRAResourceSlices
 	assert.Equal(t, k8sattr, slices.Contains(metrics.Processors, "k8s_attributes"))
-	assert.Equal(t, k8sattr, *pod.AutomountServiceAccountToken)
+	assert.Equal(t, k8sattr || draSlices, *pod.AutomountServiceAccountToken)
 	roles := only[rbacv1.ClusterRole](t, objs)
 	bindings := only[rbacv1.ClusterRoleBinding](t, objs)
-	if k8sattr {
+	if k8sattr || draSlices {
 		require.Len(t, roles, 1)
 		require.Len(t, bindings, 1)
 		assert.Equal(t, pod.ServiceAccountName, bindings[0].Subjects[0].Name)
+		granted := map[string]bool{}
 		for _, r := range roles[0].Rules {
 			assert.Subset(t, []string{"get", "list", "watch"}, r.Verbs, "read-only RBAC")
+			assert.ElementsMatch(t, []string{"get", "list", "watch"}, r.Verbs)
+			for _, g := range r.APIGroups {
+				for _, res := range r.Resources {
+					granted[g+"/"+res] = true
+				}
+			}
 		}
+		assert.Equal(t, k8sattr, granted["/pods"], "pods for k8sattributes")
+		assert.Equal(t, draSlices, granted["resource.k8s.io/resourceslices"], "resourceslices for DRA")
 	} else {
 		assert.Empty(t, roles)
 		assert.Empty(t, bindings)

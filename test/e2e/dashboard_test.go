@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"os/user"
@@ -71,6 +72,40 @@ var dashboardPods = []dashboardPod{
 		cpuCores: 0.5, limitCores: 2, processCores: 0.4, state: "memory_pressure"},
 }
 
+// slurmJob is the dashboard scenario's Slurm job: a process on a GPU of its
+// own, outside Kubernetes, in a slurmstepd cgroup (v2), owned by a user
+// the host's passwd (seen through the proc root) names.
+var slurmJob = struct {
+	id, user, gpu, cgroup string
+	pid                   uint32
+	uid                   int
+}{
+	id: "4242", user: "alice", gpu: "GPU-da5b0a2d-0000-4000-8000-000000000005", pid: 710006, uid: 2001,
+	cgroup: "/system.slice/e2e-node_slurmstepd.scope/job_4242/step_0/user/task_0",
+}
+
+// kubeStateMetricsScrape serves the GPU quota of kube-state-metrics
+// (kube_resourcequota) for the fixture's namespaces and returns the
+// scrape_configs item that scrapes it every second.
+func kubeStateMetricsScrape(t *testing.T) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		fmt.Fprint(w, "# TYPE kube_resourcequota gauge\n")
+		for _, ns := range []string{"ml", "research", "vision"} {
+			for typ, v := range map[string]int{"hard": 4, "used": 1} {
+				fmt.Fprintf(w, "kube_resourcequota{namespace=%q,resource=\"requests.nvidia.com/gpu\",resourcequota=\"gpu\",type=%q} %d\n", ns, typ, v)
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	return fmt.Sprintf(`  - job_name: kube-state-metrics
+    scrape_interval: 1s
+    static_configs:
+      - targets: [%q]
+`, strings.TrimPrefix(srv.URL, "http://"))
+}
+
 // owner is the process.owner the collector reports for a uid: the user
 // name where this machine's user database has one, else the uid.
 func (p dashboardPod) owner() string {
@@ -122,6 +157,11 @@ func dashboardScenario() Scenario {
 		}
 		s.GPUs = append(s.GPUs, g)
 	}
+	// The Slurm job's GPU: busy, as a GPU-bound job's.
+	slurm := s.GPUs[3]
+	slurm.UUID, slurm.Serial, slurm.PCIBusID = slurmJob.gpu, "SIMULATED-DASH-SLURM", "00000000:1F:00.0"
+	slurm.Processes = []Process{{PID: slurmJob.pid, Name: "python3", UsedMemoryBytes: 40 << 30, Type: "compute", SMPercent: 100, MemoryPercent: 40}}
+	s.GPUs = append(s.GPUs, slurm)
 	return s
 }
 
@@ -198,6 +238,14 @@ func cgroupFixture(t *testing.T) (procRoot, cgroupRoot string) {
 		write(filepath.Join(dirs[i], "cpu.max"), limit)
 		write(filepath.Join(dirs[i], "cpu.stat"), "usage_usec 0\n")
 	}
+	slurmProc := filepath.Join(procRoot, fmt.Sprint(slurmJob.pid))
+	write(filepath.Join(slurmProc, "cgroup"), "0::"+slurmJob.cgroup+"\n")
+	write(filepath.Join(slurmProc, "comm"), "python3\n")
+	write(filepath.Join(slurmProc, "status"), fmt.Sprintf("Name:\tpython3\nUid:\t%[1]d\t%[1]d\t%[1]d\t%[1]d\nGid:\t%[1]d\t%[1]d\t%[1]d\t%[1]d\n", slurmJob.uid))
+	write(filepath.Join(slurmProc, "stat"), procStatLine(slurmJob.pid, "python3", 0, startTicks))
+	write(filepath.Join(cgroupRoot, slurmJob.cgroup, "cpu.max"), "max 100000\n")
+	write(filepath.Join(cgroupRoot, slurmJob.cgroup, "cpu.stat"), "usage_usec 0\n")
+	write(filepath.Join(procRoot, "1", "root", "etc", "passwd"), fmt.Sprintf("%s:x:%d:%d::/home/%[1]s:/bin/bash\n", slurmJob.user, slurmJob.uid, slurmJob.uid))
 	start := time.Now()
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
@@ -246,14 +294,15 @@ type grafanaDashboard struct {
 // Grafana's built-in variables, as the e2e's short history needs them.
 var builtins = map[string]string{"$__rate_interval": "10s", "$__interval": "2s", "$__range": "1m"}
 
-// substitute replaces every $variable with its match-all (and Grafana's
+// substitute replaces every $variable with its match-all (not
+// label_replace's $1) (and Grafana's
 // built-ins with short windows); a variable left over fails.
 func substitute(t *testing.T, expr string, allValues map[string]string) string {
 	t.Helper()
 	for k, v := range builtins {
 		expr = strings.ReplaceAll(expr, k, v)
 	}
-	expr = regexp.MustCompile(`\$\{?(\w+)\}?`).ReplaceAllStringFunc(expr, func(m string) string {
+	expr = regexp.MustCompile(`\$\{?([A-Za-z_]\w*)\}?`).ReplaceAllStringFunc(expr, func(m string) string {
 		name := strings.Trim(m, "${}")
 		v, ok := allValues[name]
 		if !ok {
@@ -393,7 +442,7 @@ service:
 `, testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath), procRoot, cgroupRoot, sock, promAddr)
 	col := startProcess(t, "otelcol-nvml", []string{scenarioEnv + "=" + scenario, "K8S_NODE_NAME=e2e-node"},
 		testutil.AbsFlag(t, "otelcol", *otelcolPath), "--config="+writeFile(t, t.TempDir(), "collector.yaml", cfg))
-	prom := startPrometheus(t, promAddr, rules)
+	prom := startPrometheusScraping(t, promAddr, kubeStateMetricsScrape(t), rules)
 
 	// Enough history for the rate windows ($__rate_interval = 10s).
 	waitFor(t, 60*time.Second, "GPU and container series in Prometheus", func() bool {
@@ -447,12 +496,12 @@ service:
 	})
 
 	t.Run("the waste rules read right", func(t *testing.T) {
-		// One diagnosis per GPU holder, each pod in its own state: the
-		// table of the Waste row.
+		// One diagnosis per GPU holder (the pods and the Slurm job), each
+		// pod in its own state: the table of the Waste row.
 		var diag []promSeries
 		waitFor(t, 30*time.Second, "a diagnosis for every GPU holder", func() bool {
 			diag = prom.tryQuery(`gpu_holder:nvidia_gpu_diagnosis:5m == 1`)
-			return len(diag) == len(dashboardPods)
+			return len(diag) == len(dashboardPods)+1
 		}, prom.proc)
 		states := map[string]string{}
 		for _, d := range diag {

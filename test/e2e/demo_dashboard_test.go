@@ -55,7 +55,7 @@ func TestDemoDashboard(t *testing.T) {
 		"--set=receivers::nvml::collection_interval=1s",
 		"--set=receivers::host_metrics::collection_interval=1s",
 		"--set=exporters::debug::verbosity=basic")
-	prom := startPrometheus(t, promAddr, rules)
+	prom := startPrometheusScraping(t, promAddr, kubeStateMetricsScrape(t), rules)
 
 	waitFor(t, 40*time.Second, "the demo's GPUs, containers and pods in Prometheus", func() bool {
 		return len(prom.tryQuery(`hw_gpu_memory_limit_bytes`)) == 4 &&

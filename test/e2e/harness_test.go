@@ -471,6 +471,13 @@ type prometheus struct {
 // alert rule files given (evaluated every second).
 func startPrometheus(t *testing.T, target string, ruleFiles ...string) *prometheus {
 	t.Helper()
+	return startPrometheusScraping(t, target, "", ruleFiles...)
+}
+
+// startPrometheusScraping is startPrometheus with more scrape configs
+// (YAML list items under scrape_configs, as kubeStateMetricsScrape writes).
+func startPrometheusScraping(t *testing.T, target, moreScrapeConfigs string, ruleFiles ...string) *prometheus {
+	t.Helper()
 	bin := testutil.AbsFlag(t, "prometheus", *prometheusPath)
 	dir := t.TempDir()
 	p := &prometheus{addr: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))}
@@ -485,7 +492,7 @@ scrape_configs:
   - job_name: otelcol-nvml
     static_configs:
       - targets: ["%s"]
-`, target)
+`, target) + moreScrapeConfigs
 	p.proc = startProcess(t, "prometheus", nil, bin,
 		"--config.file="+writeFile(t, dir, "prometheus.yml", cfg),
 		"--storage.tsdb.path="+filepath.Join(dir, "data"),

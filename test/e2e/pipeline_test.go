@@ -311,6 +311,7 @@ var checkedElsewhere = map[string]string{
 	"process.cpu.time":               "TestWaste (a fake /proc whose utime grows)",
 	"container.cpu.time":             "TestDashboardAndRules (cgroup fixtures), TestContainerCPUOnRealCgroup",
 	"nvidia.gpu.container.cpu.limit": "TestDashboardAndRules (cgroup fixtures), TestContainerCPUOnRealCgroup",
+	"nvidia.gpu.allocation":          "TestDRA (a kubelet that lists the GPUs' holders)",
 }
 
 func pipelineScenario() Scenario {

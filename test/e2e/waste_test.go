@@ -69,10 +69,26 @@ var wasteGrowth = map[int]struct{ container, process float64 }{
 // wasteNoData are the recording rules of rules.yaml that cannot have data in
 // this scenario, and why. Each must be a rule of the file, and have no data.
 var wasteNoData = map[string]string{
-	"gpu:nvidia_gpu_mig_parent:5m":  wasteNoMIG,
-	"gpu:nvidia_gpu_mig_parent:1h":  wasteNoMIG,
-	"gpu:nvidia_gpu_mig_parent:24h": wasteNoMIG,
+	"gpu:nvidia_gpu_mig_parent:5m":                        wasteNoMIG,
+	"gpu:nvidia_gpu_mig_parent:1h":                        wasteNoMIG,
+	"gpu:nvidia_gpu_mig_parent:24h":                       wasteNoMIG,
+	"gpu_slurm_job:nvidia_gpu_held_hours:1h":              wasteNoSlurm,
+	"gpu_slurm_job:nvidia_gpu_busy_hours:1h":              wasteNoSlurm,
+	"gpu_slurm_job:nvidia_gpu_idle_hours:1h":              wasteNoSlurm,
+	"gpu_slurm_job:nvidia_gpu_active_hours:1h":            wasteNoSlurm,
+	"slurm_job:nvidia_gpu_held_hours:1h":                  wasteNoSlurm,
+	"slurm_job:nvidia_gpu_busy_hours:1h":                  wasteNoSlurm,
+	"slurm_job:nvidia_gpu_idle_hours:1h":                  wasteNoSlurm,
+	"slurm_job:nvidia_gpu_active_hours:1h":                wasteNoSlurm,
+	"slurm_job:nvidia_gpu_held_gpus:5m":                   wasteNoSlurm,
+	"slurm_job:nvidia_gpu_process_memory_usage_bytes:sum": wasteNoSlurm,
+	"namespace:nvidia_gpu_quota_gpus:hard":                wasteNoQuota,
+	"namespace:nvidia_gpu_quota_held:ratio":               wasteNoQuota,
 }
+
+const wasteNoSlurm = "a Slurm job; the waste scenario has none (TestDashboardAndRules has data for them)"
+
+const wasteNoQuota = "kube-state-metrics' GPU quota; the waste scenario has no kube-state-metrics (TestDashboardAndRules has data for them)"
 
 const wasteNoMIG = "the GPUs in MIG mode; no GPU of the scenario is (MIG devices' counters are the receiver's unit tests', the rules' are rules_test.yaml's)"
 

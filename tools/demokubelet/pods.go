@@ -43,6 +43,44 @@ type Container struct {
 	// names it; optional, not served, like Pod.UID.
 	ID      string    `json:"id,omitempty"`
 	Devices []Devices `json:"devices"`
+	// Claims are the container's DRA claims, served as its
+	// dynamic_resources (Kubernetes 1.34 and later).
+	Claims []Claim `json:"claims,omitempty"`
+}
+
+// Claim is one DRA ResourceClaim of a container, in the pod's namespace,
+// and the devices allocated through it.
+type Claim struct {
+	Name    string        `json:"name"`
+	Devices []ClaimDevice `json:"devices"`
+}
+
+// ClaimDevice is one device of a claim, as a DRA driver names it:
+// NVIDIA's driver gpu.nvidia.com, pool the node, device gpu-<minor>.
+type ClaimDevice struct {
+	Driver string `json:"driver"`
+	Pool   string `json:"pool"`
+	Device string `json:"device"`
+	// ShareID is set for a device shared between requests (consumable
+	// capacity); optional.
+	ShareID string `json:"share_id,omitempty"`
+}
+
+// validate checks that a claim has a name and each device its driver,
+// pool and name.
+func (c Claim) validate(where string) error {
+	if c.Name == "" {
+		return fmt.Errorf("%s: name is required", where)
+	}
+	if len(c.Devices) == 0 {
+		return fmt.Errorf("%s: devices are required", where)
+	}
+	for i, d := range c.Devices {
+		if d.Driver == "" || d.Pool == "" || d.Device == "" {
+			return fmt.Errorf("%s devices[%d]: driver, pool and device are required", where, i)
+		}
+	}
+	return nil
 }
 
 // Devices are device ids of one extended resource (nvidia.com/gpu,
@@ -140,6 +178,11 @@ func (n *Node) Validate() error {
 			containers[c.Name] = true
 			if c.ID != "" && !containerIDPattern.MatchString(c.ID) {
 				errs = append(errs, fmt.Errorf("%s: id %q is not 64 lowercase hex", cwhere, c.ID))
+			}
+			for k, cl := range c.Claims {
+				if err := cl.validate(fmt.Sprintf("%s claims[%d]", cwhere, k)); err != nil {
+					errs = append(errs, err)
+				}
 			}
 			for k, d := range c.Devices {
 				dwhere := fmt.Sprintf("%s devices[%d]", cwhere, k)

@@ -47,9 +47,28 @@ func podResources(p Pod) *podresourcesv1.PodResources {
 	out := &podresourcesv1.PodResources{Name: p.Name, Namespace: p.Namespace}
 	for _, c := range p.Containers {
 		out.Containers = append(out.Containers, &podresourcesv1.ContainerResources{
-			Name:    c.Name,
-			Devices: containerDevices(c.Devices),
+			Name:             c.Name,
+			Devices:          containerDevices(c.Devices),
+			DynamicResources: dynamicResources(p.Namespace, c.Claims),
 		})
+	}
+	return out
+}
+
+// dynamicResources serves a container's DRA claims as the kubelet does.
+func dynamicResources(namespace string, claims []Claim) []*podresourcesv1.DynamicResource {
+	var out []*podresourcesv1.DynamicResource
+	for _, c := range claims {
+		dr := &podresourcesv1.DynamicResource{ClaimName: c.Name, ClaimNamespace: namespace}
+		for _, d := range c.Devices {
+			cr := &podresourcesv1.ClaimResource{DriverName: d.Driver, PoolName: d.Pool, DeviceName: d.Device}
+			if d.ShareID != "" {
+				id := d.ShareID
+				cr.ShareId = &id
+			}
+			dr.ClaimResources = append(dr.ClaimResources, cr)
+		}
+		out = append(out, dr)
 	}
 	return out
 }

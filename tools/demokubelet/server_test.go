@@ -177,3 +177,31 @@ func TestStaleSocket(t *testing.T) {
 
 	require.NoError(t, removeStaleSocket(filepath.Join(dir, "none.sock")), "nothing there")
 }
+
+// A container's DRA claims are served as its dynamic_resources, in the
+// pod's namespace, with a share_id where the file gives one.
+func TestServeClaims(t *testing.T) {
+	n, err := ParseNode(strings.NewReader(`{"pods": [{"namespace": "ml", "name": "notebook-0", "containers": [
+		{"name": "jupyter", "devices": [], "claims": [{"name": "notebook-gpu", "devices": [
+			{"driver": "gpu.nvidia.com", "pool": "node1", "device": "gpu-2"},
+			{"driver": "gpu.nvidia.com", "pool": "node1", "device": "gpu-3", "share_id": "a1"}]}]}]}],
+		"allocatable": []}`))
+	require.NoError(t, err)
+	resp, err := newServer(n).List(context.Background(), &podresourcesv1.ListPodResourcesRequest{})
+	require.NoError(t, err)
+	drs := resp.GetPodResources()[0].GetContainers()[0].GetDynamicResources()
+	require.Len(t, drs, 1)
+	assert.Equal(t, "notebook-gpu", drs[0].GetClaimName())
+	assert.Equal(t, "ml", drs[0].GetClaimNamespace())
+	res := drs[0].GetClaimResources()
+	require.Len(t, res, 2)
+	assert.Equal(t, "gpu-2", res[0].GetDeviceName())
+	assert.Equal(t, "node1", res[0].GetPoolName())
+	assert.Equal(t, "gpu.nvidia.com", res[0].GetDriverName())
+	assert.Nil(t, res[0].ShareId)
+	assert.Equal(t, "a1", res[1].GetShareId())
+
+	_, err = ParseNode(strings.NewReader(`{"pods": [{"namespace": "ml", "name": "p", "containers": [
+		{"name": "c", "devices": [], "claims": [{"name": "x", "devices": [{"driver": "gpu.nvidia.com", "device": "gpu-2"}]}]}]}], "allocatable": []}`))
+	assert.ErrorContains(t, err, "container c claims[0] devices[0]: driver, pool and device are required")
+}

@@ -103,9 +103,12 @@ func Build() (dashboard.Dashboard, error) {
 		WithVariable(labelVariable(ds, "host", "Host", memoryLimit, `k8s_node_name=~"$node"`, "instance").
 			Description("The scraped collector (Prometheus's instance label): filled under make run, make demo and Docker as well as on Kubernetes. The Waste row's recording rules keep the node, not the instance, so this filter leaves them whole.")).
 		WithVariable(labelVariable(ds, "gpu", "GPU", memoryLimit, hostSelector, "hw_id")).
-		WithVariable(labelVariable(ds, "pod", "Pod", memoryLimit, gpuSelector, "k8s_pod_name"))
+		WithVariable(labelVariable(ds, "pod", "Pod", memoryLimit, gpuSelector, "k8s_pod_name")).
+		WithVariable(labelVariable(ds, "slurm_job", "Slurm job", processMemory, hostSelector, "slurm_job_id").
+			Description("The Slurm job of the GPU processes (slurm.job.id, from their cgroups); empty outside Slurm, where All matches."))
 
 	b = wasteRow(b, ds)
+	b = holdersRow(b, ds)
 
 	b = b.WithRow(dashboard.NewRowBuilder("Truth: is the GPU doing work?")).
 		WithPanel(series(ds, "Utilization, SM activity, tensor activity", "percentunit", 24,

@@ -37,6 +37,16 @@ app.kubernetes.io/managed-by: {{ .Release.Service }}
 {{- if and .Values.attribution.enabled .Values.attribution.k8sattributes -}}true{{- end -}}
 {{- end -}}
 
+{{/* The receiver reads ResourceSlices only with attribution on. */}}
+{{- define "otelcol-nvml.draResourceSlices" -}}
+{{- if and .Values.attribution.enabled .Values.attribution.draResourceSlices -}}true{{- end -}}
+{{- end -}}
+
+{{/* The pod talks to the API server: a ClusterRole and a token. */}}
+{{- define "otelcol-nvml.apiAccess" -}}
+{{- if or (include "otelcol-nvml.k8sattributes" .) (include "otelcol-nvml.draResourceSlices" .) -}}true{{- end -}}
+{{- end -}}
+
 {{- define "otelcol-nvml.otlpExporter" -}}
 {{- if eq .Values.otlp.protocol "grpc" -}}otlp_grpc{{- else if eq .Values.otlp.protocol "http" -}}otlp_http{{- else -}}
 {{- fail (printf "otlp.protocol: %q is neither grpc nor http" .Values.otlp.protocol) -}}
@@ -86,7 +96,9 @@ to the metrics pipeline.
 {{- $_ := set $receivers "host_metrics" (dict "collection_interval" $v.collectionInterval "scrapers" (dict "cpu" (dict) "memory" (dict) "load" (dict))) -}}
 {{- if $v.attribution.enabled -}}
 {{- $_ := set $receivers.nvml "processes" (dict "enabled" true "max_per_gpu" (int $v.attribution.maxProcessesPerGPU) "proc_root" "/host/proc" "cgroup_root" "/host/sys/fs/cgroup") -}}
-{{- $_ := set $receivers.nvml "kubernetes" (dict "enabled" true "pod_resources_socket" "/var/lib/kubelet/pod-resources/kubelet.sock") -}}
+{{- $_ := set $receivers.nvml "kubernetes" (dict "enabled" true "pod_resources_socket" "/var/lib/kubelet/pod-resources/kubelet.sock"
+      "node_name" "${env:K8S_NODE_NAME}"
+      "dra" (dict "resource_slices" (dict "enabled" (eq (include "otelcol-nvml.draResourceSlices" .) "true")))) -}}
 {{- end -}}
 {{- $processors := dict "memory_limiter" (dict "check_interval" "1s" "limit_percentage" 80 "spike_limit_percentage" 20) "batch" (dict) -}}
 {{- /* k8s.node.name from the downward API (K8S_NODE_NAME) on every resource that lacks it */ -}}

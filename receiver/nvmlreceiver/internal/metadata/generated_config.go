@@ -389,6 +389,26 @@ func (ms *NvidiaGpuActiveTimeMetricConfig) Unmarshal(parser *confmap.Conf) error
 	return nil
 }
 
+// NvidiaGpuAllocationMetricConfig provides config for the nvidia.gpu.allocation metric.
+type NvidiaGpuAllocationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuAllocationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuBusyTimeMetricConfig provides config for the nvidia.gpu.busy.time metric.
 type NvidiaGpuBusyTimeMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -1527,6 +1547,7 @@ type MetricsConfig struct {
 	HwStatus                                    HwStatusMetricConfig                                    `mapstructure:"hw.status"`
 	HwTemperature                               HwTemperatureMetricConfig                               `mapstructure:"hw.temperature"`
 	NvidiaGpuActiveTime                         NvidiaGpuActiveTimeMetricConfig                         `mapstructure:"nvidia.gpu.active.time"`
+	NvidiaGpuAllocation                         NvidiaGpuAllocationMetricConfig                         `mapstructure:"nvidia.gpu.allocation"`
 	NvidiaGpuBusyTime                           NvidiaGpuBusyTimeMetricConfig                           `mapstructure:"nvidia.gpu.busy.time"`
 	NvidiaGpuClockEventActive                   NvidiaGpuClockEventActiveMetricConfig                   `mapstructure:"nvidia.gpu.clock.event.active"`
 	NvidiaGpuClockEventTime                     NvidiaGpuClockEventTimeMetricConfig                     `mapstructure:"nvidia.gpu.clock.event.time"`
@@ -1613,6 +1634,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
 		},
 		NvidiaGpuActiveTime: NvidiaGpuActiveTimeMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuAllocation: NvidiaGpuAllocationMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuBusyTime: NvidiaGpuBusyTimeMetricConfig{
@@ -1845,6 +1869,7 @@ type ResourceAttributesConfig struct {
 	K8sNamespaceName              ResourceAttributeConfig `mapstructure:"k8s.namespace.name"`
 	K8sPodName                    ResourceAttributeConfig `mapstructure:"k8s.pod.name"`
 	K8sPodUID                     ResourceAttributeConfig `mapstructure:"k8s.pod.uid"`
+	K8sResourceclaimName          ResourceAttributeConfig `mapstructure:"k8s.resourceclaim.name"`
 	NvidiaGpuIndex                ResourceAttributeConfig `mapstructure:"nvidia.gpu.index"`
 	NvidiaGpuMigComputeInstanceID ResourceAttributeConfig `mapstructure:"nvidia.gpu.mig.compute_instance_id"`
 	NvidiaGpuMigGpuInstanceID     ResourceAttributeConfig `mapstructure:"nvidia.gpu.mig.gpu_instance_id"`
@@ -1855,6 +1880,8 @@ type ResourceAttributesConfig struct {
 	ProcessExecutableName         ResourceAttributeConfig `mapstructure:"process.executable.name"`
 	ProcessOwner                  ResourceAttributeConfig `mapstructure:"process.owner"`
 	ProcessPid                    ResourceAttributeConfig `mapstructure:"process.pid"`
+	SlurmJobID                    ResourceAttributeConfig `mapstructure:"slurm.job.id"`
+	SlurmJobStep                  ResourceAttributeConfig `mapstructure:"slurm.job.step"`
 }
 
 func DefaultResourceAttributesConfig() ResourceAttributesConfig {
@@ -1895,6 +1922,9 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 		K8sPodUID: ResourceAttributeConfig{
 			Enabled: true,
 		},
+		K8sResourceclaimName: ResourceAttributeConfig{
+			Enabled: true,
+		},
 		NvidiaGpuIndex: ResourceAttributeConfig{
 			Enabled: true,
 		},
@@ -1924,6 +1954,12 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 		},
 		ProcessPid: ResourceAttributeConfig{
 			Enabled: true,
+		},
+		SlurmJobID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		SlurmJobStep: ResourceAttributeConfig{
+			Enabled: false,
 		},
 	}
 }

@@ -72,6 +72,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuActiveTime: NvidiaGpuActiveTimeMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuAllocation: NvidiaGpuAllocationMetricConfig{
+						Enabled: true,
+					},
 					NvidiaGpuBusyTime: NvidiaGpuBusyTimeMetricConfig{
 						Enabled: true,
 					},
@@ -226,6 +229,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					K8sNamespaceName:              ResourceAttributeConfig{Enabled: true},
 					K8sPodName:                    ResourceAttributeConfig{Enabled: true},
 					K8sPodUID:                     ResourceAttributeConfig{Enabled: true},
+					K8sResourceclaimName:          ResourceAttributeConfig{Enabled: true},
 					NvidiaGpuIndex:                ResourceAttributeConfig{Enabled: true},
 					NvidiaGpuMigComputeInstanceID: ResourceAttributeConfig{Enabled: true},
 					NvidiaGpuMigGpuInstanceID:     ResourceAttributeConfig{Enabled: true},
@@ -236,6 +240,8 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					ProcessExecutableName:         ResourceAttributeConfig{Enabled: true},
 					ProcessOwner:                  ResourceAttributeConfig{Enabled: true},
 					ProcessPid:                    ResourceAttributeConfig{Enabled: true},
+					SlurmJobID:                    ResourceAttributeConfig{Enabled: true},
+					SlurmJobStep:                  ResourceAttributeConfig{Enabled: true},
 				},
 			},
 		},
@@ -287,6 +293,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 						EnabledAttributes:   []HwTemperatureMetricAttributeKey{HwTemperatureMetricAttributeKeyHwSensorLocation},
 					},
 					NvidiaGpuActiveTime: NvidiaGpuActiveTimeMetricConfig{
+						Enabled: false,
+					},
+					NvidiaGpuAllocation: NvidiaGpuAllocationMetricConfig{
 						Enabled: false,
 					},
 					NvidiaGpuBusyTime: NvidiaGpuBusyTimeMetricConfig{
@@ -443,6 +452,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					K8sNamespaceName:              ResourceAttributeConfig{Enabled: false},
 					K8sPodName:                    ResourceAttributeConfig{Enabled: false},
 					K8sPodUID:                     ResourceAttributeConfig{Enabled: false},
+					K8sResourceclaimName:          ResourceAttributeConfig{Enabled: false},
 					NvidiaGpuIndex:                ResourceAttributeConfig{Enabled: false},
 					NvidiaGpuMigComputeInstanceID: ResourceAttributeConfig{Enabled: false},
 					NvidiaGpuMigGpuInstanceID:     ResourceAttributeConfig{Enabled: false},
@@ -453,6 +463,8 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					ProcessExecutableName:         ResourceAttributeConfig{Enabled: false},
 					ProcessOwner:                  ResourceAttributeConfig{Enabled: false},
 					ProcessPid:                    ResourceAttributeConfig{Enabled: false},
+					SlurmJobID:                    ResourceAttributeConfig{Enabled: false},
+					SlurmJobStep:                  ResourceAttributeConfig{Enabled: false},
 				},
 			},
 		},
@@ -460,7 +472,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(ContainerCPUTimeMetricConfig{}, HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuActiveTimeMetricConfig{}, NvidiaGpuBusyTimeMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventTimeMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuContainerCPULimitMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuFreeTimeMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuHeldTimeMetricConfig{}, NvidiaGpuIdleTimeMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryControllerUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRowRemapRowsMetricConfig{}, NvidiaGpuMemoryRowRemapStatusMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessBusyTimeMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessDroppedMetricConfig{}, NvidiaGpuProcessHeldTimeMetricConfig{}, NvidiaGpuProcessIdleTimeMetricConfig{}, NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, NvidiaGpuUnobservedTimeMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, ProcessCPUTimeMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(ContainerCPUTimeMetricConfig{}, HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuActiveTimeMetricConfig{}, NvidiaGpuAllocationMetricConfig{}, NvidiaGpuBusyTimeMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventTimeMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuContainerCPULimitMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuFreeTimeMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuHeldTimeMetricConfig{}, NvidiaGpuIdleTimeMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryControllerUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRowRemapRowsMetricConfig{}, NvidiaGpuMemoryRowRemapStatusMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessBusyTimeMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessDroppedMetricConfig{}, NvidiaGpuProcessHeldTimeMetricConfig{}, NvidiaGpuProcessIdleTimeMetricConfig{}, NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, NvidiaGpuUnobservedTimeMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, ProcessCPUTimeMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}
@@ -726,6 +738,7 @@ func TestResourceAttributesConfig(t *testing.T) {
 				K8sNamespaceName:              ResourceAttributeConfig{Enabled: true},
 				K8sPodName:                    ResourceAttributeConfig{Enabled: true},
 				K8sPodUID:                     ResourceAttributeConfig{Enabled: true},
+				K8sResourceclaimName:          ResourceAttributeConfig{Enabled: true},
 				NvidiaGpuIndex:                ResourceAttributeConfig{Enabled: true},
 				NvidiaGpuMigComputeInstanceID: ResourceAttributeConfig{Enabled: true},
 				NvidiaGpuMigGpuInstanceID:     ResourceAttributeConfig{Enabled: true},
@@ -736,6 +749,8 @@ func TestResourceAttributesConfig(t *testing.T) {
 				ProcessExecutableName:         ResourceAttributeConfig{Enabled: true},
 				ProcessOwner:                  ResourceAttributeConfig{Enabled: true},
 				ProcessPid:                    ResourceAttributeConfig{Enabled: true},
+				SlurmJobID:                    ResourceAttributeConfig{Enabled: true},
+				SlurmJobStep:                  ResourceAttributeConfig{Enabled: true},
 			},
 		},
 		{
@@ -753,6 +768,7 @@ func TestResourceAttributesConfig(t *testing.T) {
 				K8sNamespaceName:              ResourceAttributeConfig{Enabled: false},
 				K8sPodName:                    ResourceAttributeConfig{Enabled: false},
 				K8sPodUID:                     ResourceAttributeConfig{Enabled: false},
+				K8sResourceclaimName:          ResourceAttributeConfig{Enabled: false},
 				NvidiaGpuIndex:                ResourceAttributeConfig{Enabled: false},
 				NvidiaGpuMigComputeInstanceID: ResourceAttributeConfig{Enabled: false},
 				NvidiaGpuMigGpuInstanceID:     ResourceAttributeConfig{Enabled: false},
@@ -763,6 +779,8 @@ func TestResourceAttributesConfig(t *testing.T) {
 				ProcessExecutableName:         ResourceAttributeConfig{Enabled: false},
 				ProcessOwner:                  ResourceAttributeConfig{Enabled: false},
 				ProcessPid:                    ResourceAttributeConfig{Enabled: false},
+				SlurmJobID:                    ResourceAttributeConfig{Enabled: false},
+				SlurmJobStep:                  ResourceAttributeConfig{Enabled: false},
 			},
 		},
 	}

@@ -256,6 +256,12 @@ func NewLogsBuilder(lbc LogsBuilderConfig, settings receiver.Settings) *LogsBuil
 	if lbc.ResourceAttributes.K8sPodUID.EventsExclude != nil {
 		lb.resourceAttributeExcludeFilter["k8s.pod.uid"] = filter.CreateFilter(lbc.ResourceAttributes.K8sPodUID.EventsExclude)
 	}
+	if lbc.ResourceAttributes.K8sResourceclaimName.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["k8s.resourceclaim.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sResourceclaimName.EventsInclude)
+	}
+	if lbc.ResourceAttributes.K8sResourceclaimName.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["k8s.resourceclaim.name"] = filter.CreateFilter(lbc.ResourceAttributes.K8sResourceclaimName.EventsExclude)
+	}
 	if lbc.ResourceAttributes.NvidiaGpuIndex.EventsInclude != nil {
 		lb.resourceAttributeIncludeFilter["nvidia.gpu.index"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuIndex.EventsInclude)
 	}
@@ -315,6 +321,18 @@ func NewLogsBuilder(lbc LogsBuilderConfig, settings receiver.Settings) *LogsBuil
 	}
 	if lbc.ResourceAttributes.ProcessPid.EventsExclude != nil {
 		lb.resourceAttributeExcludeFilter["process.pid"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessPid.EventsExclude)
+	}
+	if lbc.ResourceAttributes.SlurmJobID.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["slurm.job.id"] = filter.CreateFilter(lbc.ResourceAttributes.SlurmJobID.EventsInclude)
+	}
+	if lbc.ResourceAttributes.SlurmJobID.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["slurm.job.id"] = filter.CreateFilter(lbc.ResourceAttributes.SlurmJobID.EventsExclude)
+	}
+	if lbc.ResourceAttributes.SlurmJobStep.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["slurm.job.step"] = filter.CreateFilter(lbc.ResourceAttributes.SlurmJobStep.EventsInclude)
+	}
+	if lbc.ResourceAttributes.SlurmJobStep.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["slurm.job.step"] = filter.CreateFilter(lbc.ResourceAttributes.SlurmJobStep.EventsExclude)
 	}
 
 	return lb

@@ -42,6 +42,7 @@ func TestLogsBuilderAppendLogRecord(t *testing.T) {
 	rb.SetK8sNamespaceName("k8s.namespace.name-val")
 	rb.SetK8sPodName("k8s.pod.name-val")
 	rb.SetK8sPodUID("k8s.pod.uid-val")
+	rb.SetK8sResourceclaimName("k8s.resourceclaim.name-val")
 	rb.SetNvidiaGpuIndex(16)
 	rb.SetNvidiaGpuMigComputeInstanceID(34)
 	rb.SetNvidiaGpuMigGpuInstanceID(30)
@@ -52,6 +53,8 @@ func TestLogsBuilderAppendLogRecord(t *testing.T) {
 	rb.SetProcessExecutableName("process.executable.name-val")
 	rb.SetProcessOwner("process.owner-val")
 	rb.SetProcessPid(11)
+	rb.SetSlurmJobID("slurm.job.id-val")
+	rb.SetSlurmJobStep("slurm.job.step-val")
 	res := rb.Emit()
 
 	// append the first log record
@@ -170,6 +173,7 @@ func TestLogsBuilder(t *testing.T) {
 			rb.SetK8sNamespaceName("k8s.namespace.name-val")
 			rb.SetK8sPodName("k8s.pod.name-val")
 			rb.SetK8sPodUID("k8s.pod.uid-val")
+			rb.SetK8sResourceclaimName("k8s.resourceclaim.name-val")
 			rb.SetNvidiaGpuIndex(16)
 			rb.SetNvidiaGpuMigComputeInstanceID(34)
 			rb.SetNvidiaGpuMigGpuInstanceID(30)
@@ -180,6 +184,8 @@ func TestLogsBuilder(t *testing.T) {
 			rb.SetProcessExecutableName("process.executable.name-val")
 			rb.SetProcessOwner("process.owner-val")
 			rb.SetProcessPid(11)
+			rb.SetSlurmJobID("slurm.job.id-val")
+			rb.SetSlurmJobStep("slurm.job.step-val")
 			res := rb.Emit()
 			logs := lb.Emit(WithLogsResource(res))
 

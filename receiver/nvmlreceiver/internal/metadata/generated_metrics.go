@@ -538,6 +538,9 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuActiveTime: metricInfo{
 		Name: "nvidia.gpu.active.time",
 	},
+	NvidiaGpuAllocation: metricInfo{
+		Name: "nvidia.gpu.allocation",
+	},
 	NvidiaGpuBusyTime: metricInfo{
 		Name: "nvidia.gpu.busy.time",
 	},
@@ -680,6 +683,7 @@ type metricsInfo struct {
 	HwStatus                                    metricInfo
 	HwTemperature                               metricInfo
 	NvidiaGpuActiveTime                         metricInfo
+	NvidiaGpuAllocation                         metricInfo
 	NvidiaGpuBusyTime                           metricInfo
 	NvidiaGpuClockEventActive                   metricInfo
 	NvidiaGpuClockEventTime                     metricInfo
@@ -1528,6 +1532,56 @@ func (m *metricNvidiaGpuActiveTime) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuActiveTime(cfg NvidiaGpuActiveTimeMetricConfig) metricNvidiaGpuActiveTime {
 	m := metricNvidiaGpuActiveTime{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuAllocation struct {
+	data     pmetric.Metric                  // data buffer for generated metric.
+	config   NvidiaGpuAllocationMetricConfig // metric config provided by user.
+	capacity int                             // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.allocation metric with initial data.
+func (m *metricNvidiaGpuAllocation) init() {
+	m.data.SetName("nvidia.gpu.allocation")
+	m.data.SetDescription("The device's share allocated to one holder: one point per container the kubelet allocated the GPU or MIG device to (device plugin, or DRA claim; a claim shared by several pods or through share_id lists each), on a resource of the device and the holder, with value 1 / the number of holders. The device's held time is counted once, on the device; a holder's part of it is the held time times this share (docs/waste.md).")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuAllocation) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuAllocation) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuAllocation) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuAllocation(cfg NvidiaGpuAllocationMetricConfig) metricNvidiaGpuAllocation {
+	m := metricNvidiaGpuAllocation{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -4005,6 +4059,7 @@ type MetricsBuilder struct {
 	metricHwStatus                                    metricHwStatus
 	metricHwTemperature                               metricHwTemperature
 	metricNvidiaGpuActiveTime                         metricNvidiaGpuActiveTime
+	metricNvidiaGpuAllocation                         metricNvidiaGpuAllocation
 	metricNvidiaGpuBusyTime                           metricNvidiaGpuBusyTime
 	metricNvidiaGpuClockEventActive                   metricNvidiaGpuClockEventActive
 	metricNvidiaGpuClockEventTime                     metricNvidiaGpuClockEventTime
@@ -4080,6 +4135,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricHwStatus:                                    newMetricHwStatus(mbc.Metrics.HwStatus),
 		metricHwTemperature:                               newMetricHwTemperature(mbc.Metrics.HwTemperature),
 		metricNvidiaGpuActiveTime:                         newMetricNvidiaGpuActiveTime(mbc.Metrics.NvidiaGpuActiveTime),
+		metricNvidiaGpuAllocation:                         newMetricNvidiaGpuAllocation(mbc.Metrics.NvidiaGpuAllocation),
 		metricNvidiaGpuBusyTime:                           newMetricNvidiaGpuBusyTime(mbc.Metrics.NvidiaGpuBusyTime),
 		metricNvidiaGpuClockEventActive:                   newMetricNvidiaGpuClockEventActive(mbc.Metrics.NvidiaGpuClockEventActive),
 		metricNvidiaGpuClockEventTime:                     newMetricNvidiaGpuClockEventTime(mbc.Metrics.NvidiaGpuClockEventTime),
@@ -4193,6 +4249,12 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	if mbc.ResourceAttributes.K8sPodUID.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["k8s.pod.uid"] = filter.CreateFilter(mbc.ResourceAttributes.K8sPodUID.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.K8sResourceclaimName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["k8s.resourceclaim.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sResourceclaimName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.K8sResourceclaimName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["k8s.resourceclaim.name"] = filter.CreateFilter(mbc.ResourceAttributes.K8sResourceclaimName.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.NvidiaGpuIndex.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["nvidia.gpu.index"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuIndex.MetricsInclude)
 	}
@@ -4252,6 +4314,18 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	}
 	if mbc.ResourceAttributes.ProcessPid.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["process.pid"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessPid.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobID.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["slurm.job.id"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobID.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobID.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["slurm.job.id"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobID.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobStep.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["slurm.job.step"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobStep.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.SlurmJobStep.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["slurm.job.step"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobStep.MetricsExclude)
 	}
 
 	for _, op := range options {
@@ -4335,6 +4409,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricHwStatus.emit(ils.Metrics())
 	mb.metricHwTemperature.emit(ils.Metrics())
 	mb.metricNvidiaGpuActiveTime.emit(ils.Metrics())
+	mb.metricNvidiaGpuAllocation.emit(ils.Metrics())
 	mb.metricNvidiaGpuBusyTime.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockEventActive.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockEventTime.emit(ils.Metrics())
@@ -4462,6 +4537,11 @@ func (mb *MetricsBuilder) RecordHwTemperatureDataPoint(ts pcommon.Timestamp, val
 // RecordNvidiaGpuActiveTimeDataPoint adds a data point to nvidia.gpu.active.time metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuActiveTimeDataPoint(ts pcommon.Timestamp, val float64) {
 	mb.metricNvidiaGpuActiveTime.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuAllocationDataPoint adds a data point to nvidia.gpu.allocation metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuAllocationDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuAllocation.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuBusyTimeDataPoint adds a data point to nvidia.gpu.busy.time metric.

@@ -146,6 +146,9 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaGpuActiveTimeDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuAllocationDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuBusyTimeDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
@@ -311,6 +314,7 @@ func TestMetricsBuilder(t *testing.T) {
 			rb.SetK8sNamespaceName("k8s.namespace.name-val")
 			rb.SetK8sPodName("k8s.pod.name-val")
 			rb.SetK8sPodUID("k8s.pod.uid-val")
+			rb.SetK8sResourceclaimName("k8s.resourceclaim.name-val")
 			rb.SetNvidiaGpuIndex(16)
 			rb.SetNvidiaGpuMigComputeInstanceID(34)
 			rb.SetNvidiaGpuMigGpuInstanceID(30)
@@ -321,6 +325,8 @@ func TestMetricsBuilder(t *testing.T) {
 			rb.SetProcessExecutableName("process.executable.name-val")
 			rb.SetProcessOwner("process.owner-val")
 			rb.SetProcessPid(11)
+			rb.SetSlurmJobID("slurm.job.id-val")
+			rb.SetSlurmJobStep("slurm.job.step-val")
 			res := rb.Emit()
 			metrics := mb.Emit(WithResource(res))
 			if tt.name == "reaggregate_set" {
@@ -671,6 +677,18 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.True(t, mi.Sum().IsMonotonic())
 					assert.Equal(t, pmetric.AggregationTemporalityCumulative, mi.Sum().AggregationTemporality())
 					dp := mi.Sum().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.allocation":
+					assert.False(t, validatedMetrics["nvidia.gpu.allocation"], "Found a duplicate in the metrics slice: nvidia.gpu.allocation")
+					validatedMetrics["nvidia.gpu.allocation"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "The device's share allocated to one holder: one point per container the kubelet allocated the GPU or MIG device to (device plugin, or DRA claim; a claim shared by several pods or through share_id lists each), on a resource of the device and the holder, with value 1 / the number of holders. The device's held time is counted once, on the device; a holder's part of it is the held time times this share (docs/waste.md).", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())

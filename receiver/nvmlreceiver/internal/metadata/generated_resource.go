@@ -105,6 +105,13 @@ func (rb *ResourceBuilder) SetK8sPodUID(val string) {
 	}
 }
 
+// SetK8sResourceclaimName sets provided value as "k8s.resourceclaim.name" attribute.
+func (rb *ResourceBuilder) SetK8sResourceclaimName(val string) {
+	if rb.config.K8sResourceclaimName.Enabled {
+		rb.res.Attributes().PutStr("k8s.resourceclaim.name", val)
+	}
+}
+
 // SetNvidiaGpuIndex sets provided value as "nvidia.gpu.index" attribute.
 func (rb *ResourceBuilder) SetNvidiaGpuIndex(val int64) {
 	if rb.config.NvidiaGpuIndex.Enabled {
@@ -172,6 +179,20 @@ func (rb *ResourceBuilder) SetProcessOwner(val string) {
 func (rb *ResourceBuilder) SetProcessPid(val int64) {
 	if rb.config.ProcessPid.Enabled {
 		rb.res.Attributes().PutInt("process.pid", val)
+	}
+}
+
+// SetSlurmJobID sets provided value as "slurm.job.id" attribute.
+func (rb *ResourceBuilder) SetSlurmJobID(val string) {
+	if rb.config.SlurmJobID.Enabled {
+		rb.res.Attributes().PutStr("slurm.job.id", val)
+	}
+}
+
+// SetSlurmJobStep sets provided value as "slurm.job.step" attribute.
+func (rb *ResourceBuilder) SetSlurmJobStep(val string) {
+	if rb.config.SlurmJobStep.Enabled {
+		rb.res.Attributes().PutStr("slurm.job.step", val)
 	}
 }
 

@@ -25,6 +25,7 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetK8sNamespaceName("k8s.namespace.name-val")
 			rb.SetK8sPodName("k8s.pod.name-val")
 			rb.SetK8sPodUID("k8s.pod.uid-val")
+			rb.SetK8sResourceclaimName("k8s.resourceclaim.name-val")
 			rb.SetNvidiaGpuIndex(16)
 			rb.SetNvidiaGpuMigComputeInstanceID(34)
 			rb.SetNvidiaGpuMigGpuInstanceID(30)
@@ -35,15 +36,17 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetProcessExecutableName("process.executable.name-val")
 			rb.SetProcessOwner("process.owner-val")
 			rb.SetProcessPid(11)
+			rb.SetSlurmJobID("slurm.job.id-val")
+			rb.SetSlurmJobStep("slurm.job.step-val")
 
 			res := rb.Emit()
 			assert.Equal(t, 0, rb.Emit().Attributes().Len()) // Second call should return empty Resource
 
 			switch tt {
 			case "default":
-				assert.Equal(t, 21, res.Attributes().Len())
+				assert.Equal(t, 23, res.Attributes().Len())
 			case "all_set":
-				assert.Equal(t, 22, res.Attributes().Len())
+				assert.Equal(t, 25, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
@@ -110,6 +113,11 @@ func TestResourceBuilder(t *testing.T) {
 			if ok {
 				assert.Equal(t, "k8s.pod.uid-val", k8sPodUIDAttrVal.Str())
 			}
+			k8sResourceclaimNameAttrVal, ok := res.Attributes().Get("k8s.resourceclaim.name")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "k8s.resourceclaim.name-val", k8sResourceclaimNameAttrVal.Str())
+			}
 			nvidiaGpuIndexAttrVal, ok := res.Attributes().Get("nvidia.gpu.index")
 			assert.True(t, ok)
 			if ok {
@@ -159,6 +167,16 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.EqualValues(t, 11, processPidAttrVal.Int())
+			}
+			slurmJobIDAttrVal, ok := res.Attributes().Get("slurm.job.id")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "slurm.job.id-val", slurmJobIDAttrVal.Str())
+			}
+			slurmJobStepAttrVal, ok := res.Attributes().Get("slurm.job.step")
+			assert.Equal(t, tt == "all_set", ok)
+			if ok {
+				assert.Equal(t, "slurm.job.step-val", slurmJobStepAttrVal.Str())
 			}
 		})
 	}

@@ -1,0 +1,107 @@
+//go:build cgo
+
+package nvmlreceiver
+
+import (
+	"testing"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
+
+	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
+)
+
+// claimedGPU is a PodResources answer: a DRA claim of NVIDIA's driver on
+// each device name, each to its pod ("namespace", "name", "container",
+// "claim").
+func claimedGPU(devices map[string][4]string) *podresourcesv1.ListPodResourcesResponse {
+	resp := &podresourcesv1.ListPodResourcesResponse{}
+	for name, at := range devices {
+		resp.PodResources = append(resp.PodResources, &podresourcesv1.PodResources{Namespace: at[0], Name: at[1],
+			Containers: []*podresourcesv1.ContainerResources{{Name: at[2],
+				DynamicResources: []*podresourcesv1.DynamicResource{{ClaimName: at[3], ClaimNamespace: at[0],
+					ClaimResources: []*podresourcesv1.ClaimResource{{DriverName: "gpu.nvidia.com", PoolName: "node1", DeviceName: name}}}}}}})
+	}
+	return resp
+}
+
+// A GPU held by a DRA claim with no process on it: held and idle, with the
+// pod and the claim on its series. The ResourceSlices are off, so the
+// claim's gpu-<minor> is matched to the GPU's minor number (the fallback).
+func TestDRAClaimWithoutProcessIsHeld(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	m.GPUs[2].GPMValues[nvml.GPM_METRIC_SM_UTIL] = 0 // nothing runs
+	socket := serveKubelet(t, claimedGPU(map[string][4]string{"gpu-2": {"ml", "notebook-0", "jupyter", "notebook-gpu"}}))
+	ts := newTestScraper(t, m, func(cfg *Config) {
+		cfg.Kubernetes.Enabled = true
+		cfg.Kubernetes.PodResourcesSocket = socket
+		cfg.Kubernetes.DRA.ResourceSlices.Enabled = false
+	})
+	ts.start(t)
+	uuid := nvmltest.UUID(2)
+	require.Eventually(t, func() bool { ts.scrapeOK(t); return ts.reporter.owners.Allocated(uuid) },
+		5*time.Second, 5*time.Millisecond, "the claim is listed and matched")
+	ts.scrapeOK(t)
+	ts.clock.Advance(10 * time.Second)
+	md := ts.scrapeOK(t)
+	attrs := gpuResourceAttrs(md, uuid)
+	assert.Equal(t, "notebook-0", attrs["k8s.pod.name"])
+	assert.Equal(t, "ml", attrs["k8s.namespace.name"])
+	assert.Equal(t, "jupyter", attrs["k8s.container.name"])
+	assert.Equal(t, "notebook-gpu", attrs["k8s.resourceclaim.name"])
+	assert.InDelta(t, 10, sumPoint(t, md, uuid, 0, "nvidia.gpu.held.time").DoubleValue(), 1e-9)
+	assert.InDelta(t, 10, sumPoint(t, md, uuid, 0, "nvidia.gpu.idle.time").DoubleValue(), 1e-9)
+	other := gpuResourceAttrs(md, nvmltest.UUID(1))
+	assert.NotContains(t, other, "k8s.resourceclaim.name")
+	assert.Zero(t, sumPoint(t, md, nvmltest.UUID(1), 0, "nvidia.gpu.held.time").DoubleValue(), "no claim: free")
+}
+
+// One claim shared by two pods: the GPU's held time counted once, on its
+// owner-less resource, and each holder listed by nvidia.gpu.allocation with
+// half of it.
+func TestDRASharedClaimListsEachHolder(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	resp := claimedGPU(map[string][4]string{"gpu-3": {"team", "a-0", "main", "shared-gpu"}})
+	resp.PodResources = append(resp.PodResources, claimedGPU(map[string][4]string{"gpu-3": {"team", "b-0", "main", "shared-gpu"}}).PodResources...)
+	socket := serveKubelet(t, resp)
+	ts := newTestScraper(t, m, func(cfg *Config) {
+		cfg.Kubernetes.Enabled = true
+		cfg.Kubernetes.PodResourcesSocket = socket
+		cfg.Kubernetes.DRA.ResourceSlices.Enabled = false
+	})
+	ts.start(t)
+	uuid := nvmltest.UUID(3)
+	require.Eventually(t, func() bool { return ts.reporter.owners.Allocated(uuid) }, 5*time.Second, 5*time.Millisecond)
+	ts.scrapeOK(t)
+	ts.clock.Advance(10 * time.Second)
+	md := ts.scrapeOK(t)
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		attrs := rm.Resource().Attributes().AsRaw()
+		ms := rm.ScopeMetrics().At(0).Metrics()
+		for j := 0; j < ms.Len(); j++ {
+			if ms.At(j).Name() == "nvidia.gpu.held.time" && attrs["hw.id"] == uuid {
+				assert.NotContains(t, attrs, "k8s.pod.name", "two holders: no single owner on the held time")
+			}
+		}
+	}
+	assert.InDelta(t, 10, sumPoint(t, md, uuid, 0, "nvidia.gpu.held.time").DoubleValue(), 1e-9, "held once, not once per holder")
+	shares := map[string]float64{}
+	for i := 0; i < md.ResourceMetrics().Len(); i++ {
+		rm := md.ResourceMetrics().At(i)
+		attrs := rm.Resource().Attributes().AsRaw()
+		ms := rm.ScopeMetrics().At(0).Metrics()
+		for j := 0; j < ms.Len(); j++ {
+			if ms.At(j).Name() == "nvidia.gpu.allocation" && attrs["hw.id"] == uuid {
+				assert.Equal(t, "shared-gpu", attrs["k8s.resourceclaim.name"])
+				shares[attrs["k8s.pod.name"].(string)] += ms.At(j).Gauge().DataPoints().At(0).DoubleValue()
+			}
+		}
+	}
+	assert.Equal(t, map[string]float64{"a-0": 0.5, "b-0": 0.5}, shares)
+}
