@@ -151,32 +151,69 @@ func (s span) is(t *testing.T, q string, n int, want, tol float64) {
 	}
 }
 
-// The Slurm scenario's server: GPU 0 runs alice's job 4711 (cgroup v2,
-// busy), GPU 1 the job 4720 of uid 64999, whom the host's passwd does not
-// name (cgroup v1, idle), GPU 2 alice's process in a cgroup that only
-// looks like Slurm's (a malformed job id: no job, idle).
-var (
-	slurmGPUs = []string{
-		"GPU-e2eslurm-0000-4000-8000-000000000000",
-		"GPU-e2eslurm-0000-4000-8000-000000000001",
-		"GPU-e2eslurm-0000-4000-8000-000000000002",
+// The Slurm scenario's two nodes (Slurm runs each node in cgroup v1 or v2,
+// never both on one: its cgroups documentation). Node a, cgroup v2, a
+// shared server: GPU 0 runs alice's job 4711 (busy); GPU 1 a process of
+// uid 64999, whom the host's passwd does not name, in an SSH session (no
+// job, idle); GPU 2 alice's process in a cgroup that only looks like
+// Slurm's (a malformed job id: no job, idle). Node b, cgroup v1: GPU 0
+// runs alice's batch job 4720 (idle).
+type slurmNode struct {
+	name   string
+	gpus   []string
+	procs  []holderProcess
+	busyOn int // the index of its busy GPU; -1: none
+}
+
+var slurmNodes = []slurmNode{
+	{name: "a", busyOn: 0,
+		gpus: []string{"GPU-e2eslurm-0000-4000-8000-0000000000a0", "GPU-e2eslurm-0000-4000-8000-0000000000a1", "GPU-e2eslurm-0000-4000-8000-0000000000a2"},
+		procs: []holderProcess{
+			{pid: 720001, uid: 2001, gpu: 0, cgroup: "0::/system.slice/slurmstepd.scope/job_4711/step_0/user/task_0\n"},
+			{pid: 720002, uid: 64999, gpu: 1, cgroup: "0::/user.slice/user-64999.slice/session-7.scope\n"},
+			{pid: 720003, uid: 2001, gpu: 2, cgroup: "0::/system.slice/slurmstepd.scope/job_47x1/step_0/user/task_0\n"},
+		}},
+	{name: "b", busyOn: -1,
+		gpus: []string{"GPU-e2eslurm-0000-4000-8000-0000000000b0"},
+		procs: []holderProcess{
+			{pid: 720004, uid: 2001, gpu: 0, cgroup: "12:pids:/system.slice/slurmd.service\n" +
+				"11:memory:/slurm/uid_2001/job_4720/step_batch/task_0\n" +
+				"10:cpu,cpuacct:/slurm/uid_2001/job_4720/step_batch/task_0\n" +
+				"9:devices:/slurm/uid_2001/job_4720/step_batch/task_0\n" +
+				"7:freezer:/slurm/uid_2001/job_4720/step_batch\n" +
+				"3:cpuset:/slurm/uid_2001/job_4720/step_batch/task_0\n" +
+				"1:name=systemd:/system.slice/slurmd.service\n"},
+		}},
+}
+
+// startSlurmNode starts node n's collector, with its proc root (the host's
+// passwd naming alice only) and its simulated GPUs.
+func startSlurmNode(t *testing.T, n slurmNode) *collector {
+	t.Helper()
+	procRoot, cgroupRoot := writeHolderProcs(t, n.procs, "root:x:0:0:root:/root:/bin/bash\nalice:x:2001:2001::/home/alice:/bin/bash\n")
+	s := Scenario{Comment: "e2e: Slurm jobs and users, node " + n.name, DriverVersion: driverVersion}
+	for i, uuid := range n.gpus {
+		sm := 0.0
+		if i == n.busyOn {
+			sm = 0.9
+		}
+		var procs []Process
+		for _, p := range n.procs {
+			if p.gpu == i {
+				procs = append(procs, Process{PID: p.pid, Name: "python3", UsedMemoryBytes: uint64(p.pid-720000) << 30, Type: "compute", SMPercent: 100 * sm})
+			}
+		}
+		s.GPUs = append(s.GPUs, holderGPU(uuid, i, sm, procs))
 	}
-	slurmProcs = []holderProcess{
-		{pid: 720001, uid: 2001, gpu: 0, cgroup: "0::/system.slice/slurmstepd.scope/job_4711/step_0/user/task_0\n"},
-		{pid: 720002, uid: 64999, gpu: 1, cgroup: "12:pids:/system.slice/slurmd.service\n" +
-			"11:memory:/slurm/uid_64999/job_4720/step_batch/task_0\n" +
-			"10:cpu,cpuacct:/slurm/uid_64999/job_4720/step_batch/task_0\n" +
-			"9:devices:/slurm/uid_64999/job_4720/step_batch/task_0\n" +
-			"7:freezer:/slurm/uid_64999/job_4720/step_batch\n" +
-			"3:cpuset:/slurm/uid_64999/job_4720/step_batch/task_0\n" +
-			"1:name=systemd:/system.slice/slurmd.service\n" +
-			"0::/system.slice/slurmd.service\n"},
-		{pid: 720003, uid: 2001, gpu: 2, cgroup: "0::/system.slice/slurmstepd.scope/job_47x1/step_0/user/task_0\n"},
-	}
-)
+	return startCollector(t, "otelcol-nvml-"+n.name, s.write(t), nil, receiverSettings+fmt.Sprintf(`processes:
+  enabled: true
+  proc_root: %s
+  cgroup_root: %s
+`, procRoot, cgroupRoot))
+}
 
 // TestSlurmHolders is scenario 5: a Slurm job in cgroup v2 and one in
-// cgroup v1, with two users on one server, one named by the host's passwd
+// cgroup v1, and two users on one server, one named by the host's passwd
 // (seen through the proc root), one a uid with no name, kept as the uid.
 func TestSlurmHolders(t *testing.T) {
 	t.Parallel()
@@ -184,49 +221,36 @@ func TestSlurmHolders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	procRoot, cgroupRoot := writeHolderProcs(t, slurmProcs, "root:x:0:0:root:/root:/bin/bash\nalice:x:2001:2001::/home/alice:/bin/bash\n")
-	s := Scenario{Comment: "e2e: Slurm jobs and users on a shared server", DriverVersion: driverVersion}
-	for i, uuid := range slurmGPUs {
-		sm := 0.0
-		if i == 0 {
-			sm = 0.9
-		}
-		var procs []Process
-		for _, p := range slurmProcs {
-			if p.gpu == i {
-				procs = append(procs, Process{PID: p.pid, Name: "python3", UsedMemoryBytes: uint64(10+i) << 30, Type: "compute", SMPercent: 100 * sm})
-			}
-		}
-		s.GPUs = append(s.GPUs, holderGPU(uuid, i, sm, procs))
-	}
-	col := startCollector(t, "otelcol-nvml", s.write(t), nil, receiverSettings+fmt.Sprintf(`processes:
-  enabled: true
-  proc_root: %s
-  cgroup_root: %s
-`, procRoot, cgroupRoot))
-	prom := startPrometheus(t, col.promAddr, rules)
-	waitFor(t, 60*time.Second, "the jobs' held GPUs in Prometheus", func() bool {
+	a, b := startSlurmNode(t, slurmNodes[0]), startSlurmNode(t, slurmNodes[1])
+	prom := startPrometheusScraping(t, a.promAddr, fmt.Sprintf(`  - job_name: otelcol-nvml-b
+    static_configs:
+      - targets: [%q]
+`, b.promAddr), rules)
+	waitFor(t, 60*time.Second, "both jobs' held GPUs in Prometheus", func() bool {
 		return len(prom.tryQuery(`slurm_job:nvidia_gpu_held_gpus:5m`)) == 2
-	}, col.proc, prom.proc)
-	sp := newSpan(t, prom, col.proc)
+	}, a.proc, b.proc, prom.proc)
+	sp := newSpan(t, prom, a.proc, b.proc)
 
-	// Each GPU's holder, on its own series and its processes'.
-	for i, want := range []struct{ job, owner string }{{"4711", "alice"}, {"4720", "64999"}, {"", "alice"}} {
-		gpu := fmt.Sprintf(`hw_id=%q, slurm_job_id=%q`, slurmGPUs[i], want.job)
+	// Each GPU's holder, on its own series and its process's.
+	gpuA, gpuB := slurmNodes[0].gpus, slurmNodes[1].gpus
+	for _, want := range []struct{ gpu, job, owner string }{
+		{gpuA[0], "4711", "alice"}, {gpuA[1], "", "64999"}, {gpuA[2], "", "alice"}, {gpuB[0], "4720", "alice"},
+	} {
+		gpu := fmt.Sprintf(`hw_id=%q, slurm_job_id=%q`, want.gpu, want.job)
 		sp.is(t, `count(nvidia_gpu_held_time_seconds_total{`+gpu+`})`, 1, 1, 0)
 		sp.is(t, fmt.Sprintf(`count(nvidia_gpu_process_held_time_seconds_total{%s, process_owner=%q})`, gpu, want.owner), 1, 1, 0)
-		sp.is(t, fmt.Sprintf(`count(nvidia_gpu_process_held_time_seconds_total{hw_id=%q})`, slurmGPUs[i]), 1, 1, 0)
+		sp.is(t, fmt.Sprintf(`count(nvidia_gpu_process_held_time_seconds_total{hw_id=%q})`, want.gpu), 1, 1, 0)
 	}
 
-	// Held, busy and idle per job and per user, from the rules: GPU 0
-	// busy, GPUs 1 and 2 idle.
+	// Held, busy, idle and active per job and per user, from the rules:
+	// only node a's GPU 0 works.
 	for _, c := range []struct {
 		rules, sel             string // the rules' level, its series
 		held, busy, idle, gpus float64
 	}{
 		{"slurm_job", `{slurm_job_id="4711", process_owner="alice"}`, 1, 1, 0, 1},
-		{"slurm_job", `{slurm_job_id="4720", process_owner="64999"}`, 1, 0, 1, 1},
-		{"user", `{process_owner="alice"}`, 2, 1, 1, 2},
+		{"slurm_job", `{slurm_job_id="4720", process_owner="alice"}`, 1, 0, 1, 1},
+		{"user", `{process_owner="alice"}`, 3, 1, 2, 3},
 		{"user", `{process_owner="64999"}`, 1, 0, 1, 1},
 	} {
 		for m, want := range map[string]float64{"held": c.held, "busy": c.busy, "idle": c.idle, "active": 0.9 * c.busy} {
@@ -234,16 +258,21 @@ func TestSlurmHolders(t *testing.T) {
 		}
 		sp.is(t, c.rules+":nvidia_gpu_held_gpus:5m"+c.sel, 1, c.gpus, 0)
 	}
-	// The jobs' memory: each job's process's.
-	sp.is(t, `slurm_job:nvidia_gpu_process_memory_usage_bytes:sum{slurm_job_id="4711"}`, 1, 10<<30, 0)
-	sp.is(t, `slurm_job:nvidia_gpu_process_memory_usage_bytes:sum{slurm_job_id="4720"}`, 1, 11<<30, 0)
-	sp.is(t, `user:nvidia_gpu_process_memory_usage_bytes:sum{process_owner="alice"}`, 1, 22<<30, 0)
+	// Memory held now: each process's (its pid's last digits, in GiB).
+	sp.is(t, `slurm_job:nvidia_gpu_process_memory_usage_bytes:sum{slurm_job_id="4711"}`, 1, 1<<30, 0)
+	sp.is(t, `slurm_job:nvidia_gpu_process_memory_usage_bytes:sum{slurm_job_id="4720"}`, 1, 4<<30, 0)
+	sp.is(t, `user:nvidia_gpu_process_memory_usage_bytes:sum{process_owner="alice"}`, 1, 8<<30, 0)
+	sp.is(t, `user:nvidia_gpu_process_memory_usage_bytes:sum{process_owner="64999"}`, 1, 2<<30, 0)
 	// Only two jobs: the malformed job id is no job.
 	sp.is(t, `count(slurm_job:nvidia_gpu_held_hours:1h)`, 1, 2, 0)
 	// The raw counters agree with the truth too: held every second.
-	for i, idle := range []float64{0, 1, 1} {
-		sp.grew(t, fmt.Sprintf("GPU %d held", i), fmt.Sprintf(`nvidia_gpu_process_held_time_seconds_total{hw_id=%q}`, slurmGPUs[i]), 1, 1)
-		sp.grew(t, fmt.Sprintf("GPU %d idle", i), fmt.Sprintf(`nvidia_gpu_process_idle_time_seconds_total{hw_id=%q}`, slurmGPUs[i]), 1, idle)
+	for i, gpu := range []string{gpuA[0], gpuA[1], gpuA[2], gpuB[0]} {
+		idle := 1.0
+		if i == 0 {
+			idle = 0
+		}
+		sp.grew(t, gpu+" held", fmt.Sprintf(`nvidia_gpu_process_held_time_seconds_total{hw_id=%q}`, gpu), 1, 1)
+		sp.grew(t, gpu+" idle", fmt.Sprintf(`nvidia_gpu_process_idle_time_seconds_total{hw_id=%q}`, gpu), 1, idle)
 	}
 }
 
