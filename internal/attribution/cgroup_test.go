@@ -84,10 +84,11 @@ func TestParseCgroupFiles(t *testing.T) {
 		{file: "slurm-v2-multiple-slurmd.txt", want: Owner{SlurmJobID: "4713", SlurmStep: "2"}},
 		{file: "slurm-v2-stepd.txt", want: Owner{SlurmJobID: "4711", SlurmStep: "0"}},
 		{file: "slurm-v2-stepd-system.txt"},
-		// Slurm, cgroup/v1.
+		// Slurm, cgroup/v1 (testdata/cgroup/README.md: where the layouts come from).
 		{file: "slurm-v1-step.txt", want: Owner{SlurmJobID: "4720", SlurmStep: "0"}},
 		{file: "slurm-v1-batch.txt", want: Owner{SlurmJobID: "4720", SlurmStep: "batch"}},
 		{file: "slurm-v1-multiple-slurmd.txt", want: Owner{SlurmJobID: "4721", SlurmStep: "0"}},
+		{file: "slurm-v1-interactive.txt", want: Owner{SlurmJobID: "4722", SlurmStep: "interactive"}},
 		// Malformed Slurm paths: no job, or the job without its step.
 		{file: "slurm-v2-malformed-job.txt"},
 		{file: "slurm-v2-malformed-step.txt", want: Owner{SlurmJobID: "4711"}},

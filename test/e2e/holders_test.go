@@ -179,9 +179,9 @@ var slurmNodes = []slurmNode{
 			{pid: 720004, uid: 2001, gpu: 0, cgroup: "12:pids:/system.slice/slurmd.service\n" +
 				"11:memory:/slurm/uid_2001/job_4720/step_batch/task_0\n" +
 				"10:cpu,cpuacct:/slurm/uid_2001/job_4720/step_batch/task_0\n" +
-				"9:devices:/slurm/uid_2001/job_4720/step_batch/task_0\n" +
+				"9:devices:/slurm/uid_2001/job_4720/step_batch\n" +
 				"7:freezer:/slurm/uid_2001/job_4720/step_batch\n" +
-				"3:cpuset:/slurm/uid_2001/job_4720/step_batch/task_0\n" +
+				"3:cpuset:/slurm/uid_2001/job_4720/step_batch\n" +
 				"1:name=systemd:/system.slice/slurmd.service\n"},
 		}},
 }
