@@ -125,8 +125,9 @@ func newSpan(t *testing.T, prom *prometheus, procs ...*process) span {
 }
 
 // grew checks how much q (a counter in seconds, or a rule in hours times
-// scale) grew over the span, against want seconds per second of it.
-func (s span) grew(t *testing.T, what, q string, scale, want float64) {
+// scale) grew over the span, against want seconds per second of it, to
+// within one interval for each of the gpus it sums.
+func (s span) grew(t *testing.T, what, q string, scale, want float64, gpus int) {
 	t.Helper()
 	a, na := s.prom.sumAt(t, q, s.from)
 	b, nb := s.prom.sumAt(t, q, s.to)
@@ -134,7 +135,7 @@ func (s span) grew(t *testing.T, what, q string, scale, want float64) {
 	switch {
 	case na == 0 || nb == 0:
 		t.Errorf("%s: no series of %s (%d, %d)", what, q, na, nb)
-	case math.Abs((b-a)*scale-want*secs) > holdersWithin:
+	case math.Abs((b-a)*scale-want*secs) > holdersWithin*float64(gpus):
 		t.Errorf("%s: %s grew %.2f s over %.0f s, want %.2f", what, q, (b-a)*scale, secs, want*secs)
 	default:
 		t.Logf("%s: %s grew %.2f s over %.0f s (want %.2f)", what, q, (b-a)*scale, secs, want*secs)
@@ -254,7 +255,7 @@ func TestSlurmHolders(t *testing.T) {
 		{"user", `{process_owner="64999"}`, 1, 0, 1, 1},
 	} {
 		for m, want := range map[string]float64{"held": c.held, "busy": c.busy, "idle": c.idle, "active": 0.9 * c.busy} {
-			sp.grew(t, c.sel+" "+m, c.rules+":nvidia_gpu_"+m+"_hours:1h"+c.sel, 3600, want)
+			sp.grew(t, c.sel+" "+m, c.rules+":nvidia_gpu_"+m+"_hours:1h"+c.sel, 3600, want, int(c.gpus))
 		}
 		sp.is(t, c.rules+":nvidia_gpu_held_gpus:5m"+c.sel, 1, c.gpus, 0)
 	}
@@ -271,8 +272,8 @@ func TestSlurmHolders(t *testing.T) {
 		if i == 0 {
 			idle = 0
 		}
-		sp.grew(t, gpu+" held", fmt.Sprintf(`nvidia_gpu_process_held_time_seconds_total{hw_id=%q}`, gpu), 1, 1)
-		sp.grew(t, gpu+" idle", fmt.Sprintf(`nvidia_gpu_process_idle_time_seconds_total{hw_id=%q}`, gpu), 1, idle)
+		sp.grew(t, gpu+" held", fmt.Sprintf(`nvidia_gpu_process_held_time_seconds_total{hw_id=%q}`, gpu), 1, 1, 1)
+		sp.grew(t, gpu+" idle", fmt.Sprintf(`nvidia_gpu_process_idle_time_seconds_total{hw_id=%q}`, gpu), 1, idle, 1)
 	}
 }
 
@@ -376,9 +377,9 @@ func (r *quotaRun) check(t *testing.T) {
 	sp.is(t, "namespace:nvidia_gpu_active_gpus:5m"+lab, 1, 1, 0)
 	sp.is(t, "namespace:nvidia_gpu_quota_held:ratio"+lab, 1, 0.75, 1e-9)
 	sp.is(t, "count(namespace:nvidia_gpu_quota_gpus:hard)", 1, 1, 0)
-	sp.grew(t, "lab held", "namespace:nvidia_gpu_held_hours:1h"+lab, 3600, 3)
-	sp.grew(t, "lab active", "namespace:nvidia_gpu_active_hours:1h"+lab, 3600, quotaActiveSM)
-	sp.grew(t, "lab idle", "namespace:nvidia_gpu_idle_hours:1h"+lab, 3600, 2)
+	sp.grew(t, "lab held", "namespace:nvidia_gpu_held_hours:1h"+lab, 3600, 3, 3)
+	sp.grew(t, "lab active", "namespace:nvidia_gpu_active_hours:1h"+lab, 3600, quotaActiveSM, 1)
+	sp.grew(t, "lab idle", "namespace:nvidia_gpu_idle_hours:1h"+lab, 3600, 2, 2)
 	// Active over held: the ratio of the counters as Prometheus has them.
 	active, _ := r.prom.sumAt(t, `sum(nvidia_gpu_active_time_seconds_total{k8s_namespace_name="lab"})`, sp.to)
 	held, _ := r.prom.sumAt(t, `sum(nvidia_gpu_held_time_seconds_total{k8s_namespace_name="lab"})`, sp.to)
@@ -388,5 +389,5 @@ func (r *quotaRun) check(t *testing.T) {
 	sp.is(t, "namespace:nvidia_gpu_efficiency:1h"+lab, 1, active/held, 0.02)
 	sp.is(t, "namespace:nvidia_gpu_efficiency:1h"+lab, 1, quotaActiveSM/3, 0.03)
 	// The free GPU: held by no one.
-	sp.grew(t, "the free GPU held", fmt.Sprintf(`nvidia_gpu_held_time_seconds_total{hw_id=%q}`, quotaGPU(3)), 1, 0)
+	sp.grew(t, "the free GPU held", fmt.Sprintf(`nvidia_gpu_held_time_seconds_total{hw_id=%q}`, quotaGPU(3)), 1, 0, 1)
 }
