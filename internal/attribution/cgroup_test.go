@@ -239,3 +239,12 @@ func fakeProc(t *testing.T, pids map[int]string) string {
 	}
 	return root
 }
+
+// A path outside Slurm's tree, read for every GPU process every scrape,
+// costs no allocation.
+func TestParseSlurmPathAllocatesNothingOutsideSlurm(t *testing.T) {
+	path := "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod5f0c7a1e_2b3c_4d5e_8f90_a1b2c3d4e5f6.slice/cri-containerd-aa11bb22cc33dd44ee55ff6600112233445566778899aabbccddeeff00112233.scope"
+	if n := testing.AllocsPerRun(100, func() { parseSlurmPath(path) }); n != 0 {
+		t.Errorf("parseSlurmPath(a pod's path): %v allocations, want 0", n)
+	}
+}
