@@ -23,7 +23,7 @@ import (
 
 // The holders scenarios 5 and 6 of issue 24, through a real Prometheus
 // with the shipped rules (deploy/prometheus/rules.yaml): their truths are
-// the rules' figures, GPU-hours to within one collection interval.
+// the rules' figures, GPU-hours to within one collection interval per GPU.
 
 // holdersWithin is one collection interval (1 s) and the points' own
 // spacing, in seconds: how far a figure may be from its truth.
@@ -39,8 +39,9 @@ type holderProcess struct {
 }
 
 // writeHolderProcs writes each process under a new proc root (cgroup,
-// comm, status with its uid, stat), the host's passwd under its init's
-// root, and an empty cgroup v2 root; it returns both roots.
+// comm, status with its uid, stat) and the host's passwd under its init's
+// root, and makes a cgroup root with no cgroup in it (the holders come
+// from the processes' cgroup files); it returns both roots.
 func writeHolderProcs(t *testing.T, procs []holderProcess, passwd string) (procRoot, cgroupRoot string) {
 	t.Helper()
 	procRoot, cgroupRoot = t.TempDir(), t.TempDir()
@@ -107,8 +108,8 @@ func (p *prometheus) sumAt(t *testing.T, q string, at time.Time) (float64, int) 
 	return sum, len(d.Result)
 }
 
-// span is two instants of a Prometheus run, 10 s apart, both with a full
-// window of history behind them, and the rules evaluated at both.
+// span is two instants of a Prometheus run, 10 s apart, from now on; it
+// returns once the rules have been evaluated at the second.
 type span struct {
 	prom     *prometheus
 	from, to time.Time
