@@ -84,10 +84,11 @@ func TestParseCgroupFiles(t *testing.T) {
 		{file: "slurm-v2-multiple-slurmd.txt", want: Owner{SlurmJobID: "4713", SlurmStep: "2"}},
 		{file: "slurm-v2-stepd.txt", want: Owner{SlurmJobID: "4711", SlurmStep: "0"}},
 		{file: "slurm-v2-stepd-system.txt"},
-		// Slurm, cgroup/v1.
+		// Slurm, cgroup/v1 (testdata/cgroup/README.md: where the layouts come from).
 		{file: "slurm-v1-step.txt", want: Owner{SlurmJobID: "4720", SlurmStep: "0"}},
 		{file: "slurm-v1-batch.txt", want: Owner{SlurmJobID: "4720", SlurmStep: "batch"}},
 		{file: "slurm-v1-multiple-slurmd.txt", want: Owner{SlurmJobID: "4721", SlurmStep: "0"}},
+		{file: "slurm-v1-interactive.txt", want: Owner{SlurmJobID: "4722", SlurmStep: "interactive"}},
 		// Malformed Slurm paths: no job, or the job without its step.
 		{file: "slurm-v2-malformed-job.txt"},
 		{file: "slurm-v2-malformed-step.txt", want: Owner{SlurmJobID: "4711"}},
@@ -237,4 +238,13 @@ func fakeProc(t *testing.T, pids map[int]string) string {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, "cgroup"), data, 0o644))
 	}
 	return root
+}
+
+// A path outside Slurm's tree, read for every GPU process every scrape,
+// costs no allocation.
+func TestParseSlurmPathAllocatesNothingOutsideSlurm(t *testing.T) {
+	path := "/kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod5f0c7a1e_2b3c_4d5e_8f90_a1b2c3d4e5f6.slice/cri-containerd-aa11bb22cc33dd44ee55ff6600112233445566778899aabbccddeeff00112233.scope"
+	if n := testing.AllocsPerRun(100, func() { parseSlurmPath(path) }); n != 0 {
+		t.Errorf("parseSlurmPath(a pod's path): %v allocations, want 0", n)
+	}
 }

@@ -27,6 +27,11 @@ var slurmNamedSteps = map[string]bool{"batch": true, "extern": true, "interactiv
 // is no Slurm job. A step that is neither a number nor batch, extern or
 // interactive is left out, and the job kept.
 func parseSlurmPath(path string) (job, step string, ok bool) {
+	// Read for every GPU process at every scrape: most paths are not
+	// Slurm's, and are let go before any allocation.
+	if !strings.Contains(path, "/job_") {
+		return "", "", false
+	}
 	segs := strings.Split(path, "/")
 	for i := 1; i < len(segs); i++ {
 		if !isSlurmParent(segs[:i]) {

@@ -33,8 +33,10 @@ const maxPasswdFile = 16 << 20
 //     there could take another user's name;
 //  3. the uid itself, numeric.
 //
-// The passwd is read again when it changes, at a miss: a user added on a
-// shared server gets a name at their first process after it.
+// The passwd is read again when it changes, at a miss, checked at most
+// once every passwdRecheck: a user added on a shared server gets a name at
+// their first process a second after it, and the processes of users it
+// does not name cost no stat each, every scrape.
 type users struct {
 	passwdPath string
 	nss        bool
@@ -46,13 +48,20 @@ type users struct {
 	passwd        map[string]string
 	passwdModTime time.Time
 	passwdSize    int64
-	lookupNSS     func(uid string) (string, bool)
+	// checkedAt is when the passwd was last looked at (its stat).
+	checkedAt time.Time
+	now       func() time.Time
+	lookupNSS func(uid string) (string, bool)
 }
+
+// passwdRecheck is how often a miss may look at the host's passwd again.
+const passwdRecheck = time.Second
 
 func newUsers(procRoot string) *users {
 	u := &users{
 		passwdPath: filepath.Join(procRoot, "1", "root", "etc", "passwd"),
 		names:      map[string]string{},
+		now:        time.Now,
 		lookupNSS:  lookupNSS,
 	}
 	u.nss = sharesHostMounts(procRoot)
@@ -105,9 +114,15 @@ func (u *users) name(uid string) string {
 	return uid
 }
 
-// reloadPasswd reads the host's passwd again when it has changed; names
-// given from the old one are forgotten.
+// reloadPasswd reads the host's passwd again when it has changed, looking
+// at most once every passwdRecheck; names given from the old one are
+// forgotten.
 func (u *users) reloadPasswd() {
+	now := u.now()
+	if !u.checkedAt.IsZero() && now.Sub(u.checkedAt) < passwdRecheck {
+		return
+	}
+	u.checkedAt = now
 	st, err := os.Stat(u.passwdPath)
 	if err != nil {
 		if u.passwd != nil {

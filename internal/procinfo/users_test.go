@@ -42,15 +42,21 @@ func TestUserNamesFromTheHostPasswd(t *testing.T) {
 	root := t.TempDir()
 	writePasswd(t, root, hostPasswd)
 	u := newUsers(root)
-	u.nss = false
+	clock := time.Unix(1e9, 0)
+	u.nss, u.now = false, func() time.Time { return clock }
 	assert.Equal(t, "alice", u.name("2001"))
 	assert.Equal(t, "bob", u.name("2002"))
 	assert.Equal(t, "4000123", u.name("4000123"), "a uid with no name stays numeric")
 
-	// A user added on the server: named at their next lookup.
+	// A user added on the server: named at their first lookup once
+	// passwdRecheck has passed, not before (a miss looks at the passwd at
+	// most that often).
 	writePasswd(t, root, hostPasswd+"carol:x:4000123:1::/home/carol:/bin/bash\n")
 	future := time.Now().Add(time.Minute)
 	require.NoError(t, os.Chtimes(filepath.Join(root, "1", "root", "etc", "passwd"), future, future))
+	clock = clock.Add(passwdRecheck / 2)
+	assert.Equal(t, "4000123", u.name("4000123"), "looked at less than passwdRecheck ago")
+	clock = clock.Add(passwdRecheck / 2)
 	assert.Equal(t, "carol", u.name("4000123"))
 	assert.Equal(t, "alice", u.name("2001"))
 }

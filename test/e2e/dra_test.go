@@ -150,7 +150,10 @@ func growth(pts []point, uuid, metric, pod, claim string, from time.Time) (grew,
 //  2. a claim on a MIG device;
 //  3. one claim shared by two pods: held once, owner-less;
 //  4. the ResourceSlices unreadable (a collector whose user has no RBAC
-//     rule): the gpu-<minor> fallback, said once.
+//     rule): the gpu-<minor> fallback, said once;
+//  6. a namespace with a GPU quota of 4 holding 3 GPUs through claims on
+//     another node, 1 active, through Prometheus and the quota rules
+//     (holders_test.go; scenario 5, Slurm, is TestSlurmHolders).
 //
 // And a slice created, changed (a device losing its uuid) and deleted while
 // the collector runs; a claim naming a device that no slice has.
@@ -164,6 +167,7 @@ func TestDRA(t *testing.T) {
 	if err != nil {
 		t.Fatalf("creating the node's ResourceSlice: %v", err)
 	}
+	quota := startQuotaScenario(t, api)
 
 	bin := testutil.AbsFlag(t, "otelcol", *otelcolPath)
 	be := startBackend(t, bin)
@@ -296,4 +300,7 @@ func TestDRA(t *testing.T) {
 			t.Errorf("fallback: %d lines of client-go's own (%q): its retries must not log:\n%s", n, klog, logs)
 		}
 	}
+
+	// 6. The quota scenario, run meanwhile on node2.
+	quota.check(t)
 }
