@@ -10,10 +10,11 @@ import (
 
 // The cumulative counters that cost the most to read are read on their own
 // cadence (WithCounterInterval), in the background, off the scrape path:
-// the rows of the read table marked counter, which are the costly ones
-// (their costs are in the read table, calls.go). A scrape reports the newest reading with the time it
-// was taken: counters stay monotonic and rate() over them stays exact,
-// however old the reading. Only the first read of a device waits for them.
+// the rows of the read table marked costly (their costs are in the read
+// table, plain.go). A scrape reports the newest reading with the time it
+// was taken: counters (the rows also marked cumulative) stay monotonic and
+// rate() over them stays exact, however old the reading. Only the first
+// read of a device waits for them.
 
 // The getters among the counters are read one by one, the fields in one
 // batch.
@@ -31,8 +32,8 @@ type counterState struct {
 	// (at, by the device clock). A counter it did not read (not supported
 	// now, or failed) is left out rather than shown frozen at a newer
 	// time, which rate() would take for a stop.
-	kept     [callCount]keptCounter
-	fresh    [callCount]bool
+	kept     [allCalls]keptCounter
+	fresh    [allCalls]bool
 	at       time.Time
 	started  time.Time // by the device clock: when the last read began
 	failures []*CallError
@@ -81,13 +82,14 @@ func (cs *counterState) read(r *reading, s *Sample) {
 	}
 	for k := range readTable {
 		spec := &readTable[k]
-		if spec.counter && cs.fresh[k] && !failed[call(k)] && (spec.field == 0 || !failed[callFieldValues]) {
+		if spec.costly && cs.fresh[k] && !failed[call(k)] && (spec.field == 0 || !failed[callFieldValues]) {
 			spec.land(s, cs.kept[k].last.Value)
+			s.FromCounters |= spec.figures
 			if since := cs.kept[k].since; !since.IsZero() {
 				if s.CountersSince == nil {
 					s.CountersSince = &CounterStarts{}
 				}
-				*s.CountersSince.of(call(k)) = since
+				s.CountersSince[spec.fig] = since
 			}
 		}
 	}
@@ -104,7 +106,7 @@ func (d *Device) takeCounters() {
 	cs.mu.Unlock()
 
 	r := &reading{d: d}
-	var got [callCount]Opt[float64]
+	var got [allCalls]Opt[float64]
 	keep := func(c call, v float64) { got[c] = some(v) }
 	r.readGetters(true, keep)
 	at := d.now() // the batch below takes well under a millisecond
@@ -122,10 +124,18 @@ func (d *Device) takeCounters() {
 	// A counter only grows, unless it was reset (keptCounter.keep). A
 	// counter not read this time, or whose reading is in doubt, keeps its
 	// last reading (and the reading time moves on only when one was read).
-	var fresh [callCount]bool
+	var fresh [allCalls]bool
 	anyFresh := false
 	for k := range got {
-		fresh[k] = cs.kept[k].keep(got[k], at)
+		if !readTable[k].cumulative {
+			// A costly gauge: its newest reading, or none.
+			fresh[k] = got[k].OK
+			if fresh[k] {
+				cs.kept[k].last = got[k]
+			}
+		} else {
+			fresh[k] = cs.kept[k].keep(got[k], at)
+		}
 		anyFresh = anyFresh || fresh[k]
 	}
 	if anyFresh {
@@ -178,19 +188,4 @@ func (k *keptCounter) keep(v Opt[float64], at time.Time) bool {
 	}
 	k.last, k.at, k.low = v, at, Opt[float64]{}
 	return true
-}
-
-// of is c's time in cs; nil for a call that is no counter.
-func (cs *CounterStarts) of(c call) *time.Time {
-	switch {
-	case c == callEnergy:
-		return &cs.Energy
-	case c == callPCIeReplays:
-		return &cs.PCIeReplays
-	case c >= callViolationPower && c <= callViolationReliability:
-		return &cs.Violation[ViolationPower+ViolationPolicy(c-callViolationPower)]
-	case c >= callNVLinkCRCFlit && c <= callNVLinkRecovery:
-		return &cs.NVLink[NVLinkCRCFlit+NVLinkError(c-callNVLinkCRCFlit)]
-	}
-	return nil
 }

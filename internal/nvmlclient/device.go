@@ -33,7 +33,7 @@ type Device struct {
 	raw  rawDevice // the C handle, for the bounded list calls (prime.go)
 
 	// wanted says which calls answer an asked-for figure; set at Open.
-	wanted [callCount]bool
+	wanted [allCalls]bool
 	// figures are the figures asked for; leftOut counts what failed calls
 	// drop (WithLeftOutCount).
 	figures Figures
@@ -60,10 +60,10 @@ type Device struct {
 	// failingCount, how many fail now, lets a success skip the lock while
 	// none does.
 	logMu        sync.Mutex
-	failing      [callCount]callState
+	failing      [allCalls]callState
 	failingCount atomic.Int32
 
-	stats [callCount]callStat
+	stats [allCalls]callStat
 }
 
 // callStat accumulates how long one NVML call takes on one device.
@@ -96,7 +96,7 @@ func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym symbols, 
 		leftOut: Figures.Len,
 	}
 	d.newCollectors()
-	d.callLog = logonce.New(int(callCount), logonce.WithHoldOff(flapHoldOff), logonce.WithClock(func() time.Time { return d.now() }))
+	d.callLog = logonce.New(int(allCalls), logonce.WithHoldOff(flapHoldOff), logonce.WithClock(func() time.Time { return d.now() }))
 	for c := range d.wanted {
 		d.wanted[c] = true
 	}
@@ -196,11 +196,11 @@ func (d *Device) Check() error {
 				ret = nvml.ERROR_UNKNOWN
 			}
 		}()
-		_, ret = readTable[callTemperature].get(d.handle)
+		_, ret = readTable[callOf(FigTemperature)].get(d.handle)
 		return ret
 	}()
 	if classify(ret) == outcomeLost {
-		d.markLost(callTemperature)
+		d.markLost(callOf(FigTemperature))
 		return ErrGPULost
 	}
 	d.sess.lost.OK(d.Info.UUID)
@@ -228,7 +228,7 @@ func (d *Device) logCalls(failed []*CallError) {
 	if len(failed) == 0 && d.failingCount.Load() == 0 {
 		return
 	}
-	var failedNow [callCount]bool
+	var failedNow [allCalls]bool
 	var back []call
 	d.logMu.Lock()
 	for _, f := range failed {

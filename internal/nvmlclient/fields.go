@@ -6,8 +6,8 @@ import "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 // The figures that NVML serves as field values are read in one
 // nvmlDeviceGetFieldValues batch per GPU: at every scrape, the rows of the
-// read table with a field id that are not counters (the memory
-// temperature); on the counters' cadence, the counter rows (counters.go).
+// read table with a field id that are not costly (the memory
+// temperature); on the counters' cadence, the costly rows (counters.go).
 // Each field carries its own return code, so one unsupported field leaves
 // only its figure out, and is cached like any unsupported call.
 
@@ -23,12 +23,12 @@ func (f *fieldCollector) read(r *reading, s *Sample) {
 }
 
 // readFieldBatch reads, in one call, the field rows that are (or are not)
-// counters and are available now, and hands each value that answered to
+// costly and are available now, and hands each value that answered to
 // got, in the Sample's unit.
-func (r *reading) readFieldBatch(b *fieldBatch, counters bool, got func(call, float64)) {
+func (r *reading) readFieldBatch(b *fieldBatch, costly bool, got func(call, float64)) {
 	b.values, b.calls = b.values[:0], b.calls[:0]
 	for c := range readTable {
-		if spec := &readTable[c]; spec.field != 0 && spec.counter == counters && r.available(call(c)) {
+		if spec := &readTable[c]; spec.field != 0 && spec.costly == costly && r.available(call(c)) {
 			b.values = append(b.values, nvml.FieldValue{FieldId: spec.field})
 			b.calls = append(b.calls, call(c))
 		}
@@ -65,13 +65,13 @@ func (r *reading) readFieldBatch(b *fieldBatch, counters bool, got func(call, fl
 }
 
 // readGetters makes the plain getter rows of the read table that are (or
-// are not) counters, and hands each value that answered to got, in the
+// are not) costly, and hands each value that answered to got, in the
 // Sample's unit.
-func (r *reading) readGetters(counters bool, got func(call, float64)) {
+func (r *reading) readGetters(costly bool, got func(call, float64)) {
 	h := r.d.handle
 	for c := range readTable {
 		spec := &readTable[c]
-		if spec.get == nil || spec.land == nil || spec.counter != counters {
+		if spec.get == nil || spec.land == nil || spec.costly != costly {
 			continue
 		}
 		var v float64

@@ -29,8 +29,8 @@ func TestMemoryTemperatureUnsupportedIsAskedOnce(t *testing.T) {
 	for range 3 {
 		s, err := c.Devices()[3].Read()
 		require.NoError(t, err, "an unsupported field is no error")
-		assert.False(t, s.MemoryTemperatureCelsius.OK)
-		assert.True(t, s.TemperatureCelsius.OK, "the die's temperature is still read")
+		assert.False(t, s.Values[FigMemoryTemperature].OK)
+		assert.True(t, s.Values[FigTemperature].OK, "the die's temperature is still read")
 	}
 	assert.Equal(t, 1, calls, "not asked again once unsupported")
 	assert.Equal(t, 1, logs.FilterMessageSnippet("not supported").Len())
@@ -62,7 +62,7 @@ func TestFieldValueDecodesByType(t *testing.T) {
 		}
 		s, err := c.Devices()[0].Read()
 		require.NoError(t, err)
-		assert.Equal(t, tc.want, s.MemoryTemperatureCelsius, tc.name)
+		assert.Equal(t, tc.want, s.Values[FigMemoryTemperature], tc.name)
 	}
 	m2, c2, _ := openH200(t)
 	m2.GPUs[0].GetFieldValuesFunc = func([]nvml.FieldValue) nvml.Return { return nvml.ERROR_GPU_IS_LOST }
@@ -90,7 +90,7 @@ func TestNVLinkErrorsInTheCountersBatch(t *testing.T) {
 	}
 	s, err := c.Devices()[0].Read()
 	require.NoError(t, err)
-	assert.Equal(t, [nvlinkErrorCount]Opt[int64]{some[int64](12), some[int64](3), some[int64](7), some[int64](1)}, s.Health.NVLinkErrors)
+	assert.Equal(t, [4]Opt[float64]{some[float64](12), some[float64](3), some[float64](7), some[float64](1)}, nvlinkErrors(&s))
 	assert.False(t, s.CountersTime.IsZero())
 	inOne := 0
 	for _, b := range batches {
@@ -108,6 +108,11 @@ func TestNVLinkErrorsInTheCountersBatch(t *testing.T) {
 
 	s, err = c.Devices()[1].Read()
 	require.NoError(t, err, "NOT_SUPPORTED is no error")
-	assert.Equal(t, [nvlinkErrorCount]Opt[int64]{}, s.Health.NVLinkErrors, "absent without NVLink")
-	assert.True(t, s.Health.ViolationSeconds[ViolationPower].OK, "the rest of the batch stands")
+	assert.Equal(t, [4]Opt[float64]{}, nvlinkErrors(&s), "absent without NVLink")
+	assert.True(t, s.Values[FigViolationPower].OK, "the rest of the batch stands")
+}
+
+// nvlinkErrors are the four NVLink error counters of s.
+func nvlinkErrors(s *Sample) [4]Opt[float64] {
+	return [4]Opt[float64]{s.Values[FigNVLinkCRCFlit], s.Values[FigNVLinkCRCData], s.Values[FigNVLinkReplay], s.Values[FigNVLinkRecovery]}
 }

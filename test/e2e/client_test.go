@@ -89,7 +89,7 @@ func testTooManyProcesses(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, s.ProcessesListed)
 		assert.Empty(t, s.Processes)
-		assert.Equal(t, 40.0, s.TemperatureCelsius.Value)
+		assert.Equal(t, 40.0, s.Values[nvmlclient.FigTemperature].Value)
 	}
 	assert.Equal(t, 1, logs.FilterMessageSnippet("More processes on this GPU than the receiver lists").Len())
 }
