@@ -30,6 +30,19 @@
 /* NVML's "no MIG instance" id (process infos, event data). */
 #define FAKE_NO_INSTANCE 0xFFFFFFFFu
 
+/* The getter table: a getter that answers one value of one scenario key
+ * (a value over time, rounded) is one line here, by its signature; the
+ * functions, their keys and their parsing come from it (getters.c), and so
+ * does their place in FAKE_CALLS. A key left out of the scenario makes its
+ * getter answer NVML_ERROR_NOT_SUPPORTED.
+ *   U32(name, key, min, max): nvmlReturn_t name(nvmlDevice_t, unsigned int *);
+ *   MEMBER(name, key, min, max, type, member): nvmlReturn_t name(nvmlDevice_t,
+ *     type *), which sets member of the versioned struct type;
+ *   BY2(name, key0, key1, min, max, argtype, arg0, arg1): nvmlReturn_t
+ *     name(nvmlDevice_t, argtype, unsigned int *), key0 answering arg0 and
+ *     key1 arg1. */
+#define FAKE_GETTERS(U32, MEMBER, BY2)
+
 /* Every device-level call that the scenario can fault (errors, hangs). The
  * name is the exported symbol; a scenario may also name it without its
  * version suffix (nvmlDeviceGetPciInfo for nvmlDeviceGetPciInfo_v3). */
@@ -85,7 +98,9 @@
 	X(nvmlDeviceIsMigDeviceHandle)                                                             \
 	X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)                                            \
 	X(nvmlDeviceGetAttributes_v2)                                                              \
-	X(nvmlGpmMigSampleGet)
+	X(nvmlGpmMigSampleGet)                                                                     \
+	FAKE_GETTERS(FAKE_GETTER_CALL, FAKE_GETTER_CALL, FAKE_GETTER_CALL)
+#define FAKE_GETTER_CALL(name, ...) X(name)
 
 typedef enum {
 #define FAKE_CALL_ENUM(name) FC_##name,
@@ -95,6 +110,16 @@ typedef enum {
 } fake_call;
 
 extern const char *const fake_call_names[FC_COUNT];
+
+/* One key per U32 and MEMBER line of FAKE_GETTERS, two per BY2 line. */
+enum {
+#define FAKE_GETTER_KEY1(name, ...) FG_##name,
+#define FAKE_GETTER_KEY2(name, ...) FG_##name##_0, FG_##name##_1,
+	FAKE_GETTERS(FAKE_GETTER_KEY1, FAKE_GETTER_KEY1, FAKE_GETTER_KEY2)
+#undef FAKE_GETTER_KEY1
+#undef FAKE_GETTER_KEY2
+	FAKE_GETTER_KEYS
+};
 
 /* ---- time-varying values ------------------------------------------------ */
 
@@ -273,6 +298,8 @@ typedef struct {
 	fake_signal violation[6]; /* fraction of time, by nvmlPerfPolicyType_t 0..5 */
 	fake_signal pcie_generation, pcie_width, pcie_replays;
 
+	/* getters.c: the values of the getter table, by FAKE_GETTERS line */
+	fake_signal getters[FAKE_GETTER_KEYS];
 	/* fields.c: field values by id, with no getter of their own */
 	int nfields;
 	unsigned int field_ids[FAKE_FIELD_MAX];
@@ -356,7 +383,7 @@ typedef struct {
 
 extern const fake_area fake_area_device, fake_area_utilization, fake_area_memory, fake_area_power,
 	fake_area_clocks, fake_area_processes, fake_area_gpm, fake_area_health, fake_area_events, fake_area_mig,
-	fake_area_faults, fake_area_fields;
+	fake_area_faults, fake_area_fields, fake_area_getters;
 
 /* ---- library state (state.c) ----------------------------------------------------- */
 

@@ -74,6 +74,10 @@ type GPU struct {
 	FieldValues map[uint32]uint64
 	FieldCalls  int
 
+	// Getters answers the getters of the getter table (getters.go), by
+	// NVML name; a getter not in it is NOT_SUPPORTED.
+	Getters map[string]float64
+
 	// Health.
 	ECCCorrected, ECCUncorrected    uint64
 	RemappedCorr, RemappedUnc       int
@@ -275,6 +279,7 @@ func (g *GPU) setFuncs(i int) {
 		gs.Taken++
 		return nvml.SUCCESS
 	}
+	g.setGetters(d)
 	d.GetFanSpeedFunc = func() (uint32, nvml.Return) {
 		if !g.FanSupported {
 			return 0, nvml.ERROR_NOT_SUPPORTED // SXM boards have no fans

@@ -1,0 +1,36 @@
+//go:build cgo
+
+package nvmltest
+
+import (
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
+)
+
+// value answers one getter from GPU.Getters: its value, or NOT_SUPPORTED
+// where the GPU has none.
+type value func() (float64, nvml.Return)
+
+// getterTable wires the getters that answer one value to GPU.Getters, by
+// NVML name (with its argument, where one function answers several): a
+// getter new to the mock is one line here.
+var getterTable = []struct {
+	name string
+	set  func(d *server.Device, v value)
+}{}
+
+// setGetters wires the getter table to g.Getters.
+func (g *GPU) setGetters(d *server.Device) {
+	for _, w := range getterTable {
+		name := w.name
+		w.set(d, func() (float64, nvml.Return) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			v, ok := g.Getters[name]
+			if !ok {
+				return 0, nvml.ERROR_NOT_SUPPORTED
+			}
+			return v, nvml.SUCCESS
+		})
+	}
+}
