@@ -43,7 +43,8 @@
  *     key1 arg1. */
 #define FAKE_GETTERS(U32, MEMBER, BY2)
 
-/* Every device-level call that the scenario can fault (errors, hangs). The
+/* Every device-level call that the scenario can fault (errors, hangs), and
+ * the getters of FAKE_GETTERS (X takes the name first, then anything). The
  * name is the exported symbol; a scenario may also name it without its
  * version suffix (nvmlDeviceGetPciInfo for nvmlDeviceGetPciInfo_v3). */
 #define FAKE_CALLS(X)                                                                              \
@@ -99,11 +100,10 @@
 	X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)                                            \
 	X(nvmlDeviceGetAttributes_v2)                                                              \
 	X(nvmlGpmMigSampleGet)                                                                     \
-	FAKE_GETTERS(FAKE_GETTER_CALL, FAKE_GETTER_CALL, FAKE_GETTER_CALL)
-#define FAKE_GETTER_CALL(name, ...) X(name)
+	FAKE_GETTERS(X, X, X)
 
 typedef enum {
-#define FAKE_CALL_ENUM(name) FC_##name,
+#define FAKE_CALL_ENUM(name, ...) FC_##name,
 	FAKE_CALLS(FAKE_CALL_ENUM)
 #undef FAKE_CALL_ENUM
 	FC_COUNT

@@ -36,7 +36,7 @@ static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, f
 
 const fake_area fake_area_getters = {keys, parse};
 
-/* value reads getter key k of device's GPU now, rounded. */
+/* value reads getter key k of device's GPU now, rounded (unused while the table is empty). */
 __attribute__((unused)) static nvmlReturn_t value(nvmlDevice_t device, fake_call call, int k, bool nonnull, long long *out)
 {
 	const fake_gpu *g;
@@ -55,7 +55,7 @@ __attribute__((unused)) static nvmlReturn_t value(nvmlDevice_t device, fake_call
 #define U32(name, key, min, max)                                                                   \
 	nvmlReturn_t name(nvmlDevice_t device, unsigned int *out)                                  \
 	{                                                                                          \
-		long long v;                                                                       \
+		long long v = 0;                                                                     \
 		nvmlReturn_t r = value(device, FC_##name, FG_##name, out != NULL, &v);             \
 		if (r == NVML_SUCCESS)                                                             \
 			*out = (unsigned int)v;                                                    \
@@ -64,7 +64,7 @@ __attribute__((unused)) static nvmlReturn_t value(nvmlDevice_t device, fake_call
 #define MEMBER(name, key, min, max, type, member)                                                  \
 	nvmlReturn_t name(nvmlDevice_t device, type *out)                                          \
 	{                                                                                          \
-		long long v;                                                                       \
+		long long v = 0;                                                                     \
 		nvmlReturn_t r = value(device, FC_##name, FG_##name, out != NULL, &v);             \
 		if (r == NVML_SUCCESS)                                                             \
 			out->member = v;                                                           \
@@ -73,7 +73,7 @@ __attribute__((unused)) static nvmlReturn_t value(nvmlDevice_t device, fake_call
 #define BY2(name, key0, key1, min, max, argtype, arg0, arg1)                                       \
 	nvmlReturn_t name(nvmlDevice_t device, argtype arg, unsigned int *out)                     \
 	{                                                                                          \
-		long long v;                                                                       \
+		long long v = 0;                                                                     \
 		if (arg != (arg0) && arg != (arg1))                                                \
 			return NVML_ERROR_INVALID_ARGUMENT;                                        \
 		int k = arg == (arg0) ? FG_##name##_0 : FG_##name##_1;                             \
