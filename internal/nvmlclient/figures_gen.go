@@ -5,6 +5,7 @@ package nvmlclient
 // The plain figures: one per row of plainReads, in its order.
 const (
 	FigTemperature             Figure = firstPlainFigure + iota // nvmlDeviceGetTemperature
+	FigMarginTemperature                                        // nvmlDeviceGetMarginTemperature
 	FigMemoryTemperature                                        // nvmlDeviceGetFieldValues(FI_DEV_MEMORY_TEMP)
 	FigPower                                                    // nvmlDeviceGetPowerUsage
 	FigPowerLimit                                               // nvmlDeviceGetEnforcedPowerLimit

@@ -21,6 +21,12 @@ var plainReads = [...]callSpec{
 	// reports on every GPU.
 	{fig: FigTemperature, name: "nvmlDeviceGetTemperature",
 		get: getter(func(h nvml.Device) (uint32, nvml.Return) { return h.GetTemperature(nvml.TEMPERATURE_GPU) })},
+	// The headroom below the slowdown temperature, in °C.
+	{fig: FigMarginTemperature, name: "nvmlDeviceGetMarginTemperature", symbol: "nvmlDeviceGetMarginTemperature",
+		get: getter(func(h nvml.Device) (int, nvml.Return) {
+			m, ret := h.GetMarginTemperature()
+			return int(m.MarginTemperature), ret
+		})},
 	// The HBM's; absent on boards without a memory sensor.
 	{fig: FigMemoryTemperature, name: "nvmlDeviceGetFieldValues(FI_DEV_MEMORY_TEMP)", field: nvml.FI_DEV_MEMORY_TEMP},
 	{fig: FigPower, name: "nvmlDeviceGetPowerUsage", get: getter(nvml.Device.GetPowerUsage), per: 1000},

@@ -62,6 +62,9 @@ var plainMetrics = []plainMetric{
 		f64a(nvmlclient.FigTemperature, (*builder).RecordHwTemperatureDataPoint, metadata.AttributeHwSensorLocationGpu),
 		f64a(nvmlclient.FigMemoryTemperature, (*builder).RecordHwTemperatureDataPoint, metadata.AttributeHwSensorLocationMemory),
 	}},
+	{"nvidia.gpu.temperature.margin", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuTemperatureMargin.Enabled }, false, []point{
+		f64(nvmlclient.FigMarginTemperature, (*builder).RecordNvidiaGpuTemperatureMarginDataPoint),
+	}},
 	{"hw.power", func(m *metadata.MetricsConfig) bool { return m.HwPower.Enabled }, false, []point{
 		f64(nvmlclient.FigPower, (*builder).RecordHwPowerDataPoint),
 	}},

@@ -38,6 +38,7 @@ type gpuSpec struct {
 	used, total, reserved     uint64
 	temp, tempAfter, tempStep float64 // tempAfter from tempStep on; tempStep 0: constant
 	memTemp                   float64 // FI_DEV_MEMORY_TEMP; 0: NOT_SUPPORTED
+	margin                    Signal  // nvmlDeviceGetMarginTemperature; nil: NOT_SUPPORTED
 	power                     float64
 	powerNotSupported         bool
 	powerLimit                float64
@@ -97,7 +98,7 @@ var pipelineGPUs = []gpuSpec{
 		uuid: "GPU-e2e00000-0000-4000-8000-000000000000", name: "NVIDIA H200 (SIMULATED)", serial: "SIMULATED-E2E-0", pci: "00000000:19:00.0",
 		general: 0.5, generalPeriod: 1.0 / 3, memUtil: 0.25, memPeriod: 2.0 / 3, encoder: 0.5,
 		used: 2 << 30, total: 150754820096, reserved: 617086976,
-		temp: 45, memTemp: 52, power: 250, powerLimit: 700, energyOffset: 1000, fan: -1,
+		temp: 45, memTemp: 52, margin: 30, power: 250, powerLimit: 700, energyOffset: 1000, fan: -1,
 		clocks: map[string]float64{"sm": 1980, "memory": 3201, "graphics": 1980, "video": 1755}, pstate: 0,
 		processes: []Process{
 			{PID: fakePID, Name: "python3 train.py", UsedMemoryBytes: 20 << 30, SMPercent: 60, MemoryPercent: 30},
@@ -156,15 +157,16 @@ func (g gpuSpec) scenarioGPU() GPU {
 			GPU:    &Duty{Busy: g.general, PeriodS: g.generalPeriod},
 			Memory: &Duty{Busy: g.memUtil, PeriodS: g.memPeriod},
 		},
-		Memory:        &Memory{TotalBytes: g.total, ReservedBytes: g.reserved, UsedBytes: g.used},
-		TemperatureC:  g.temp,
-		PowerW:        g.power,
-		PowerLimitW:   g.powerLimit,
-		EnergyOffsetJ: g.energyOffset,
-		ClocksMHz:     &Clocks{SM: g.clocks["sm"], Memory: g.clocks["memory"], Graphics: g.clocks["graphics"], Video: g.clocks["video"]},
-		PState:        g.pstate,
-		Processes:     []Process{},
-		GPM:           g.gpm,
+		Memory:             &Memory{TotalBytes: g.total, ReservedBytes: g.reserved, UsedBytes: g.used},
+		TemperatureC:       g.temp,
+		MarginTemperatureC: g.margin,
+		PowerW:             g.power,
+		PowerLimitW:        g.powerLimit,
+		EnergyOffsetJ:      g.energyOffset,
+		ClocksMHz:          &Clocks{SM: g.clocks["sm"], Memory: g.clocks["memory"], Graphics: g.clocks["graphics"], Video: g.clocks["video"]},
+		PState:             g.pstate,
+		Processes:          []Process{},
+		GPM:                g.gpm,
 	}
 	if g.processes != nil {
 		out.Processes = g.processes

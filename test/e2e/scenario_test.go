@@ -115,6 +115,7 @@ type GPU struct {
 	Memory             *Memory           `json:"memory,omitempty"`
 	TemperatureC       Signal            `json:"temperature_c,omitempty"`
 	MemoryTemperatureC Signal            `json:"memory_temperature_c,omitempty"`
+	MarginTemperatureC Signal            `json:"margin_temperature_c,omitempty"`
 	PowerW             Signal            `json:"power_w,omitempty"`
 	PowerLimitW        Signal            `json:"power_limit_w,omitempty"`
 	FanPercent         Signal            `json:"fan_percent,omitempty"`

@@ -41,7 +41,8 @@
  *   BY2(name, key0, key1, min, max, argtype, arg0, arg1): nvmlReturn_t
  *     name(nvmlDevice_t, argtype, unsigned int *), key0 answering arg0 and
  *     key1 arg1. */
-#define FAKE_GETTERS(U32, MEMBER, BY2)
+#define FAKE_GETTERS(U32, MEMBER, BY2)                                                             \
+	MEMBER(nvmlDeviceGetMarginTemperature, "margin_temperature_c", -100, 200, nvmlMarginTemperature_t, marginTemperature)
 
 /* Every device-level call that the scenario can fault (errors, hangs), and
  * the getters of FAKE_GETTERS (X takes the name first, then anything). The

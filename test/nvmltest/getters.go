@@ -17,7 +17,14 @@ type value func() (float64, nvml.Return)
 var getterTable = []struct {
 	name string
 	set  func(d *server.Device, v value)
-}{}
+}{
+	{"nvmlDeviceGetMarginTemperature", func(d *server.Device, v value) {
+		d.GetMarginTemperatureFunc = func() (nvml.MarginTemperature, nvml.Return) {
+			x, r := v()
+			return nvml.MarginTemperature{MarginTemperature: int32(x)}, r
+		}
+	}},
+}
 
 // setGetters wires the getter table to g.Getters.
 func (g *GPU) setGetters(d *server.Device) {

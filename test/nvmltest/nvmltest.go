@@ -170,6 +170,7 @@ func wrap(s *server.Server) *Machine {
 				nvml.PERF_POLICY_LOW_UTILIZATION: 60_000_000_000, nvml.PERF_POLICY_RELIABILITY: 0,
 			},
 			PCIeGen: 5, PCIeWidth: 16,
+			Getters:       map[string]float64{"nvmlDeviceGetMarginTemperature": float64(40 - i)},
 			SamplesBroken: map[nvml.SamplingType]nvml.Return{},
 			FieldErrors:   map[uint32]nvml.Return{},
 		}

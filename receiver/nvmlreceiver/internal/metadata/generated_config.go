@@ -1321,6 +1321,26 @@ func (ms *NvidiaGpuSmOccupancyMetricConfig) Unmarshal(parser *confmap.Conf) erro
 	return nil
 }
 
+// NvidiaGpuTemperatureMarginMetricConfig provides config for the nvidia.gpu.temperature.margin metric.
+type NvidiaGpuTemperatureMarginMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuTemperatureMarginMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuTensorActivityMetricConfig provides config for the nvidia.gpu.tensor.activity metric.
 type NvidiaGpuTensorActivityMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -1581,6 +1601,7 @@ type MetricsConfig struct {
 	NvidiaGpuProcessUtilization                 NvidiaGpuProcessUtilizationMetricConfig                 `mapstructure:"nvidia.gpu.process.utilization"`
 	NvidiaGpuSmActivity                         NvidiaGpuSmActivityMetricConfig                         `mapstructure:"nvidia.gpu.sm.activity"`
 	NvidiaGpuSmOccupancy                        NvidiaGpuSmOccupancyMetricConfig                        `mapstructure:"nvidia.gpu.sm.occupancy"`
+	NvidiaGpuTemperatureMargin                  NvidiaGpuTemperatureMarginMetricConfig                  `mapstructure:"nvidia.gpu.temperature.margin"`
 	NvidiaGpuTensorActivity                     NvidiaGpuTensorActivityMetricConfig                     `mapstructure:"nvidia.gpu.tensor.activity"`
 	NvidiaGpuTensorPipeActivity                 NvidiaGpuTensorPipeActivityMetricConfig                 `mapstructure:"nvidia.gpu.tensor.pipe.activity"`
 	NvidiaGpuUnobservedTime                     NvidiaGpuUnobservedTimeMetricConfig                     `mapstructure:"nvidia.gpu.unobserved.time"`
@@ -1754,6 +1775,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		NvidiaGpuSmOccupancy: NvidiaGpuSmOccupancyMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuTemperatureMargin: NvidiaGpuTemperatureMarginMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuTensorActivity: NvidiaGpuTensorActivityMetricConfig{

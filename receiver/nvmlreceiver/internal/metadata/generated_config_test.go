@@ -192,6 +192,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuSmOccupancy: NvidiaGpuSmOccupancyMetricConfig{
 						Enabled: true,
 					},
+					NvidiaGpuTemperatureMargin: NvidiaGpuTemperatureMarginMetricConfig{
+						Enabled: true,
+					},
 					NvidiaGpuTensorActivity: NvidiaGpuTensorActivityMetricConfig{
 						Enabled: true,
 					},
@@ -415,6 +418,9 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					NvidiaGpuSmOccupancy: NvidiaGpuSmOccupancyMetricConfig{
 						Enabled: false,
 					},
+					NvidiaGpuTemperatureMargin: NvidiaGpuTemperatureMarginMetricConfig{
+						Enabled: false,
+					},
 					NvidiaGpuTensorActivity: NvidiaGpuTensorActivityMetricConfig{
 						Enabled: false,
 					},
@@ -472,7 +478,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := loadMetricsBuilderConfig(t, tt.name)
-			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(ContainerCPUTimeMetricConfig{}, HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuActiveTimeMetricConfig{}, NvidiaGpuAllocationMetricConfig{}, NvidiaGpuBusyTimeMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventTimeMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuContainerCPULimitMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuFreeTimeMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuHeldTimeMetricConfig{}, NvidiaGpuIdleTimeMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryControllerUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRowRemapRowsMetricConfig{}, NvidiaGpuMemoryRowRemapStatusMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessBusyTimeMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessDroppedMetricConfig{}, NvidiaGpuProcessHeldTimeMetricConfig{}, NvidiaGpuProcessIdleTimeMetricConfig{}, NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, NvidiaGpuUnobservedTimeMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, ProcessCPUTimeMetricConfig{}, ResourceAttributeConfig{}))
+			diff := cmp.Diff(tt.want, cfg, cmpopts.IgnoreUnexported(ContainerCPUTimeMetricConfig{}, HwEnergyMetricConfig{}, HwErrorsMetricConfig{}, HwGpuIoMetricConfig{}, HwGpuMemoryLimitMetricConfig{}, HwGpuMemoryUsageMetricConfig{}, HwGpuMemoryUtilizationMetricConfig{}, HwGpuUtilizationMetricConfig{}, HwPowerMetricConfig{}, HwStatusMetricConfig{}, HwTemperatureMetricConfig{}, NvidiaGpuActiveTimeMetricConfig{}, NvidiaGpuAllocationMetricConfig{}, NvidiaGpuBusyTimeMetricConfig{}, NvidiaGpuClockEventActiveMetricConfig{}, NvidiaGpuClockEventTimeMetricConfig{}, NvidiaGpuClockFrequencyMetricConfig{}, NvidiaGpuContainerCPULimitMetricConfig{}, NvidiaGpuFanSpeedMetricConfig{}, NvidiaGpuFreeTimeMetricConfig{}, NvidiaGpuGraphicsActivityMetricConfig{}, NvidiaGpuHeldTimeMetricConfig{}, NvidiaGpuIdleTimeMetricConfig{}, NvidiaGpuMemoryBandwidthUtilizationMetricConfig{}, NvidiaGpuMemoryControllerUtilizationMetricConfig{}, NvidiaGpuMemoryReservedMetricConfig{}, NvidiaGpuMemoryRowRemapRowsMetricConfig{}, NvidiaGpuMemoryRowRemapStatusMetricConfig{}, NvidiaGpuNvlinkErrorsMetricConfig{}, NvidiaGpuNvlinkIoMetricConfig{}, NvidiaGpuPcieLinkGenerationMetricConfig{}, NvidiaGpuPcieLinkWidthMetricConfig{}, NvidiaGpuPcieReplaysMetricConfig{}, NvidiaGpuPerformanceStateMetricConfig{}, NvidiaGpuPipeActivityMetricConfig{}, NvidiaGpuPowerLimitMetricConfig{}, NvidiaGpuProcessBusyTimeMetricConfig{}, NvidiaGpuProcessCountMetricConfig{}, NvidiaGpuProcessDroppedMetricConfig{}, NvidiaGpuProcessHeldTimeMetricConfig{}, NvidiaGpuProcessIdleTimeMetricConfig{}, NvidiaGpuProcessMemoryControllerUtilizationMetricConfig{}, NvidiaGpuProcessMemoryUsageMetricConfig{}, NvidiaGpuProcessUtilizationMetricConfig{}, NvidiaGpuSmActivityMetricConfig{}, NvidiaGpuSmOccupancyMetricConfig{}, NvidiaGpuTemperatureMarginMetricConfig{}, NvidiaGpuTensorActivityMetricConfig{}, NvidiaGpuTensorPipeActivityMetricConfig{}, NvidiaGpuUnobservedTimeMetricConfig{}, NvidiaGpuXidErrorsMetricConfig{}, ProcessCPUTimeMetricConfig{}, ResourceAttributeConfig{}))
 			require.Emptyf(t, diff, "Config mismatch (-expected +actual):\n%s", diff)
 		})
 	}

@@ -649,6 +649,9 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuSmOccupancy: metricInfo{
 		Name: "nvidia.gpu.sm.occupancy",
 	},
+	NvidiaGpuTemperatureMargin: metricInfo{
+		Name: "nvidia.gpu.temperature.margin",
+	},
 	NvidiaGpuTensorActivity: metricInfo{
 		Name: "nvidia.gpu.tensor.activity",
 	},
@@ -717,6 +720,7 @@ type metricsInfo struct {
 	NvidiaGpuProcessUtilization                 metricInfo
 	NvidiaGpuSmActivity                         metricInfo
 	NvidiaGpuSmOccupancy                        metricInfo
+	NvidiaGpuTemperatureMargin                  metricInfo
 	NvidiaGpuTensorActivity                     metricInfo
 	NvidiaGpuTensorPipeActivity                 metricInfo
 	NvidiaGpuUnobservedTime                     metricInfo
@@ -3625,6 +3629,56 @@ func newMetricNvidiaGpuSmOccupancy(cfg NvidiaGpuSmOccupancyMetricConfig) metricN
 	return m
 }
 
+type metricNvidiaGpuTemperatureMargin struct {
+	data     pmetric.Metric                         // data buffer for generated metric.
+	config   NvidiaGpuTemperatureMarginMetricConfig // metric config provided by user.
+	capacity int                                    // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.temperature.margin metric with initial data.
+func (m *metricNvidiaGpuTemperatureMargin) init() {
+	m.data.SetName("nvidia.gpu.temperature.margin")
+	m.data.SetDescription("How far the GPU runs below the temperature at which it slows down its clocks; 0 or less is a GPU held back by heat.")
+	m.data.SetUnit("Cel")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuTemperatureMargin) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuTemperatureMargin) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuTemperatureMargin) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuTemperatureMargin(cfg NvidiaGpuTemperatureMarginMetricConfig) metricNvidiaGpuTemperatureMargin {
+	m := metricNvidiaGpuTemperatureMargin{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuTensorActivity struct {
 	data     pmetric.Metric                      // data buffer for generated metric.
 	config   NvidiaGpuTensorActivityMetricConfig // metric config provided by user.
@@ -4093,6 +4147,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuProcessUtilization                 metricNvidiaGpuProcessUtilization
 	metricNvidiaGpuSmActivity                         metricNvidiaGpuSmActivity
 	metricNvidiaGpuSmOccupancy                        metricNvidiaGpuSmOccupancy
+	metricNvidiaGpuTemperatureMargin                  metricNvidiaGpuTemperatureMargin
 	metricNvidiaGpuTensorActivity                     metricNvidiaGpuTensorActivity
 	metricNvidiaGpuTensorPipeActivity                 metricNvidiaGpuTensorPipeActivity
 	metricNvidiaGpuUnobservedTime                     metricNvidiaGpuUnobservedTime
@@ -4169,6 +4224,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuProcessUtilization:                 newMetricNvidiaGpuProcessUtilization(mbc.Metrics.NvidiaGpuProcessUtilization),
 		metricNvidiaGpuSmActivity:                         newMetricNvidiaGpuSmActivity(mbc.Metrics.NvidiaGpuSmActivity),
 		metricNvidiaGpuSmOccupancy:                        newMetricNvidiaGpuSmOccupancy(mbc.Metrics.NvidiaGpuSmOccupancy),
+		metricNvidiaGpuTemperatureMargin:                  newMetricNvidiaGpuTemperatureMargin(mbc.Metrics.NvidiaGpuTemperatureMargin),
 		metricNvidiaGpuTensorActivity:                     newMetricNvidiaGpuTensorActivity(mbc.Metrics.NvidiaGpuTensorActivity),
 		metricNvidiaGpuTensorPipeActivity:                 newMetricNvidiaGpuTensorPipeActivity(mbc.Metrics.NvidiaGpuTensorPipeActivity),
 		metricNvidiaGpuUnobservedTime:                     newMetricNvidiaGpuUnobservedTime(mbc.Metrics.NvidiaGpuUnobservedTime),
@@ -4443,6 +4499,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuProcessUtilization.emit(ils.Metrics())
 	mb.metricNvidiaGpuSmActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuSmOccupancy.emit(ils.Metrics())
+	mb.metricNvidiaGpuTemperatureMargin.emit(ils.Metrics())
 	mb.metricNvidiaGpuTensorActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuTensorPipeActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuUnobservedTime.emit(ils.Metrics())
@@ -4707,6 +4764,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuSmActivityDataPoint(ts pcommon.Timestam
 // RecordNvidiaGpuSmOccupancyDataPoint adds a data point to nvidia.gpu.sm.occupancy metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuSmOccupancyDataPoint(ts pcommon.Timestamp, val float64) {
 	mb.metricNvidiaGpuSmOccupancy.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuTemperatureMarginDataPoint adds a data point to nvidia.gpu.temperature.margin metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuTemperatureMarginDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuTemperatureMargin.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuTensorActivityDataPoint adds a data point to nvidia.gpu.tensor.activity metric.

@@ -275,6 +275,9 @@ func TestMetricsBuilder(t *testing.T) {
 			mb.RecordNvidiaGpuSmOccupancyDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuTemperatureMarginDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuTensorActivityDataPoint(ts, 1)
 
 			allMetricsCount++
@@ -1380,6 +1383,18 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
 					assert.Equal(t, "Resident warps as a fraction of the SMs' maximum over the window, from GPM (Hopper and newer).", mi.Description())
 					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.temperature.margin":
+					assert.False(t, validatedMetrics["nvidia.gpu.temperature.margin"], "Found a duplicate in the metrics slice: nvidia.gpu.temperature.margin")
+					validatedMetrics["nvidia.gpu.temperature.margin"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "How far the GPU runs below the temperature at which it slows down its clocks; 0 or less is a GPU held back by heat.", mi.Description())
+					assert.Equal(t, "Cel", mi.Unit())
 					dp := mi.Gauge().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())
 					assert.Equal(t, ts, dp.Timestamp())
