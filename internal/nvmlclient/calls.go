@@ -79,11 +79,25 @@ type callSpec struct {
 	// cumulative marks a counter: it never goes down but by a reset
 	// (keptCounter.keep), and a reset gives it a new start.
 	cumulative bool
+	// links, on a field row, reads the field once per NVLink and folds the
+	// links that answer into one value; decode, where set, turns a raw
+	// field value into a number first.
+	links  linkFold
+	decode func(float64) float64
 	// fig is a plain row's figure (plain.go), whose value land puts in
 	// Sample.Values; valid, where set, says which raw values are readings.
 	fig   Figure
 	valid func(float64) bool
 }
+
+// linkFold is how a per-link field row makes one value of its links.
+type linkFold int
+
+const (
+	linksNone linkFold = iota // not per link: one field, scope 0
+	linksSum                  // a count over the GPU: the sum of its links'
+	linksMax                  // the worst link's
+)
 
 // value converts a raw reading to the Sample's unit.
 func (s *callSpec) value(raw float64) float64 {

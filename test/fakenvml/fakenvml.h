@@ -303,6 +303,9 @@ typedef struct {
 	fake_signal getters[FAKE_GETTER_KEYS];
 	/* fields.c: field values by id, with no getter of their own */
 	int nfields;
+	/* a field asked for a scope (an NVLink) past these answers
+	 * NVML_ERROR_INVALID_ARGUMENT */
+	unsigned int nvlink_links;
 	unsigned int field_ids[FAKE_FIELD_MAX];
 	fake_signal fields[FAKE_FIELD_MAX];
 

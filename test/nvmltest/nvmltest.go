@@ -72,7 +72,11 @@ type GPU struct {
 	// among those with a getter above, is NOT_SUPPORTED.
 	FieldErrors map[uint32]nvml.Return
 	FieldValues map[uint32]uint64
-	FieldCalls  int
+	// NVLinks is how many links answer a per-link field (its ScopeId the
+	// link), each with the same value; a scope past them answers
+	// INVALID_ARGUMENT.
+	NVLinks    uint32
+	FieldCalls int
 
 	// Getters answers the getters of the getter table (getters.go), by
 	// NVML name; a getter not in it is NOT_SUPPORTED.
@@ -173,6 +177,7 @@ func wrap(s *server.Server) *Machine {
 			Getters:       map[string]float64{"nvmlDeviceGetMarginTemperature": float64(40 - i)},
 			SamplesBroken: map[nvml.SamplingType]nvml.Return{},
 			FieldErrors:   map[uint32]nvml.Return{},
+			NVLinks:       18,
 		}
 		if arch, _ := dev.GetArchitecture(); arch < nvml.DEVICE_ARCH_HOPPER {
 			g.GPMOff = true // GPM came with Hopper
@@ -305,6 +310,10 @@ func (g *GPU) getFieldValues(values []nvml.FieldValue) nvml.Return {
 		f.NvmlReturn = uint32(nvml.SUCCESS)
 		if ret, bad := g.FieldErrors[f.FieldId]; bad {
 			f.NvmlReturn = uint32(ret)
+			continue
+		}
+		if f.ScopeId > 0 && f.ScopeId >= g.NVLinks {
+			f.NvmlReturn = uint32(nvml.ERROR_INVALID_ARGUMENT) // no such link
 			continue
 		}
 		var v uint64
