@@ -27,6 +27,7 @@ const (
 	FigNVLinkCRCData                                            // nvmlDeviceGetFieldValues(NVLINK_CRC_DATA_ERROR_COUNT_TOTAL)
 	FigNVLinkReplay                                             // nvmlDeviceGetFieldValues(NVLINK_REPLAY_ERROR_COUNT_TOTAL)
 	FigNVLinkRecovery                                           // nvmlDeviceGetFieldValues(NVLINK_RECOVERY_ERROR_COUNT_TOTAL)
+	FigNVLinkSymbolErrors                                       // nvmlDeviceGetFieldValues(NVLINK_COUNT_SYMBOL_ERRORS)
 	FigPCIeGeneration                                           // nvmlDeviceGetCurrPcieLinkGeneration
 	FigPCIeWidth                                                // nvmlDeviceGetCurrPcieLinkWidth
 	figureCount

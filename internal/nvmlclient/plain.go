@@ -76,6 +76,9 @@ var plainReads = [...]callSpec{
 		field: nvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, costly: true, cumulative: true},
 	{fig: FigNVLinkRecovery, name: "nvmlDeviceGetFieldValues(NVLINK_RECOVERY_ERROR_COUNT_TOTAL)",
 		field: nvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, costly: true, cumulative: true},
+	// Symbol errors, per link (NVLink5), summed over the links that answer.
+	{fig: FigNVLinkSymbolErrors, name: "nvmlDeviceGetFieldValues(NVLINK_COUNT_SYMBOL_ERRORS)",
+		field: nvml.FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS, links: linksSum, costly: true, cumulative: true},
 	// The PCIe link, <0.05 ms each.
 	{fig: FigPCIeGeneration, name: "nvmlDeviceGetCurrPcieLinkGeneration", symbol: "nvmlDeviceGetCurrPcieLinkGeneration",
 		get: getter(nvml.Device.GetCurrPcieLinkGeneration)},

@@ -104,6 +104,7 @@ var plainMetrics = []plainMetric{
 		i64a(nvmlclient.FigNVLinkCRCData, (*builder).RecordNvidiaGpuNvlinkErrorsDataPoint, metadata.AttributeNvidiaGpuNvlinkErrorTypeCrcData),
 		i64a(nvmlclient.FigNVLinkReplay, (*builder).RecordNvidiaGpuNvlinkErrorsDataPoint, metadata.AttributeNvidiaGpuNvlinkErrorTypeReplay),
 		i64a(nvmlclient.FigNVLinkRecovery, (*builder).RecordNvidiaGpuNvlinkErrorsDataPoint, metadata.AttributeNvidiaGpuNvlinkErrorTypeRecovery),
+		i64a(nvmlclient.FigNVLinkSymbolErrors, (*builder).RecordNvidiaGpuNvlinkErrorsDataPoint, metadata.AttributeNvidiaGpuNvlinkErrorTypeSymbol),
 	}},
 	{"nvidia.gpu.pcie.link.generation", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPcieLinkGeneration.Enabled }, true, []point{
 		i64(nvmlclient.FigPCIeGeneration, (*builder).RecordNvidiaGpuPcieLinkGenerationDataPoint),

@@ -60,7 +60,7 @@ type gpuSpec struct {
 }
 
 // nvlinkFields are the NVML field ids of the NVLink error counters.
-var nvlinkFields = map[string]string{"crc_flit": "38", "crc_data": "45", "replay": "52", "recovery": "59"}
+var nvlinkFields = map[string]string{"crc_flit": "38", "crc_data": "45", "replay": "52", "recovery": "59", "symbol": "221"}
 
 // Process IDs above the kernel's PID_MAX_LIMIT (2^22): never a real process,
 // so the receiver finds none of them in /proc and adds no owner.
@@ -111,7 +111,8 @@ var pipelineGPUs = []gpuSpec{
 		clockEvents: 0x4, // SW power cap: not a reason to degrade
 		violation:   map[string]Signal{"power": 0.25, "thermal": 0, "sync_boost": 0, "board_limit": 0, "low_utilization": 0.5, "reliability": 0},
 		pcie:        map[string]Signal{"link_generation": 5, "link_width": 16, "replays": steps(0, 3, 9, 7)},
-		nvlink:      map[string]Signal{"crc_flit": steps(0, 2, 7, 5), "crc_data": 1, "replay": steps(0, 0, 6, 4), "recovery": 0},
+		nvlink: map[string]Signal{"crc_flit": steps(0, 2, 7, 5), "crc_data": 1, "replay": steps(0, 0, 6, 4), "recovery": 0,
+			"symbol": steps(0, 1, 8, 3)},
 		events: []Event{
 			{At: 2, XID: 13}, {At: 3, Type: "single_bit_ecc"}, {At: 3.5, Type: "pstate"}, {At: 4, XID: 13},
 			{At: 5, Type: "double_bit_ecc"}, {At: 6, XID: 31},
@@ -178,6 +179,7 @@ func (g gpuSpec) scenarioGPU() GPU {
 			out.Fields = map[string]Signal{}
 		}
 		out.Fields[nvlinkFields[typ]] = sig
+		out.NVLinkLinks = 1 // so that the per-link sum (symbol) is the signal
 	}
 	out.Events = g.allEvents()
 	if g.encoder >= 0 {

@@ -130,6 +130,7 @@ type GPU struct {
 	Violation          map[string]Signal `json:"violation,omitempty"`
 	PCIe               map[string]Signal `json:"pcie,omitempty"`
 	Fields             map[string]Signal `json:"fields,omitempty"` // field values by NVML id
+	NVLinkLinks        int               `json:"nvlink_links,omitempty"`
 	Events             []Event           `json:"events,omitempty"`
 	MIG                *MIG              `json:"mig,omitempty"`
 	LostAt             *float64          `json:"lost_at,omitempty"`

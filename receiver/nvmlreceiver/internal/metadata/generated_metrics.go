@@ -365,6 +365,7 @@ const (
 	AttributeNvidiaGpuNvlinkErrorTypeCrcData
 	AttributeNvidiaGpuNvlinkErrorTypeReplay
 	AttributeNvidiaGpuNvlinkErrorTypeRecovery
+	AttributeNvidiaGpuNvlinkErrorTypeSymbol
 )
 
 // String returns the string representation of the AttributeNvidiaGpuNvlinkErrorType.
@@ -378,6 +379,8 @@ func (av AttributeNvidiaGpuNvlinkErrorType) String() string {
 		return "replay"
 	case AttributeNvidiaGpuNvlinkErrorTypeRecovery:
 		return "recovery"
+	case AttributeNvidiaGpuNvlinkErrorTypeSymbol:
+		return "symbol"
 	}
 	return ""
 }
@@ -388,6 +391,7 @@ var MapAttributeNvidiaGpuNvlinkErrorType = map[string]AttributeNvidiaGpuNvlinkEr
 	"crc_data": AttributeNvidiaGpuNvlinkErrorTypeCrcData,
 	"replay":   AttributeNvidiaGpuNvlinkErrorTypeReplay,
 	"recovery": AttributeNvidiaGpuNvlinkErrorTypeRecovery,
+	"symbol":   AttributeNvidiaGpuNvlinkErrorTypeSymbol,
 }
 
 // AttributeNvidiaGpuPipe specifies the value nvidia.gpu.pipe attribute.
