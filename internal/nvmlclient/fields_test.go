@@ -143,3 +143,9 @@ func TestPerLinkFieldsFold(t *testing.T) {
 	v, ret, n = fold(&callSpec{}, links[1:2])
 	assert.Equal(t, [3]any{5.0, nvml.SUCCESS, uint32(0)}, [3]any{v, ret, n}, "a plain field is its one value")
 }
+
+// An NVLink BER field packs a mantissa and an exponent: 3 << 8 | 12 is 3e-12.
+func TestDecodeBER(t *testing.T) {
+	assert.InDelta(t, 3e-12, decodeBER(3<<8|12), 1e-24)
+	assert.Equal(t, 0.0, decodeBER(0))
+}

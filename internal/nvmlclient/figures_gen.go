@@ -28,6 +28,7 @@ const (
 	FigNVLinkReplay                                             // nvmlDeviceGetFieldValues(NVLINK_REPLAY_ERROR_COUNT_TOTAL)
 	FigNVLinkRecovery                                           // nvmlDeviceGetFieldValues(NVLINK_RECOVERY_ERROR_COUNT_TOTAL)
 	FigNVLinkSymbolErrors                                       // nvmlDeviceGetFieldValues(NVLINK_COUNT_SYMBOL_ERRORS)
+	FigNVLinkEffectiveBER                                       // nvmlDeviceGetFieldValues(NVLINK_COUNT_EFFECTIVE_BER)
 	FigPCIeGeneration                                           // nvmlDeviceGetCurrPcieLinkGeneration
 	FigPCIeWidth                                                // nvmlDeviceGetCurrPcieLinkWidth
 	figureCount

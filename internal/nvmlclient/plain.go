@@ -2,7 +2,11 @@
 
 package nvmlclient
 
-import "github.com/NVIDIA/go-nvml/pkg/nvml"
+import (
+	"math"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+)
 
 //go:generate go run ./internal/figuregen plain.go figures_gen.go
 
@@ -79,6 +83,9 @@ var plainReads = [...]callSpec{
 	// Symbol errors, per link (NVLink5), summed over the links that answer.
 	{fig: FigNVLinkSymbolErrors, name: "nvmlDeviceGetFieldValues(NVLINK_COUNT_SYMBOL_ERRORS)",
 		field: nvml.FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS, links: linksSum, costly: true, cumulative: true},
+	// The effective bit error rate per link (NVLink5), the worst link's.
+	{fig: FigNVLinkEffectiveBER, name: "nvmlDeviceGetFieldValues(NVLINK_COUNT_EFFECTIVE_BER)",
+		field: nvml.FI_DEV_NVLINK_COUNT_EFFECTIVE_BER, links: linksMax, decode: decodeBER, costly: true},
 	// The PCIe link, <0.05 ms each.
 	{fig: FigPCIeGeneration, name: "nvmlDeviceGetCurrPcieLinkGeneration", symbol: "nvmlDeviceGetCurrPcieLinkGeneration",
 		get: getter(nvml.Device.GetCurrPcieLinkGeneration)},
@@ -94,6 +101,15 @@ func callOf(f Figure) call { return callCount + call(f-firstPlainFigure) }
 
 func clockGetter(typ nvml.ClockType) func(nvml.Device) (float64, nvml.Return) {
 	return getter(func(h nvml.Device) (uint32, nvml.Return) { return h.GetClockInfo(typ) })
+}
+
+// decodeBER reads an NVLink BER field: mantissa × 10^-exponent, packed as
+// NVML_NVLINK_ERROR_COUNTER_BER_GET unpacks them.
+func decodeBER(raw float64) float64 {
+	v := uint64(raw)
+	mantissa := v >> nvml.NVLINK_BER_MANTISSA_SHIFT & nvml.NVLINK_BER_MANTISSA_WIDTH
+	exponent := v >> nvml.NVLINK_BER_EXP_SHIFT & nvml.NVLINK_BER_EXP_WIDTH
+	return float64(mantissa) * math.Pow10(-int(exponent))
 }
 
 // plainLand puts a plain figure's value in Sample.Values.

@@ -106,6 +106,9 @@ var plainMetrics = []plainMetric{
 		i64a(nvmlclient.FigNVLinkRecovery, (*builder).RecordNvidiaGpuNvlinkErrorsDataPoint, metadata.AttributeNvidiaGpuNvlinkErrorTypeRecovery),
 		i64a(nvmlclient.FigNVLinkSymbolErrors, (*builder).RecordNvidiaGpuNvlinkErrorsDataPoint, metadata.AttributeNvidiaGpuNvlinkErrorTypeSymbol),
 	}},
+	{"nvidia.gpu.nvlink.ber", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkBer.Enabled }, true, []point{
+		f64(nvmlclient.FigNVLinkEffectiveBER, (*builder).RecordNvidiaGpuNvlinkBerDataPoint),
+	}},
 	{"nvidia.gpu.pcie.link.generation", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPcieLinkGeneration.Enabled }, true, []point{
 		i64(nvmlclient.FigPCIeGeneration, (*builder).RecordNvidiaGpuPcieLinkGenerationDataPoint),
 	}},

@@ -39,6 +39,7 @@ type gpuSpec struct {
 	temp, tempAfter, tempStep float64 // tempAfter from tempStep on; tempStep 0: constant
 	memTemp                   float64 // FI_DEV_MEMORY_TEMP; 0: NOT_SUPPORTED
 	margin                    Signal  // nvmlDeviceGetMarginTemperature; nil: NOT_SUPPORTED
+	ber                       Signal  // FI_DEV_NVLINK_COUNT_EFFECTIVE_BER, packed; nil: NOT_SUPPORTED
 	power                     float64
 	powerNotSupported         bool
 	powerLimit                float64
@@ -113,6 +114,7 @@ var pipelineGPUs = []gpuSpec{
 		pcie:        map[string]Signal{"link_generation": 5, "link_width": 16, "replays": steps(0, 3, 9, 7)},
 		nvlink: map[string]Signal{"crc_flit": steps(0, 2, 7, 5), "crc_data": 1, "replay": steps(0, 0, 6, 4), "recovery": 0,
 			"symbol": steps(0, 1, 8, 3)},
+		ber: 3<<8 | 12, // 3e-12
 		events: []Event{
 			{At: 2, XID: 13}, {At: 3, Type: "single_bit_ecc"}, {At: 3.5, Type: "pstate"}, {At: 4, XID: 13},
 			{At: 5, Type: "double_bit_ecc"}, {At: 6, XID: 31},
@@ -180,6 +182,9 @@ func (g gpuSpec) scenarioGPU() GPU {
 		}
 		out.Fields[nvlinkFields[typ]] = sig
 		out.NVLinkLinks = 1 // so that the per-link sum (symbol) is the signal
+	}
+	if g.ber != nil {
+		out.Fields["220"] = g.ber
 	}
 	out.Events = g.allEvents()
 	if g.encoder >= 0 {

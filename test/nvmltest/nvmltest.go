@@ -178,7 +178,8 @@ func wrap(s *server.Server) *Machine {
 			SamplesBroken: map[nvml.SamplingType]nvml.Return{},
 			FieldErrors:   map[uint32]nvml.Return{},
 			NVLinks:       18,
-			FieldValues:   map[uint32]uint64{nvml.FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS: uint64(i)},
+			FieldValues: map[uint32]uint64{nvml.FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS: uint64(i),
+				nvml.FI_DEV_NVLINK_COUNT_EFFECTIVE_BER: 3<<8 | uint64(12+i)},
 		}
 		if arch, _ := dev.GetArchitecture(); arch < nvml.DEVICE_ARCH_HOPPER {
 			g.GPMOff = true // GPM came with Hopper

@@ -849,6 +849,26 @@ func (ms *NvidiaGpuMemoryRowRemapStatusMetricConfig) Validate() error {
 	return nil
 }
 
+// NvidiaGpuNvlinkBerMetricConfig provides config for the nvidia.gpu.nvlink.ber metric.
+type NvidiaGpuNvlinkBerMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuNvlinkBerMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuNvlinkErrorsMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.nvlink.errors metric.
 type NvidiaGpuNvlinkErrorsMetricAttributeKey string
 
@@ -1583,6 +1603,7 @@ type MetricsConfig struct {
 	NvidiaGpuMemoryReserved                     NvidiaGpuMemoryReservedMetricConfig                     `mapstructure:"nvidia.gpu.memory.reserved"`
 	NvidiaGpuMemoryRowRemapRows                 NvidiaGpuMemoryRowRemapRowsMetricConfig                 `mapstructure:"nvidia.gpu.memory.row_remap.rows"`
 	NvidiaGpuMemoryRowRemapStatus               NvidiaGpuMemoryRowRemapStatusMetricConfig               `mapstructure:"nvidia.gpu.memory.row_remap.status"`
+	NvidiaGpuNvlinkBer                          NvidiaGpuNvlinkBerMetricConfig                          `mapstructure:"nvidia.gpu.nvlink.ber"`
 	NvidiaGpuNvlinkErrors                       NvidiaGpuNvlinkErrorsMetricConfig                       `mapstructure:"nvidia.gpu.nvlink.errors"`
 	NvidiaGpuNvlinkIo                           NvidiaGpuNvlinkIoMetricConfig                           `mapstructure:"nvidia.gpu.nvlink.io"`
 	NvidiaGpuPcieLinkGeneration                 NvidiaGpuPcieLinkGenerationMetricConfig                 `mapstructure:"nvidia.gpu.pcie.link.generation"`
@@ -1714,6 +1735,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []NvidiaGpuMemoryRowRemapStatusMetricAttributeKey{NvidiaGpuMemoryRowRemapStatusMetricAttributeKeyNvidiaGpuMemoryRowRemapState},
+		},
+		NvidiaGpuNvlinkBer: NvidiaGpuNvlinkBerMetricConfig{
+			Enabled: true,
 		},
 		NvidiaGpuNvlinkErrors: NvidiaGpuNvlinkErrorsMetricConfig{
 			Enabled:             true,

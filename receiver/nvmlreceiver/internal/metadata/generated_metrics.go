@@ -595,6 +595,9 @@ var MetricsInfo = metricsInfo{
 		Name:       "nvidia.gpu.memory.row_remap.status",
 		Attributes: []string{"nvidia.gpu.memory.row_remap.state"},
 	},
+	NvidiaGpuNvlinkBer: metricInfo{
+		Name: "nvidia.gpu.nvlink.ber",
+	},
 	NvidiaGpuNvlinkErrors: metricInfo{
 		Name:       "nvidia.gpu.nvlink.errors",
 		Attributes: []string{"nvidia.gpu.nvlink.error.type"},
@@ -706,6 +709,7 @@ type metricsInfo struct {
 	NvidiaGpuMemoryReserved                     metricInfo
 	NvidiaGpuMemoryRowRemapRows                 metricInfo
 	NvidiaGpuMemoryRowRemapStatus               metricInfo
+	NvidiaGpuNvlinkBer                          metricInfo
 	NvidiaGpuNvlinkErrors                       metricInfo
 	NvidiaGpuNvlinkIo                           metricInfo
 	NvidiaGpuPcieLinkGeneration                 metricInfo
@@ -2561,6 +2565,56 @@ func newMetricNvidiaGpuMemoryRowRemapStatus(cfg NvidiaGpuMemoryRowRemapStatusMet
 	return m
 }
 
+type metricNvidiaGpuNvlinkBer struct {
+	data     pmetric.Metric                 // data buffer for generated metric.
+	config   NvidiaGpuNvlinkBerMetricConfig // metric config provided by user.
+	capacity int                            // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.nvlink.ber metric with initial data.
+func (m *metricNvidiaGpuNvlinkBer) init() {
+	m.data.SetName("nvidia.gpu.nvlink.ber")
+	m.data.SetDescription("The effective bit error rate of the GPU's worst NVLink, after error correction; absent where the GPU does not report it.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuNvlinkBer) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuNvlinkBer) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuNvlinkBer) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuNvlinkBer(cfg NvidiaGpuNvlinkBerMetricConfig) metricNvidiaGpuNvlinkBer {
+	m := metricNvidiaGpuNvlinkBer{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuNvlinkErrors struct {
 	data          pmetric.Metric                    // data buffer for generated metric.
 	config        NvidiaGpuNvlinkErrorsMetricConfig // metric config provided by user.
@@ -4133,6 +4187,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuMemoryReserved                     metricNvidiaGpuMemoryReserved
 	metricNvidiaGpuMemoryRowRemapRows                 metricNvidiaGpuMemoryRowRemapRows
 	metricNvidiaGpuMemoryRowRemapStatus               metricNvidiaGpuMemoryRowRemapStatus
+	metricNvidiaGpuNvlinkBer                          metricNvidiaGpuNvlinkBer
 	metricNvidiaGpuNvlinkErrors                       metricNvidiaGpuNvlinkErrors
 	metricNvidiaGpuNvlinkIo                           metricNvidiaGpuNvlinkIo
 	metricNvidiaGpuPcieLinkGeneration                 metricNvidiaGpuPcieLinkGeneration
@@ -4210,6 +4265,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuMemoryReserved:                     newMetricNvidiaGpuMemoryReserved(mbc.Metrics.NvidiaGpuMemoryReserved),
 		metricNvidiaGpuMemoryRowRemapRows:                 newMetricNvidiaGpuMemoryRowRemapRows(mbc.Metrics.NvidiaGpuMemoryRowRemapRows),
 		metricNvidiaGpuMemoryRowRemapStatus:               newMetricNvidiaGpuMemoryRowRemapStatus(mbc.Metrics.NvidiaGpuMemoryRowRemapStatus),
+		metricNvidiaGpuNvlinkBer:                          newMetricNvidiaGpuNvlinkBer(mbc.Metrics.NvidiaGpuNvlinkBer),
 		metricNvidiaGpuNvlinkErrors:                       newMetricNvidiaGpuNvlinkErrors(mbc.Metrics.NvidiaGpuNvlinkErrors),
 		metricNvidiaGpuNvlinkIo:                           newMetricNvidiaGpuNvlinkIo(mbc.Metrics.NvidiaGpuNvlinkIo),
 		metricNvidiaGpuPcieLinkGeneration:                 newMetricNvidiaGpuPcieLinkGeneration(mbc.Metrics.NvidiaGpuPcieLinkGeneration),
@@ -4485,6 +4541,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuMemoryReserved.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryRowRemapRows.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryRowRemapStatus.emit(ils.Metrics())
+	mb.metricNvidiaGpuNvlinkBer.emit(ils.Metrics())
 	mb.metricNvidiaGpuNvlinkErrors.emit(ils.Metrics())
 	mb.metricNvidiaGpuNvlinkIo.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieLinkGeneration.emit(ils.Metrics())
@@ -4678,6 +4735,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRowRemapRowsDataPoint(ts pcommon.
 // RecordNvidiaGpuMemoryRowRemapStatusDataPoint adds a data point to nvidia.gpu.memory.row_remap.status metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRowRemapStatusDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuMemoryRowRemapStateAttributeValue AttributeNvidiaGpuMemoryRowRemapState) {
 	mb.metricNvidiaGpuMemoryRowRemapStatus.recordDataPoint(mb.startTime, ts, val, nvidiaGpuMemoryRowRemapStateAttributeValue.String())
+}
+
+// RecordNvidiaGpuNvlinkBerDataPoint adds a data point to nvidia.gpu.nvlink.ber metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuNvlinkBerDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuNvlinkBer.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuNvlinkErrorsDataPoint adds a data point to nvidia.gpu.nvlink.errors metric.

@@ -209,6 +209,9 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuNvlinkBerDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuNvlinkErrorsDataPoint(ts, 1, AttributeNvidiaGpuNvlinkErrorTypeCrcFlit)
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuNvlinkErrorsDataPoint(ts, 3, AttributeNvidiaGpuNvlinkErrorTypeCrcData)
@@ -1040,6 +1043,18 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok := dp.Attributes().Get("nvidia.gpu.memory.row_remap.state")
 						assert.False(t, ok)
 					}
+				case "nvidia.gpu.nvlink.ber":
+					assert.False(t, validatedMetrics["nvidia.gpu.nvlink.ber"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.ber")
+					validatedMetrics["nvidia.gpu.nvlink.ber"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "The effective bit error rate of the GPU's worst NVLink, after error correction; absent where the GPU does not report it.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
 				case "nvidia.gpu.nvlink.errors":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.errors"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.errors")
