@@ -7,37 +7,34 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml/mock/server"
 )
 
-// value answers one getter from GPU.Getters: its value, or NOT_SUPPORTED
-// where the GPU has none.
-type value func() (float64, nvml.Return)
+// value answers a getter from GPU.Getters by its name: its value, or
+// NOT_SUPPORTED where the GPU has none.
+type value func(name string) (float64, nvml.Return)
 
 // getterTable wires the getters that answer one value to GPU.Getters, by
 // NVML name (with its argument, where one function answers several): a
 // getter new to the mock is one line here.
-var getterTable = []struct {
-	name string
-	set  func(d *server.Device, v value)
-}{
-	{"nvmlDeviceGetMarginTemperature", func(d *server.Device, v value) {
+var getterTable = []func(d *server.Device, v value){
+	func(d *server.Device, v value) {
 		d.GetMarginTemperatureFunc = func() (nvml.MarginTemperature, nvml.Return) {
-			x, r := v()
+			x, r := v("nvmlDeviceGetMarginTemperature")
 			return nvml.MarginTemperature{MarginTemperature: int32(x)}, r
 		}
-	}},
+	},
 }
 
 // setGetters wires the getter table to g.Getters.
 func (g *GPU) setGetters(d *server.Device) {
-	for _, w := range getterTable {
-		name := w.name
-		w.set(d, func() (float64, nvml.Return) {
-			g.mu.Lock()
-			defer g.mu.Unlock()
-			v, ok := g.Getters[name]
-			if !ok {
-				return 0, nvml.ERROR_NOT_SUPPORTED
-			}
-			return v, nvml.SUCCESS
-		})
+	v := func(name string) (float64, nvml.Return) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		x, ok := g.Getters[name]
+		if !ok {
+			return 0, nvml.ERROR_NOT_SUPPORTED
+		}
+		return x, nvml.SUCCESS
+	}
+	for _, set := range getterTable {
+		set(d, v)
 	}
 }
