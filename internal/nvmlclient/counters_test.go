@@ -86,3 +86,30 @@ func TestCounterResetStartsAgain(t *testing.T) {
 	assert.Equal(t, some[float64](0), s.Values[FigNVLinkReplay])
 	assert.Equal(t, before, s.CountersSince[FigNVLinkReplay])
 }
+
+// A costly gauge (costly, not cumulative) is read on the counters' cadence
+// and reports its newest reading, lower or not, stamped with its time.
+func TestCostlyGaugeFollowsItsNewestReading(t *testing.T) {
+	m := nvmltest.NewH200()
+	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
+	c := New(m, zap.NewNop(), WithClock(clock.Now), WithCounterInterval(time.Second))
+	require.NoError(t, c.Open(nil))
+	c.PrimeAll()
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	g, d := m.GPUs[1], c.Devices()[1]
+	s, err := d.Read()
+	require.NoError(t, err)
+	assert.Equal(t, some(1000.0*1024), s.Values[FigPCIeThroughputTX], "KiB/s to bytes/s")
+	assert.True(t, s.FromCounters.Has(FigPCIeThroughputTX))
+	assert.False(t, s.FromCounters.Has(FigPower))
+	g.Set(func(g *nvmltest.GPU) { g.Getters["nvmlDeviceGetPcieThroughput(TX)"] = 10 })
+	clock.Advance(time.Second)
+	_, err = d.Read()
+	require.NoError(t, err)
+	require.True(t, d.waitBackground(time.Second))
+	s, err = d.Read()
+	require.NoError(t, err)
+	assert.Equal(t, some(10.0*1024), s.Values[FigPCIeThroughputTX], "lower, and no counter's doubt")
+	assert.Nil(t, s.CountersSince, "a gauge never starts again")
+	assert.Equal(t, clock.Now(), s.CountersTime)
+}

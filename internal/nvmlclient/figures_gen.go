@@ -29,6 +29,8 @@ const (
 	FigNVLinkRecovery                                           // nvmlDeviceGetFieldValues(NVLINK_RECOVERY_ERROR_COUNT_TOTAL)
 	FigNVLinkSymbolErrors                                       // nvmlDeviceGetFieldValues(NVLINK_COUNT_SYMBOL_ERRORS)
 	FigNVLinkEffectiveBER                                       // nvmlDeviceGetFieldValues(NVLINK_COUNT_EFFECTIVE_BER)
+	FigPCIeThroughputTX                                         // nvmlDeviceGetPcieThroughput(TX_BYTES)
+	FigPCIeThroughputRX                                         // nvmlDeviceGetPcieThroughput(RX_BYTES)
 	FigPCIeGeneration                                           // nvmlDeviceGetCurrPcieLinkGeneration
 	FigPCIeWidth                                                // nvmlDeviceGetCurrPcieLinkWidth
 	figureCount

@@ -86,6 +86,12 @@ var plainReads = [...]callSpec{
 	// The effective bit error rate per link (NVLink5), the worst link's.
 	{fig: FigNVLinkEffectiveBER, name: "nvmlDeviceGetFieldValues(NVLINK_COUNT_EFFECTIVE_BER)",
 		field: nvml.FI_DEV_NVLINK_COUNT_EFFECTIVE_BER, links: linksMax, decode: decodeBER, costly: true},
+	// PCIe traffic over NVML's 20 ms window, in bytes/s from KiB/s: ~20 ms a
+	// call, so read on the counters' cadence.
+	{fig: FigPCIeThroughputTX, name: "nvmlDeviceGetPcieThroughput(TX_BYTES)", per: 1.0 / 1024, costly: true,
+		get: getter(func(h nvml.Device) (uint32, nvml.Return) { return h.GetPcieThroughput(nvml.PCIE_UTIL_TX_BYTES) })},
+	{fig: FigPCIeThroughputRX, name: "nvmlDeviceGetPcieThroughput(RX_BYTES)", per: 1.0 / 1024, costly: true,
+		get: getter(func(h nvml.Device) (uint32, nvml.Return) { return h.GetPcieThroughput(nvml.PCIE_UTIL_RX_BYTES) })},
 	// The PCIe link, <0.05 ms each.
 	{fig: FigPCIeGeneration, name: "nvmlDeviceGetCurrPcieLinkGeneration", symbol: "nvmlDeviceGetCurrPcieLinkGeneration",
 		get: getter(nvml.Device.GetCurrPcieLinkGeneration)},

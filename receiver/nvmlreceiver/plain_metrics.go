@@ -109,6 +109,10 @@ var plainMetrics = []plainMetric{
 	{"nvidia.gpu.nvlink.ber", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkBer.Enabled }, true, []point{
 		f64(nvmlclient.FigNVLinkEffectiveBER, (*builder).RecordNvidiaGpuNvlinkBerDataPoint),
 	}},
+	{"nvidia.gpu.pcie.throughput", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPcieThroughput.Enabled }, true, []point{
+		f64a(nvmlclient.FigPCIeThroughputTX, (*builder).RecordNvidiaGpuPcieThroughputDataPoint, metadata.AttributeNetworkIoDirectionTransmit),
+		f64a(nvmlclient.FigPCIeThroughputRX, (*builder).RecordNvidiaGpuPcieThroughputDataPoint, metadata.AttributeNetworkIoDirectionReceive),
+	}},
 	{"nvidia.gpu.pcie.link.generation", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPcieLinkGeneration.Enabled }, true, []point{
 		i64(nvmlclient.FigPCIeGeneration, (*builder).RecordNvidiaGpuPcieLinkGenerationDataPoint),
 	}},

@@ -36,10 +36,11 @@ type gpuSpec struct {
 	generalPeriod, memPeriod  float64
 	encoder                   float64 // -1: none
 	used, total, reserved     uint64
-	temp, tempAfter, tempStep float64 // tempAfter from tempStep on; tempStep 0: constant
-	memTemp                   float64 // FI_DEV_MEMORY_TEMP; 0: NOT_SUPPORTED
-	margin                    Signal  // nvmlDeviceGetMarginTemperature; nil: NOT_SUPPORTED
-	ber                       Signal  // FI_DEV_NVLINK_COUNT_EFFECTIVE_BER, packed; nil: NOT_SUPPORTED
+	temp, tempAfter, tempStep float64   // tempAfter from tempStep on; tempStep 0: constant
+	memTemp                   float64   // FI_DEV_MEMORY_TEMP; 0: NOT_SUPPORTED
+	margin                    Signal    // nvmlDeviceGetMarginTemperature; nil: NOT_SUPPORTED
+	ber                       Signal    // FI_DEV_NVLINK_COUNT_EFFECTIVE_BER, packed; nil: NOT_SUPPORTED
+	pcieKiBs                  [2]Signal // nvmlDeviceGetPcieThroughput TX, RX; nil: NOT_SUPPORTED
 	power                     float64
 	powerNotSupported         bool
 	powerLimit                float64
@@ -125,7 +126,8 @@ var pipelineGPUs = []gpuSpec{
 		general: 0.25, generalPeriod: 2.0 / 3, memUtil: 0.5, memPeriod: 1.0 / 3, encoder: -1,
 		used: 80 << 30, total: 150754820096, reserved: 617086976,
 		temp: 40, tempAfter: 62, tempStep: 10, power: 400, powerNotSupported: true, powerLimit: 700, fan: 40,
-		clocks: map[string]float64{"sm": 1755, "memory": 3201, "graphics": 1755, "video": 1500}, pstate: 2,
+		pcieKiBs: [2]Signal{1000, 2000},
+		clocks:   map[string]float64{"sm": 1755, "memory": 3201, "graphics": 1755, "video": 1500}, pstate: 2,
 		// Hot from t = 10: a software thermal slowdown (degraded), beside the power cap.
 		clockEvents: steps(0, 0, 10, 0x24),
 	},
@@ -163,6 +165,8 @@ func (g gpuSpec) scenarioGPU() GPU {
 		Memory:             &Memory{TotalBytes: g.total, ReservedBytes: g.reserved, UsedBytes: g.used},
 		TemperatureC:       g.temp,
 		MarginTemperatureC: g.margin,
+		PCIeTxKiBs:         g.pcieKiBs[0],
+		PCIeRxKiBs:         g.pcieKiBs[1],
 		PowerW:             g.power,
 		PowerLimitW:        g.powerLimit,
 		EnergyOffsetJ:      g.energyOffset,
@@ -362,7 +366,8 @@ func TestPipeline(t *testing.T) {
 	be := startBackend(t, bin)
 	// Every metric on, the one off by default too, so that the README's
 	// whole table can be checked against Prometheus.
-	settings := receiverSettings + "metrics:\n  nvidia.gpu.tensor.pipe.activity:\n    enabled: true\n"
+	settings := receiverSettings + "metrics:\n  nvidia.gpu.tensor.pipe.activity:\n    enabled: true\n" +
+		"  nvidia.gpu.pcie.throughput:\n    enabled: true\n"
 	col := startCollector(t, "collector under test", pipelineScenario().write(t), be, settings)
 	prom := startPrometheus(t, col.promAddr)
 	t0 := col.scenarioStart(t, 30*time.Second)

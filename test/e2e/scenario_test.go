@@ -116,6 +116,8 @@ type GPU struct {
 	TemperatureC       Signal            `json:"temperature_c,omitempty"`
 	MemoryTemperatureC Signal            `json:"memory_temperature_c,omitempty"`
 	MarginTemperatureC Signal            `json:"margin_temperature_c,omitempty"`
+	PCIeTxKiBs         Signal            `json:"pcie_tx_kib_s,omitempty"`
+	PCIeRxKiBs         Signal            `json:"pcie_rx_kib_s,omitempty"`
 	PowerW             Signal            `json:"power_w,omitempty"`
 	PowerLimitW        Signal            `json:"power_limit_w,omitempty"`
 	FanPercent         Signal            `json:"fan_percent,omitempty"`

@@ -42,7 +42,8 @@
  *     name(nvmlDevice_t, argtype, unsigned int *), key0 answering arg0 and
  *     key1 arg1. */
 #define FAKE_GETTERS(U32, MEMBER, BY2)                                                             \
-	MEMBER(nvmlDeviceGetMarginTemperature, "margin_temperature_c", -100, 200, nvmlMarginTemperature_t, marginTemperature)
+	MEMBER(nvmlDeviceGetMarginTemperature, "margin_temperature_c", -100, 200, nvmlMarginTemperature_t, marginTemperature) \
+	BY2(nvmlDeviceGetPcieThroughput, "pcie_tx_kib_s", "pcie_rx_kib_s", 0, 1e8, nvmlPcieUtilCounter_t, NVML_PCIE_UTIL_TX_BYTES, NVML_PCIE_UTIL_RX_BYTES)
 
 /* Every device-level call that the scenario can fault (errors, hangs), and
  * the getters of FAKE_GETTERS (X takes the name first, then anything). The

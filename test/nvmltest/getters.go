@@ -21,6 +21,14 @@ var getterTable = []func(d *server.Device, v value){
 			return nvml.MarginTemperature{MarginTemperature: int32(x)}, r
 		}
 	},
+	func(d *server.Device, v value) {
+		d.GetPcieThroughputFunc = func(c nvml.PcieUtilCounter) (uint32, nvml.Return) {
+			x, r := v(map[nvml.PcieUtilCounter]string{
+				nvml.PCIE_UTIL_TX_BYTES: "nvmlDeviceGetPcieThroughput(TX)", nvml.PCIE_UTIL_RX_BYTES: "nvmlDeviceGetPcieThroughput(RX)",
+			}[c])
+			return uint32(x), r
+		}
+	},
 }
 
 // setGetters wires the getter table to g.Getters.

@@ -1025,6 +1025,54 @@ func (ms *NvidiaGpuPcieReplaysMetricConfig) Unmarshal(parser *confmap.Conf) erro
 	return nil
 }
 
+// NvidiaGpuPcieThroughputMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.pcie.throughput metric.
+type NvidiaGpuPcieThroughputMetricAttributeKey string
+
+const (
+	NvidiaGpuPcieThroughputMetricAttributeKeyNetworkIoDirection NvidiaGpuPcieThroughputMetricAttributeKey = "network.io.direction"
+)
+
+// NvidiaGpuPcieThroughputMetricConfig provides config for the nvidia.gpu.pcie.throughput metric.
+type NvidiaGpuPcieThroughputMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                      `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuPcieThroughputMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuPcieThroughputMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuPcieThroughputMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuPcieThroughputMetricAttributeKeyNetworkIoDirection:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.pcie.throughput doesn't have an attribute %v, valid attributes: [network.io.direction]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // NvidiaGpuPerformanceStateMetricConfig provides config for the nvidia.gpu.performance_state metric.
 type NvidiaGpuPerformanceStateMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -1609,6 +1657,7 @@ type MetricsConfig struct {
 	NvidiaGpuPcieLinkGeneration                 NvidiaGpuPcieLinkGenerationMetricConfig                 `mapstructure:"nvidia.gpu.pcie.link.generation"`
 	NvidiaGpuPcieLinkWidth                      NvidiaGpuPcieLinkWidthMetricConfig                      `mapstructure:"nvidia.gpu.pcie.link.width"`
 	NvidiaGpuPcieReplays                        NvidiaGpuPcieReplaysMetricConfig                        `mapstructure:"nvidia.gpu.pcie.replays"`
+	NvidiaGpuPcieThroughput                     NvidiaGpuPcieThroughputMetricConfig                     `mapstructure:"nvidia.gpu.pcie.throughput"`
 	NvidiaGpuPerformanceState                   NvidiaGpuPerformanceStateMetricConfig                   `mapstructure:"nvidia.gpu.performance_state"`
 	NvidiaGpuPipeActivity                       NvidiaGpuPipeActivityMetricConfig                       `mapstructure:"nvidia.gpu.pipe.activity"`
 	NvidiaGpuPowerLimit                         NvidiaGpuPowerLimitMetricConfig                         `mapstructure:"nvidia.gpu.power.limit"`
@@ -1757,6 +1806,11 @@ func DefaultMetricsConfig() MetricsConfig {
 		},
 		NvidiaGpuPcieReplays: NvidiaGpuPcieReplaysMetricConfig{
 			Enabled: true,
+		},
+		NvidiaGpuPcieThroughput: NvidiaGpuPcieThroughputMetricConfig{
+			Enabled:             false,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuPcieThroughputMetricAttributeKey{NvidiaGpuPcieThroughputMetricAttributeKeyNetworkIoDirection},
 		},
 		NvidiaGpuPerformanceState: NvidiaGpuPerformanceStateMetricConfig{
 			Enabled: true,

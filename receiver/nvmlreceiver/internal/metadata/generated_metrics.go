@@ -615,6 +615,10 @@ var MetricsInfo = metricsInfo{
 	NvidiaGpuPcieReplays: metricInfo{
 		Name: "nvidia.gpu.pcie.replays",
 	},
+	NvidiaGpuPcieThroughput: metricInfo{
+		Name:       "nvidia.gpu.pcie.throughput",
+		Attributes: []string{"network.io.direction"},
+	},
 	NvidiaGpuPerformanceState: metricInfo{
 		Name: "nvidia.gpu.performance_state",
 	},
@@ -715,6 +719,7 @@ type metricsInfo struct {
 	NvidiaGpuPcieLinkGeneration                 metricInfo
 	NvidiaGpuPcieLinkWidth                      metricInfo
 	NvidiaGpuPcieReplays                        metricInfo
+	NvidiaGpuPcieThroughput                     metricInfo
 	NvidiaGpuPerformanceState                   metricInfo
 	NvidiaGpuPipeActivity                       metricInfo
 	NvidiaGpuPowerLimit                         metricInfo
@@ -2949,6 +2954,95 @@ func newMetricNvidiaGpuPcieReplays(cfg NvidiaGpuPcieReplaysMetricConfig) metricN
 	return m
 }
 
+type metricNvidiaGpuPcieThroughput struct {
+	data          pmetric.Metric                      // data buffer for generated metric.
+	config        NvidiaGpuPcieThroughputMetricConfig // metric config provided by user.
+	capacity      int                                 // max observed number of data points added to the metric.
+	aggDataPoints []float64                           // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.pcie.throughput metric with initial data.
+func (m *metricNvidiaGpuPcieThroughput) init() {
+	m.data.SetName("nvidia.gpu.pcie.throughput")
+	m.data.SetDescription("PCIe traffic of the GPU over NVML's last 20 ms window, by direction; for GPUs without GPM, where hw.gpu.io has no source.")
+	m.data.SetUnit("By/s")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuPcieThroughput) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, networkIoDirectionAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuPcieThroughputMetricAttributeKeyNetworkIoDirection) {
+		dp.Attributes().PutStr("network.io.direction", networkIoDirectionAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPcieThroughput) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPcieThroughput) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPcieThroughput(cfg NvidiaGpuPcieThroughputMetricConfig) metricNvidiaGpuPcieThroughput {
+	m := metricNvidiaGpuPcieThroughput{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuPerformanceState struct {
 	data     pmetric.Metric                        // data buffer for generated metric.
 	config   NvidiaGpuPerformanceStateMetricConfig // metric config provided by user.
@@ -4193,6 +4287,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuPcieLinkGeneration                 metricNvidiaGpuPcieLinkGeneration
 	metricNvidiaGpuPcieLinkWidth                      metricNvidiaGpuPcieLinkWidth
 	metricNvidiaGpuPcieReplays                        metricNvidiaGpuPcieReplays
+	metricNvidiaGpuPcieThroughput                     metricNvidiaGpuPcieThroughput
 	metricNvidiaGpuPerformanceState                   metricNvidiaGpuPerformanceState
 	metricNvidiaGpuPipeActivity                       metricNvidiaGpuPipeActivity
 	metricNvidiaGpuPowerLimit                         metricNvidiaGpuPowerLimit
@@ -4271,6 +4366,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuPcieLinkGeneration:                 newMetricNvidiaGpuPcieLinkGeneration(mbc.Metrics.NvidiaGpuPcieLinkGeneration),
 		metricNvidiaGpuPcieLinkWidth:                      newMetricNvidiaGpuPcieLinkWidth(mbc.Metrics.NvidiaGpuPcieLinkWidth),
 		metricNvidiaGpuPcieReplays:                        newMetricNvidiaGpuPcieReplays(mbc.Metrics.NvidiaGpuPcieReplays),
+		metricNvidiaGpuPcieThroughput:                     newMetricNvidiaGpuPcieThroughput(mbc.Metrics.NvidiaGpuPcieThroughput),
 		metricNvidiaGpuPerformanceState:                   newMetricNvidiaGpuPerformanceState(mbc.Metrics.NvidiaGpuPerformanceState),
 		metricNvidiaGpuPipeActivity:                       newMetricNvidiaGpuPipeActivity(mbc.Metrics.NvidiaGpuPipeActivity),
 		metricNvidiaGpuPowerLimit:                         newMetricNvidiaGpuPowerLimit(mbc.Metrics.NvidiaGpuPowerLimit),
@@ -4547,6 +4643,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuPcieLinkGeneration.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieLinkWidth.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieReplays.emit(ils.Metrics())
+	mb.metricNvidiaGpuPcieThroughput.emit(ils.Metrics())
 	mb.metricNvidiaGpuPerformanceState.emit(ils.Metrics())
 	mb.metricNvidiaGpuPipeActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuPowerLimit.emit(ils.Metrics())
@@ -4765,6 +4862,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuPcieLinkWidthDataPoint(ts pcommon.Times
 // RecordNvidiaGpuPcieReplaysDataPoint adds a data point to nvidia.gpu.pcie.replays metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuPcieReplaysDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaGpuPcieReplays.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuPcieThroughputDataPoint adds a data point to nvidia.gpu.pcie.throughput metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPcieThroughputDataPoint(ts pcommon.Timestamp, val float64, networkIoDirectionAttributeValue AttributeNetworkIoDirection) {
+	mb.metricNvidiaGpuPcieThroughput.recordDataPoint(mb.startTime, ts, val, networkIoDirectionAttributeValue.String())
 }
 
 // RecordNvidiaGpuPerformanceStateDataPoint adds a data point to nvidia.gpu.performance_state metric.

@@ -79,6 +79,7 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["nvidia.gpu.memory.row_remap.status"] = mb.metricNvidiaGpuMemoryRowRemapStatus.config.AggregationStrategy
 			aggMap["nvidia.gpu.nvlink.errors"] = mb.metricNvidiaGpuNvlinkErrors.config.AggregationStrategy
 			aggMap["nvidia.gpu.nvlink.io"] = mb.metricNvidiaGpuNvlinkIo.config.AggregationStrategy
+			aggMap["nvidia.gpu.pcie.throughput"] = mb.metricNvidiaGpuPcieThroughput.config.AggregationStrategy
 			aggMap["nvidia.gpu.pipe.activity"] = mb.metricNvidiaGpuPipeActivity.config.AggregationStrategy
 			aggMap["nvidia.gpu.process.utilization"] = mb.metricNvidiaGpuProcessUtilization.config.AggregationStrategy
 			aggMap["nvidia.gpu.tensor.pipe.activity"] = mb.metricNvidiaGpuTensorPipeActivity.config.AggregationStrategy
@@ -231,6 +232,12 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuPcieReplaysDataPoint(ts, 1)
+
+			allMetricsCount++
+			mb.RecordNvidiaGpuPcieThroughputDataPoint(ts, 1, AttributeNetworkIoDirectionTransmit)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuPcieThroughputDataPoint(ts, 3, AttributeNetworkIoDirectionReceive)
+			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuPerformanceStateDataPoint(ts, 1)
@@ -348,6 +355,7 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricNvidiaGpuMemoryRowRemapStatus.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuNvlinkErrors.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuNvlinkIo.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuPcieThroughput.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuPipeActivity.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuProcessUtilization.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuTensorPipeActivity.aggDataPoints)
@@ -1181,6 +1189,46 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.pcie.throughput":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.pcie.throughput"], "Found a duplicate in the metrics slice: nvidia.gpu.pcie.throughput")
+						validatedMetrics["nvidia.gpu.pcie.throughput"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "PCIe traffic of the GPU over NVML's last 20 ms window, by direction; for GPUs without GPM, where hw.gpu.io has no source.", mi.Description())
+						assert.Equal(t, "By/s", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						networkIoDirectionAttrVal, ok := dp.Attributes().Get("network.io.direction")
+						assert.True(t, ok)
+						assert.Equal(t, "transmit", networkIoDirectionAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.pcie.throughput"], "Found a duplicate in the metrics slice: nvidia.gpu.pcie.throughput")
+						validatedMetrics["nvidia.gpu.pcie.throughput"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "PCIe traffic of the GPU over NVML's last 20 ms window, by direction; for GPUs without GPM, where hw.gpu.io has no source.", mi.Description())
+						assert.Equal(t, "By/s", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["nvidia.gpu.pcie.throughput"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("network.io.direction")
+						assert.False(t, ok)
+					}
 				case "nvidia.gpu.performance_state":
 					assert.False(t, validatedMetrics["nvidia.gpu.performance_state"], "Found a duplicate in the metrics slice: nvidia.gpu.performance_state")
 					validatedMetrics["nvidia.gpu.performance_state"] = true
