@@ -119,7 +119,7 @@ func getter[T uint32 | uint64 | int](get func(nvml.Device) (T, nvml.Return)) fun
 // plain ones (plain.go).
 var fixedReads = [callCount]callSpec{
 	// Utilization (sampling.go). On GPUs with GPM the general figure is
-	// GPM's graphics utilization over the scrape window (gpmMetrics); the
+	// GPM's graphics utilization over the scrape window (gpmActivityMetrics); the
 	// GPU window below serves GPUs without GPM. Encoder and decoder read
 	// the instant getter, and their window only while the engine is active.
 	// A window costs 1.4 ms, the instant getters <0.05 ms.
@@ -137,7 +137,7 @@ var fixedReads = [callCount]callSpec{
 	callDecoderUtilization: {name: "nvmlDeviceGetDecoderUtilization", figures: FiguresOf(FigUtilization),
 		get: getter(func(h nvml.Device) (uint32, nvml.Return) { v, _, ret := h.GetDecoderUtilization(); return v, ret })},
 
-	// Memory (readMemory, readMIG): used, total and reserved in one call.
+	// Memory (readMemory, the MIG collector): used, total and reserved in one call.
 	callMemoryInfo:    {name: "nvmlDeviceGetMemoryInfo", figures: FiguresOf(FigMemory)},
 	callMIGMemoryInfo: {name: "nvmlDeviceGetMemoryInfo(MIG device)", figures: FiguresOf(FigMemory)},
 
@@ -157,7 +157,7 @@ var fixedReads = [callCount]callSpec{
 
 	// GPM (gpm.go): one sample (0.05 ms) and one metrics call (0.9-1.7 ms)
 	// per GPU per scrape, asking only for the asked-for figures
-	// (gpmMetrics). All or nothing.
+	// (gpmActivityMetrics, gpmTrafficMetrics). All or nothing.
 	callGPMSampleGet:  {name: "nvmlGpmSampleGet"},
 	callGPMMetricsGet: {name: "nvmlGpmMetricsGet"},
 

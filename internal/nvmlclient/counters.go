@@ -41,7 +41,7 @@ type counterState struct {
 	lostCall call
 }
 
-// readCounters puts the newest counter reading into s and starts the next
+// read puts the newest counter reading into s and starts the next
 // read when it is due. The first read of the device is taken in line.
 func (cs *counterState) read(r *reading, s *Sample) {
 	d := r.d

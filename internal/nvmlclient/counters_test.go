@@ -64,7 +64,7 @@ func TestCounterBadReadIsLeftOut(t *testing.T) {
 // there (a GPU reset, the driver resetting its counters) was reset: it is
 // reported from its new count, with a new start, the time of its last
 // reading before the drop, so that the whole new count lies after it.
-// Before, keepMax froze it at its old maximum until it passed it.
+// Before, the kept maximum froze it at its old maximum until it passed it.
 func TestCounterResetStartsAgain(t *testing.T) {
 	read := nvlinkCounter(t)
 	read(40)

@@ -152,7 +152,7 @@ func (g *gpmState) free() {
 	g.supported, g.pending, g.readsGeneral = false, false, false
 }
 
-// readGPM takes the device's GPM sample and computes the window.
+// read takes the device's GPM sample and computes the window.
 func (g *gpmCollector) read(r *reading, s *Sample) {
 	if g.pending {
 		r.d.startGPM(&g.gpmState, r.d.handle.GpmSampleGet, "")

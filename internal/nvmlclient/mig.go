@@ -248,7 +248,7 @@ func migProfileName(slices uint32, memoryMiB uint64) string {
 	return fmt.Sprintf("%dg.%dgb", slices, uint64(math.Ceil(float64(memoryMiB)/1024)))
 }
 
-// readMIG reads every MIG device of the GPU, and hands each the parent's
+// read reads every MIG device of the GPU, and hands each the parent's
 // processes that run on it.
 //
 // The layout is read again first when it is due (migRelist) or a MIG

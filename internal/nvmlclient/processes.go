@@ -94,7 +94,7 @@ func (d *Device) shareSince() uint64 {
 	return uint64(max(d.now().Add(-shareHorizon).UnixMicro(), 0))
 }
 
-// readProcesses lists the GPU's processes with their memory, and their
+// read lists the GPU's processes with their memory, and their
 // utilization when a list holds any. The lists and the utilization are all
 // or nothing: a failed call leaves the processes out of this scrape.
 func (pc *processCollector) read(r *reading, s *Sample) {
