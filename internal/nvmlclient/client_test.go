@@ -379,7 +379,7 @@ func TestRecoveredPanicsAreCounted(t *testing.T) {
 		_, err := c.Devices()[7].Read()
 		require.ErrorContains(t, err, "panic")
 	}
-	assert.Equal(t, int64(5), c.Devices()[7].Panics())
+	assert.Equal(t, int64(5), c.Devices()[7].panicCount())
 	var counts []int64
 	for _, e := range logs.FilterMessageSnippet("Recovered a panic").All() {
 		counts = append(counts, e.ContextMap()["panics_total"].(int64))

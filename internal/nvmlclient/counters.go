@@ -22,9 +22,8 @@ import (
 type counterState struct {
 	interval time.Duration
 
-	busy    atomic.Bool    // a background read is in flight
-	pending sync.WaitGroup // the background read, for Close
-	fields  fieldBatch     // the background read's own batch
+	busy   atomic.Bool // a read is in flight, in line or in the background
+	fields fieldBatch  // the background read's own batch
 
 	mu sync.Mutex
 	// last is the newest value of each counter; fresh says which the
@@ -52,15 +51,14 @@ func (cs *counterState) read(r *reading, s *Sample) {
 	case first && cs.busy.CompareAndSwap(false, true):
 		d.takeCounters()
 	case due && cs.busy.CompareAndSwap(false, true):
-		// Close waits for it, and never shuts NVML down under it; once
-		// Close has begun, no read starts.
+		// Close waits for it, as for every call in flight (inflight.go),
+		// and never shuts NVML down under it; once Close has begun, no
+		// read starts.
 		if !d.sess.calls.begin() {
 			cs.busy.Store(false)
 			break
 		}
-		cs.pending.Add(1)
 		go func() {
-			defer cs.pending.Done()
 			defer d.sess.calls.end()
 			// In line after the GPUs this scrape is reading (the lane).
 			defer d.sess.lane.enter().leave()

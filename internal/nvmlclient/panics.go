@@ -24,6 +24,3 @@ func (d *Device) countPanic(p any) {
 	d.logger.Error("Recovered a panic inside an NVML read; the figures of that call (or part of the read) are left out of this scrape, the rest of the GPU's sample stands",
 		zap.String("panic", fmt.Sprint(p)), zap.Int64("panics_total", n))
 }
-
-// Panics is the number of panics recovered in this device's reads.
-func (d *Device) Panics() int64 { return d.panics.Load() }
