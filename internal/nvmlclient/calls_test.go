@@ -3,6 +3,7 @@
 package nvmlclient
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -55,11 +56,17 @@ func TestFiguresSelectCalls(t *testing.T) {
 	d.configure(o)
 	for c := callNone + 1; c < allCalls; c++ {
 		want := c == callOf(FigPower) || c == callOf(FigTemperature) || c == callOf(FigMemoryTemperature) || c == callFieldValues
-		assert.Equal(t, want, d.wanted[c], readTable[c].name)
+		assert.Equal(t, want, d.plan.wanted[c], readTable[c].name)
 	}
 	o.figures = AllFigures
 	d.configure(o)
 	for c := callNone + 1; c < allCalls; c++ {
-		assert.True(t, d.wanted[c], readTable[c].name)
+		assert.True(t, d.plan.wanted[c], readTable[c].name)
 	}
+}
+
+// Issue 26: a Device keeps its identity, its guard and its collectors; the
+// rest lives in its plan, its call book and the collectors themselves.
+func TestDeviceHasAtMostTwelveFields(t *testing.T) {
+	assert.LessOrEqual(t, reflect.TypeOf(Device{}).NumField(), 12)
 }

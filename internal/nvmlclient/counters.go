@@ -45,7 +45,7 @@ type counterState struct {
 func (cs *counterState) read(r *reading, s *Sample) {
 	d := r.d
 	cs.mu.Lock()
-	first, due := cs.started.IsZero(), d.now().Sub(cs.started) >= cs.interval
+	first, due := cs.started.IsZero(), d.plan.now().Sub(cs.started) >= cs.interval
 	cs.mu.Unlock()
 	switch {
 	case first && cs.busy.CompareAndSwap(false, true):
@@ -97,21 +97,21 @@ func (cs *counterState) read(r *reading, s *Sample) {
 // takeCounters reads the counters once; busy is held by the caller and
 // released here.
 func (d *Device) takeCounters() {
-	cs := d.counters
+	cs := d.parts.counters
 	defer cs.busy.Store(false)
 	cs.mu.Lock()
-	cs.started = d.now()
+	cs.started = d.plan.now()
 	cs.mu.Unlock()
 
 	r := &reading{d: d}
 	var got [allCalls]Opt[float64]
 	keep := func(c call, v float64) { got[c] = some(v) }
 	r.readGetters(true, keep)
-	at := d.now() // the batch below takes well under a millisecond
+	at := d.plan.now() // the batch below takes well under a millisecond
 	if !r.lost {
 		r.readFieldBatch(&cs.fields, true, keep)
 	}
-	d.support.flushLogs(d.logger)
+	d.book.support.flushLogs(d.logger)
 
 	cs.mu.Lock()
 	defer cs.mu.Unlock()

@@ -8,7 +8,7 @@ import "time"
 // reports whether none is left in flight.
 func (d *Device) waitBackground(timeout time.Duration) bool {
 	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(time.Millisecond) {
-		if !d.counters.busy.Load() {
+		if !d.parts.counters.busy.Load() {
 			return true
 		}
 	}
@@ -16,4 +16,4 @@ func (d *Device) waitBackground(timeout time.Duration) bool {
 }
 
 // panicCount is the number of panics recovered in d's reads.
-func (d *Device) panicCount() int64 { return d.panics.Load() }
+func (d *Device) panicCount() int64 { return d.book.panics.Load() }

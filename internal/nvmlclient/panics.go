@@ -17,7 +17,7 @@ import (
 
 // countPanic counts one recovered panic of this device.
 func (d *Device) countPanic(p any) {
-	n := d.panics.Add(1)
+	n := d.book.panics.Add(1)
 	if n&(n-1) != 0 {
 		return
 	}

@@ -152,12 +152,12 @@ func percentToFraction(p float64) float64 {
 // that a series never goes silent.
 func (u *utilizationCollector) read(r *reading, s *Sample) {
 	d := r.d
-	generalOn := d.figures.Has(FigUtilization)
-	memOn := d.figures.Has(FigMemoryController) && (!d.gpm.supported || u.memCtrlOnGPM)
+	generalOn := d.plan.figures.Has(FigUtilization)
+	memOn := d.plan.figures.Has(FigMemoryController) && (!d.parts.gpm.supported || u.memCtrlOnGPM)
 	var gpu, mem Opt[float64]
 	switch {
 	case !generalOn:
-	case d.gpm.readsGeneral:
+	case d.parts.gpm.readsGeneral:
 		if s.GPM != nil {
 			gpu = s.GPM.Activity[GPMGraphicsActivity]
 		}

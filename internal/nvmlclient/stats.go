@@ -21,7 +21,7 @@ func (c *Client) CallStats() []CallStat {
 		st := CallStat{Call: k.String()}
 		var total int64
 		for _, d := range c.Devices() {
-			cs := &d.stats[k]
+			cs := &d.book.stats[k]
 			st.Count += cs.count.Load()
 			total += cs.totalNanos.Load()
 			st.Max = max(st.Max, time.Duration(cs.maxNanos.Load()))
