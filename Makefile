@@ -87,9 +87,10 @@ $(NFPM):
 
 tools: $(OCB) $(MDATAGEN) $(HELM) $(NFPM)
 
-## generate: regenerate code and documentation.md from metadata.yaml
+## generate: regenerate code and documentation.md from metadata.yaml, and the plain figures' constants from their rows
 generate: $(MDATAGEN)
 	$(MDATAGEN) $(RECEIVER)/metadata.yaml
+	$(GO) generate ./internal/nvmlclient/
 
 GENERATED = find $(RECEIVER) \( -name 'generated_*.go' -o -name documentation.md -o -name README.md -o -path '*/internal/metadata/testdata/*' \) -type f | sort | xargs sha256sum
 
@@ -133,13 +134,14 @@ fmt:
 clean:
 	rm -rf $(BIN) $(DIST_DIR)
 
-## h200-bundle: the binaries for tools/h200/h200-run.sh and cost.sh, gzipped into .carry/ (see docs/h200-runs.md)
+## h200-bundle: the binaries for tools/h200/h200-run.sh, cost.sh and new-figures.sh, gzipped into .carry/ (see docs/h200-runs.md)
 h200-bundle: build
 	@mkdir -p .carry
 	$(GO) build -trimpath -ldflags='-s -w' -o .carry/scrapecost ./tools/h200/scrapecost
 	$(GO) test -c -tags h200probe -ldflags='-s -w' -o .carry/receivercost.test ./$(RECEIVER)/
+	$(GO) test -c -tags h200probe -ldflags='-s -w' -o .carry/nvmlclientprobe.test ./internal/nvmlclient/
 	cp $(OTELCOL) .carry/otelcol-nvml
-	gzip -f -6 .carry/otelcol-nvml .carry/scrapecost .carry/receivercost.test
+	gzip -f -6 .carry/otelcol-nvml .carry/scrapecost .carry/receivercost.test .carry/nvmlclientprobe.test
 	@ls -l .carry
 
 # ---- the simulated NVML (test/fakenvml), the e2e suite and the demo ----

@@ -13,12 +13,8 @@ import "github.com/NVIDIA/go-nvml/pkg/nvml"
 // is absent, or its fallback row answers where it has one. Costs are p50
 // CPU per call on an H200 (driver 580, docs/h200-runs.md).
 //
-// Adding a plain figure (a getter, or one field of the batch) is one row
-// here with get or field and land, its metric in the receiver's
-// metadata.yaml, its entry in the receiver's figure table (metricFigures)
-// and its record line. The mock (test/nvmltest) answers a
-// field from its FieldValues map and the fake library from its scenario's
-// "fields" key, with no code.
+// The plain figures, one NVML value each, are rows of plainReads
+// (plain.go); the rows here have readers of their own.
 
 // call names one NVML read: a getter, one field of the per-GPU
 // nvmlDeviceGetFieldValues batch, or a sample window.
@@ -37,17 +33,6 @@ const (
 	callDecoderUtilization
 	callMemoryInfo
 	callMIGMemoryInfo
-	callTemperature
-	callMemoryTemperature
-	callPowerUsage
-	callPowerLimit
-	callEnergy
-	callClockSM
-	callClockMemory
-	callClockGraphics
-	callClockVideo
-	callPerformanceState
-	callFanSpeed
 	callComputeProcesses
 	callGraphicsProcesses
 	callProcessUtilization
@@ -58,19 +43,6 @@ const (
 	callECCUncorrected
 	callRemappedRows
 	callClockEventReasons
-	callViolationPower
-	callViolationThermal
-	callViolationSyncBoost
-	callViolationBoardLimit
-	callViolationLowUtilization
-	callViolationReliability
-	callPCIeReplays
-	callPCIeGeneration
-	callPCIeWidth
-	callNVLinkCRCFlit
-	callNVLinkCRCData
-	callNVLinkReplay
-	callNVLinkRecovery
 	callFieldValues // the batch itself: its time and its own failure
 	callCount
 )
@@ -100,11 +72,32 @@ type callSpec struct {
 	// supported, or a sample window with no new sample. callNone: the
 	// figure is absent.
 	fallback call
-	// counter marks a cumulative counter read on the counters' cadence,
-	// off the scrape path, and reported with its reading's time
-	// (counters.go).
-	counter bool
+	// costly marks a read too costly for every scrape: it is read on the
+	// counters' cadence, off the scrape path, and reported with its
+	// reading's time (counters.go).
+	costly bool
+	// cumulative marks a counter: it never goes down but by a reset
+	// (keptCounter.keep), and a reset gives it a new start.
+	cumulative bool
+	// links, on a field row, reads the field once per NVLink and folds the
+	// links that answer into one value; decode, where set, turns a raw
+	// field value into a number first.
+	links  linkFold
+	decode func(float64) float64
+	// fig is a plain row's figure (plain.go), whose value land puts in
+	// Sample.Values; valid, where set, says which raw values are readings.
+	fig   Figure
+	valid func(float64) bool
 }
+
+// linkFold is how a per-link field row makes one value of its links.
+type linkFold int
+
+const (
+	linksNone linkFold = iota // not per link: one field, scope 0
+	linksSum                  // a count over the GPU: the sum of its links'
+	linksMax                  // the worst link's
+)
 
 // value converts a raw reading to the Sample's unit.
 func (s *callSpec) value(raw float64) float64 {
@@ -122,25 +115,11 @@ func getter[T uint32 | uint64 | int](get func(nvml.Device) (T, nvml.Return)) fun
 	}
 }
 
-func clockGetter(typ nvml.ClockType) func(nvml.Device) (float64, nvml.Return) {
-	return getter(func(h nvml.Device) (uint32, nvml.Return) { return h.GetClockInfo(typ) })
-}
-
-func landClock(clk Clock) func(*Sample, float64) {
-	return func(s *Sample, mhz float64) { s.ClockHz[clk] = some(int64(mhz) * 1_000_000) }
-}
-
-func landNVLink(e NVLinkError) func(*Sample, float64) {
-	return func(s *Sample, v float64) { s.Health.NVLinkErrors[e] = some(int64(v)) }
-}
-
-func landViolation(p ViolationPolicy) func(*Sample, float64) {
-	return func(s *Sample, v float64) { s.Health.ViolationSeconds[p] = some(v) }
-}
-
-var readTable = [callCount]callSpec{
+// fixedReads are the reads with readers of their own; readTable adds the
+// plain ones (plain.go).
+var fixedReads = [callCount]callSpec{
 	// Utilization (sampling.go). On GPUs with GPM the general figure is
-	// GPM's graphics utilization over the scrape window (gpmMetrics); the
+	// GPM's graphics utilization over the scrape window (gpmActivityMetrics); the
 	// GPU window below serves GPUs without GPM. Encoder and decoder read
 	// the instant getter, and their window only while the engine is active.
 	// A window costs 1.4 ms, the instant getters <0.05 ms.
@@ -158,45 +137,9 @@ var readTable = [callCount]callSpec{
 	callDecoderUtilization: {name: "nvmlDeviceGetDecoderUtilization", figures: FiguresOf(FigUtilization),
 		get: getter(func(h nvml.Device) (uint32, nvml.Return) { v, _, ret := h.GetDecoderUtilization(); return v, ret })},
 
-	// Memory (readMemory, readMIG): used, total and reserved in one call.
+	// Memory (readMemory, the MIG collector): used, total and reserved in one call.
 	callMemoryInfo:    {name: "nvmlDeviceGetMemoryInfo", figures: FiguresOf(FigMemory)},
 	callMIGMemoryInfo: {name: "nvmlDeviceGetMemoryInfo(MIG device)", figures: FiguresOf(FigMemory)},
-
-	// Thermals and power, <0.05 ms each. Power and its limit stay on their
-	// getters: the field ids split average and instant power by
-	// architecture, while the getter is what nvidia-smi's power.draw
-	// reports on every GPU.
-	callTemperature: {name: "nvmlDeviceGetTemperature", figures: FiguresOf(FigTemperature),
-		get:  getter(func(h nvml.Device) (uint32, nvml.Return) { return h.GetTemperature(nvml.TEMPERATURE_GPU) }),
-		land: func(s *Sample, v float64) { s.TemperatureCelsius = some(v) }},
-	callMemoryTemperature: {name: "nvmlDeviceGetFieldValues(FI_DEV_MEMORY_TEMP)", figures: FiguresOf(FigTemperature),
-		field: nvml.FI_DEV_MEMORY_TEMP, land: func(s *Sample, v float64) { s.MemoryTemperatureCelsius = some(v) }},
-	callPowerUsage: {name: "nvmlDeviceGetPowerUsage", figures: FiguresOf(FigPower),
-		get: getter(nvml.Device.GetPowerUsage), per: 1000, land: func(s *Sample, v float64) { s.PowerWatts = some(v) }},
-	callPowerLimit: {name: "nvmlDeviceGetEnforcedPowerLimit", figures: FiguresOf(FigPowerLimit),
-		get: getter(nvml.Device.GetEnforcedPowerLimit), per: 1000, land: func(s *Sample, v float64) { s.PowerLimitWatts = some(v) }},
-	// Energy costs 3.3-7 ms a call: it is read on the counters' cadence.
-	callEnergy: {name: "nvmlDeviceGetTotalEnergyConsumption", figures: FiguresOf(FigEnergy), counter: true,
-		get: getter(nvml.Device.GetTotalEnergyConsumption), per: 1000, land: func(s *Sample, v float64) { s.EnergyJoules = some(v) }},
-
-	// Clocks, <0.05 ms each.
-	callClockSM: {name: "nvmlDeviceGetClockInfo(SM)", figures: FiguresOf(FigClocks),
-		get: clockGetter(nvml.CLOCK_SM), land: landClock(ClockSM)},
-	callClockMemory: {name: "nvmlDeviceGetClockInfo(MEM)", figures: FiguresOf(FigClocks),
-		get: clockGetter(nvml.CLOCK_MEM), land: landClock(ClockMemory)},
-	callClockGraphics: {name: "nvmlDeviceGetClockInfo(GRAPHICS)", figures: FiguresOf(FigClocks),
-		get: clockGetter(nvml.CLOCK_GRAPHICS), land: landClock(ClockGraphics)},
-	callClockVideo: {name: "nvmlDeviceGetClockInfo(VIDEO)", figures: FiguresOf(FigClocks),
-		get: clockGetter(nvml.CLOCK_VIDEO), land: landClock(ClockVideo)},
-	callPerformanceState: {name: "nvmlDeviceGetPerformanceState", figures: FiguresOf(FigPerformanceState),
-		get: getter(func(h nvml.Device) (uint32, nvml.Return) { p, ret := h.GetPerformanceState(); return uint32(p), ret }),
-		land: func(s *Sample, v float64) {
-			if nvml.Pstates(v) != nvml.PSTATE_UNKNOWN {
-				s.PerformanceState = some(int64(v))
-			}
-		}},
-	callFanSpeed: {name: "nvmlDeviceGetFanSpeed", figures: FiguresOf(FigFanSpeed),
-		get: getter(nvml.Device.GetFanSpeed), per: 100, land: func(s *Sample, v float64) { s.FanSpeed = some(v) }},
 
 	// Processes (processes.go): the lists (0.01 ms), then their utilization
 	// (1.4-1.6 ms) only when a list holds a process. All or nothing: a
@@ -214,7 +157,7 @@ var readTable = [callCount]callSpec{
 
 	// GPM (gpm.go): one sample (0.05 ms) and one metrics call (0.9-1.7 ms)
 	// per GPU per scrape, asking only for the asked-for figures
-	// (gpmMetrics). All or nothing.
+	// (gpmActivityMetrics, gpmTrafficMetrics). All or nothing.
 	callGPMSampleGet:  {name: "nvmlGpmSampleGet"},
 	callGPMMetricsGet: {name: "nvmlGpmMetricsGet"},
 
@@ -237,44 +180,6 @@ var readTable = [callCount]callSpec{
 	callRemappedRows: {name: "nvmlDeviceGetRemappedRows", symbol: "nvmlDeviceGetRemappedRows", figures: FiguresOf(FigRemappedRows)},
 	callClockEventReasons: {name: "nvmlDeviceGetCurrentClocksEventReasons", symbol: "nvmlDeviceGetCurrentClocksEventReasons",
 		figures: FiguresOf(FigClockEvents), get: getter(nvml.Device.GetCurrentClocksEventReasons), land: landClockEvents},
-	// The six violation counters cost 0.8-1.3 ms each as getters and
-	// 1.0 ms as one field batch; PCIe replays 0.43 ms as getter or field
-	// alike, +0.24 ms in the batch: together one field batch of 1.25 ms on
-	// the counters' cadence (counters.go). In nanoseconds, like
-	// GetViolationStatus (checked on an H200).
-	callViolationPower: {name: "nvmlDeviceGetFieldValues(PERF_POLICY_POWER)", figures: FiguresOf(FigViolationTime),
-		field: nvml.FI_DEV_PERF_POLICY_POWER, per: 1e9, counter: true, land: landViolation(ViolationPower)},
-	callViolationThermal: {name: "nvmlDeviceGetFieldValues(PERF_POLICY_THERMAL)", figures: FiguresOf(FigViolationTime),
-		field: nvml.FI_DEV_PERF_POLICY_THERMAL, per: 1e9, counter: true, land: landViolation(ViolationThermal)},
-	callViolationSyncBoost: {name: "nvmlDeviceGetFieldValues(PERF_POLICY_SYNC_BOOST)", figures: FiguresOf(FigViolationTime),
-		field: nvml.FI_DEV_PERF_POLICY_SYNC_BOOST, per: 1e9, counter: true, land: landViolation(ViolationSyncBoost)},
-	callViolationBoardLimit: {name: "nvmlDeviceGetFieldValues(PERF_POLICY_BOARD_LIMIT)", figures: FiguresOf(FigViolationTime),
-		field: nvml.FI_DEV_PERF_POLICY_BOARD_LIMIT, per: 1e9, counter: true, land: landViolation(ViolationBoardLimit)},
-	callViolationLowUtilization: {name: "nvmlDeviceGetFieldValues(PERF_POLICY_LOW_UTILIZATION)", figures: FiguresOf(FigViolationTime),
-		field: nvml.FI_DEV_PERF_POLICY_LOW_UTILIZATION, per: 1e9, counter: true, land: landViolation(ViolationLowUtilization)},
-	callViolationReliability: {name: "nvmlDeviceGetFieldValues(PERF_POLICY_RELIABILITY)", figures: FiguresOf(FigViolationTime),
-		field: nvml.FI_DEV_PERF_POLICY_RELIABILITY, per: 1e9, counter: true, land: landViolation(ViolationReliability)},
-	callPCIeReplays: {name: "nvmlDeviceGetFieldValues(PCIE_REPLAY_COUNTER)", figures: FiguresOf(FigPCIeReplays),
-		field: nvml.FI_DEV_PCIE_REPLAY_COUNTER, counter: true, land: func(s *Sample, v float64) { s.Health.PCIeReplays = some(int64(v)) }},
-	callPCIeGeneration: {name: "nvmlDeviceGetCurrPcieLinkGeneration", symbol: "nvmlDeviceGetCurrPcieLinkGeneration",
-		figures: FiguresOf(FigPCIeGeneration), get: getter(nvml.Device.GetCurrPcieLinkGeneration),
-		land: func(s *Sample, v float64) { s.Health.PCIeGeneration = some(int64(v)) }},
-	callPCIeWidth: {name: "nvmlDeviceGetCurrPcieLinkWidth", symbol: "nvmlDeviceGetCurrPcieLinkWidth",
-		figures: FiguresOf(FigPCIeWidth), get: getter(nvml.Device.GetCurrPcieLinkWidth),
-		land: func(s *Sample, v float64) { s.Health.PCIeWidth = some(int64(v)) }},
-
-	// NVLink errors, summed over the links by NVML: cumulative counters, in
-	// the counters' batch. NOT_SUPPORTED on a GPU without NVLink, where
-	// they are absent.
-	callNVLinkCRCFlit: {name: "nvmlDeviceGetFieldValues(NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL)", figures: FiguresOf(FigNVLinkErrors),
-		field: nvml.FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, counter: true, land: landNVLink(NVLinkCRCFlit)},
-	callNVLinkCRCData: {name: "nvmlDeviceGetFieldValues(NVLINK_CRC_DATA_ERROR_COUNT_TOTAL)", figures: FiguresOf(FigNVLinkErrors),
-		field: nvml.FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, counter: true, land: landNVLink(NVLinkCRCData)},
-	callNVLinkReplay: {name: "nvmlDeviceGetFieldValues(NVLINK_REPLAY_ERROR_COUNT_TOTAL)", figures: FiguresOf(FigNVLinkErrors),
-		field: nvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, counter: true, land: landNVLink(NVLinkReplay)},
-	callNVLinkRecovery: {name: "nvmlDeviceGetFieldValues(NVLINK_RECOVERY_ERROR_COUNT_TOTAL)", figures: FiguresOf(FigNVLinkErrors),
-		field: nvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, counter: true, land: landNVLink(NVLinkRecovery)},
-
 	// The batch: 0.015 ms with the memory temperature alone; the
 	// counters' batch 1.25 ms.
 	callFieldValues: {name: "nvmlDeviceGetFieldValues", symbol: "nvmlDeviceGetFieldValues"},
@@ -316,7 +221,7 @@ var gpmTrafficMetrics = [gpmTrafficCount]gpmMetric{
 }
 
 func (c call) String() string {
-	if c <= callNone || c >= callCount {
+	if c <= callNone || c >= allCalls {
 		return "NVML read"
 	}
 	return readTable[c].name

@@ -3,6 +3,7 @@
 package nvmlclient
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,7 +19,7 @@ func TestReadTableRowsAreWhole(t *testing.T) {
 			fallbackOf[spec.fallback] = true
 		}
 	}
-	for c := callNone + 1; c < callCount; c++ {
+	for c := callNone + 1; c < allCalls; c++ {
 		spec := readTable[c]
 		assert.NotEmpty(t, spec.name, "row %d", c)
 		if c != callGPMSampleGet && c != callGPMMetricsGet && c != callFieldValues {
@@ -33,6 +34,13 @@ func TestReadTableRowsAreWhole(t *testing.T) {
 		if spec.fallback != callNone {
 			assert.NotZero(t, readTable[spec.fallback].figures&spec.figures, "%s: its fallback answers another figure", spec.name)
 		}
+		if spec.cumulative {
+			assert.True(t, spec.costly, "%s: a counter read at every scrape", spec.name)
+		}
+		if c >= callCount {
+			assert.Equal(t, c, callOf(spec.fig), "%s: its figure's call", spec.name)
+			assert.Equal(t, FiguresOf(spec.fig), spec.figures, spec.name)
+		}
 		if spec.per != 0 {
 			assert.True(t, spec.field != 0 || spec.get != nil, "%s: per without a value", spec.name)
 		}
@@ -44,15 +52,21 @@ func TestFiguresSelectCalls(t *testing.T) {
 	d := &Device{}
 	d.newCollectors()
 	o := defaultOptions()
-	o.figures = FiguresOf(FigPower, FigTemperature)
+	o.figures = FiguresOf(FigPower, FigTemperature, FigMemoryTemperature)
 	d.configure(o)
-	for c := callNone + 1; c < callCount; c++ {
-		want := c == callPowerUsage || c == callTemperature || c == callMemoryTemperature || c == callFieldValues
-		assert.Equal(t, want, d.wanted[c], readTable[c].name)
+	for c := callNone + 1; c < allCalls; c++ {
+		want := c == callOf(FigPower) || c == callOf(FigTemperature) || c == callOf(FigMemoryTemperature) || c == callFieldValues
+		assert.Equal(t, want, d.plan.wanted[c], readTable[c].name)
 	}
 	o.figures = AllFigures
 	d.configure(o)
-	for c := callNone + 1; c < callCount; c++ {
-		assert.True(t, d.wanted[c], readTable[c].name)
+	for c := callNone + 1; c < allCalls; c++ {
+		assert.True(t, d.plan.wanted[c], readTable[c].name)
 	}
+}
+
+// Issue 26: a Device keeps its identity, its guard and its collectors; the
+// rest lives in its plan, its call book and the collectors themselves.
+func TestDeviceHasAtMostTwelveFields(t *testing.T) {
+	assert.LessOrEqual(t, reflect.TypeOf(Device{}).NumField(), 12)
 }

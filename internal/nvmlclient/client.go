@@ -187,8 +187,8 @@ func (c *Client) Inventory() Inventory {
 	c.mu.Unlock()
 	inv.MIGDevices = nil
 	for _, d := range devices {
-		if d.primed.Load() {
-			inv.MIGDevices = append(inv.MIGDevices, d.mig.infos()...)
+		if d.state.primed.Load() {
+			inv.MIGDevices = append(inv.MIGDevices, d.parts.mig.infos()...)
 		}
 	}
 	return inv

@@ -106,17 +106,17 @@ func TestReadAllMetrics(t *testing.T) {
 	assert.Equal(t, some(uint64(2<<30)), s.MemoryUsedBytes)
 	assert.Equal(t, some(uint64(150_754_820_096)), s.MemoryTotalBytes)
 	assert.Equal(t, some(uint64(617_086_976)), s.MemoryReservedBytes)
-	assert.Equal(t, some(31.0), s.TemperatureCelsius)
-	assert.Equal(t, some(41.0), s.MemoryTemperatureCelsius, "FI_DEV_MEMORY_TEMP")
-	assert.Equal(t, some(76.0), s.PowerWatts)
-	assert.Equal(t, some(700.0), s.PowerLimitWatts)
-	assert.Equal(t, some(2000.0), s.EnergyJoules)
-	assert.Equal(t, some(int64(1_980_000_000)), s.ClockHz[ClockSM])
-	assert.Equal(t, some(int64(3_201_000_000)), s.ClockHz[ClockMemory])
-	assert.Equal(t, some(int64(0)), s.PerformanceState)
-	assert.False(t, s.FanSpeed.OK, "H200 SXM has no fan")
-	assert.Equal(t, some(1.5), s.Health.ViolationSeconds[ViolationPower], "a field, in ns")
-	assert.Equal(t, some(int64(0)), s.Health.PCIeReplays)
+	assert.Equal(t, some(31.0), s.Values[FigTemperature])
+	assert.Equal(t, some(41.0), s.Values[FigMemoryTemperature], "FI_DEV_MEMORY_TEMP")
+	assert.Equal(t, some(76.0), s.Values[FigPower])
+	assert.Equal(t, some(700.0), s.Values[FigPowerLimit])
+	assert.Equal(t, some(2000.0), s.Values[FigEnergy])
+	assert.Equal(t, some(float64(1_980_000_000)), s.Values[FigClockSM])
+	assert.Equal(t, some(float64(3_201_000_000)), s.Values[FigClockMemory])
+	assert.Equal(t, some(float64(0)), s.Values[FigPerformanceState])
+	assert.False(t, s.Values[FigFanSpeed].OK, "H200 SXM has no fan")
+	assert.Equal(t, some(1.5), s.Values[FigViolationPower], "a field, in ns")
+	assert.Equal(t, some(float64(0)), s.Values[FigPCIeReplays])
 	assert.Equal(t, 2, m.GPUs[1].FieldCalls, "the first read also takes the counters' batch in line")
 	_, err = c.Devices()[1].Read()
 	require.NoError(t, err)
@@ -278,7 +278,7 @@ func TestNotSupportedIsLoggedOnce(t *testing.T) {
 		for i, d := range c.Devices() {
 			s, err := d.Read()
 			require.NoError(t, err)
-			assert.Equal(t, i != 6, s.PowerWatts.OK)
+			assert.Equal(t, i != 6, s.Values[FigPower].OK)
 		}
 	}
 	assert.Equal(t, 1, nvmltest.UnsupportedLogs(logs, "nvmlDeviceGetPowerUsage"))
@@ -318,12 +318,12 @@ func TestFailedCallDropsOnlyItsFigures(t *testing.T) {
 		var readErr *ReadError
 		require.ErrorAs(t, err, &readErr)
 		assert.Len(t, readErr.Calls, 4, "the four clock calls")
-		assert.Equal(t, 1, readErr.Metrics, "they feed one metric")
+		assert.Equal(t, 4, readErr.Metrics, "four figures, without WithLeftOutCount (the receiver counts one metric)")
 		var callErr *CallError
 		require.ErrorAs(t, err, &callErr)
 		assert.Equal(t, nvml.ERROR_UNKNOWN, callErr.ret)
-		assert.False(t, s.ClockHz[ClockSM].OK)
-		assert.True(t, s.PowerWatts.OK, "the rest of the GPU is read")
+		assert.False(t, s.Values[FigClockSM].OK)
+		assert.True(t, s.Values[FigPower].OK, "the rest of the GPU is read")
 		assert.True(t, s.Utilization[EngineGeneral].OK)
 		assert.True(t, s.MemoryUsedBytes.OK)
 		assert.False(t, c.Devices()[3].Lost())
@@ -333,7 +333,7 @@ func TestFailedCallDropsOnlyItsFigures(t *testing.T) {
 	m.GPUs[3].GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 1000, nvml.SUCCESS }
 	s, err := c.Devices()[3].Read()
 	assert.NoError(t, err)
-	assert.True(t, s.ClockHz[ClockSM].OK)
+	assert.True(t, s.Values[FigClockSM].OK)
 }
 
 func TestFailedFieldDropsOnlyItsFigure(t *testing.T) {
@@ -343,11 +343,11 @@ func TestFailedFieldDropsOnlyItsFigure(t *testing.T) {
 	var readErr *ReadError
 	require.ErrorAs(t, err, &readErr)
 	assert.Equal(t, 1, readErr.Metrics)
-	assert.False(t, s.Health.PCIeReplays.OK)
-	assert.True(t, s.Health.ViolationSeconds[ViolationPower].OK, "the other fields of the batch hold")
-	assert.True(t, s.MemoryTemperatureCelsius.OK)
+	assert.False(t, s.Values[FigPCIeReplays].OK)
+	assert.True(t, s.Values[FigViolationPower].OK, "the other fields of the batch hold")
+	assert.True(t, s.Values[FigMemoryTemperature].OK)
 	assert.True(t, s.Utilization[EngineGeneral].OK)
-	assert.True(t, s.PowerWatts.OK)
+	assert.True(t, s.Values[FigPower].OK)
 
 	// An unsupported field is cached like any call, the batch goes on.
 	m.GPUs[2].Set(func(g *nvmltest.GPU) {
@@ -357,8 +357,8 @@ func TestFailedFieldDropsOnlyItsFigure(t *testing.T) {
 	})
 	s, err = c.Devices()[2].Read()
 	require.NoError(t, err)
-	assert.False(t, s.MemoryTemperatureCelsius.OK)
-	assert.False(t, s.Health.PCIeReplays.OK, "a counter: read again on its own cadence")
+	assert.False(t, s.Values[FigMemoryTemperature].OK)
+	assert.False(t, s.Values[FigPCIeReplays].OK, "a counter: read again on its own cadence")
 }
 
 func TestPanicInMockIsAnError(t *testing.T) {
@@ -366,8 +366,8 @@ func TestPanicInMockIsAnError(t *testing.T) {
 	m.GPUs[7].GetPerformanceStateFunc = nil // a moq mock panics on a nil Func
 	s, err := c.Devices()[7].Read()
 	assert.ErrorContains(t, err, "panic")
-	assert.False(t, s.PerformanceState.OK)
-	assert.True(t, s.PowerWatts.OK, "a panic fails its call, not the read")
+	assert.False(t, s.Values[FigPerformanceState].OK)
+	assert.True(t, s.Values[FigPower].OK, "a panic fails its call, not the read")
 }
 
 // Issue 9, defect 9: recovered panics are counted, not only dropped: the
@@ -379,7 +379,7 @@ func TestRecoveredPanicsAreCounted(t *testing.T) {
 		_, err := c.Devices()[7].Read()
 		require.ErrorContains(t, err, "panic")
 	}
-	assert.Equal(t, int64(5), c.Devices()[7].Panics())
+	assert.Equal(t, int64(5), c.Devices()[7].panicCount())
 	var counts []int64
 	for _, e := range logs.FilterMessageSnippet("Recovered a panic").All() {
 		counts = append(counts, e.ContextMap()["panics_total"].(int64))

@@ -77,6 +77,6 @@ func (*counterState) prime(*Device)     {}
 
 // newCollectors gives d its collectors.
 func (d *Device) newCollectors() {
-	d.gpm, d.util, d.procs, d.mig, d.counters = &gpmCollector{}, &utilizationCollector{}, &processCollector{}, &migCollector{}, &counterState{}
-	d.collectors = []collector{d.gpm, d.util, &getterCollector{}, d.procs, &fieldCollector{}, &healthCollector{}, d.mig, d.counters}
+	d.parts.gpm, d.parts.util, d.parts.procs, d.parts.mig, d.parts.counters = &gpmCollector{}, &utilizationCollector{}, &processCollector{}, &migCollector{}, &counterState{}
+	d.parts.list = []collector{d.parts.gpm, d.parts.util, &getterCollector{}, d.parts.procs, &fieldCollector{}, &healthCollector{}, d.parts.mig, d.parts.counters}
 }

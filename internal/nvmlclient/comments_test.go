@@ -13,7 +13,7 @@ import (
 
 // Issue 17, defect 7: the package's comments agree with its code. Every
 // file of this package a comment names exists, and the cost of the
-// violation counters is stated once, in the read table (calls.go), where
+// violation counters is stated once, in the read table (calls.go, plain.go), where
 // three comments once gave 0.45, 1.0 and 1.25 ms.
 func TestCommentsAgree(t *testing.T) {
 	files, err := filepath.Glob("*.go")
@@ -41,7 +41,7 @@ func TestCommentsAgree(t *testing.T) {
 				_, err := os.Stat(name)
 				assert.NoError(t, err, "%s:%d names %s", f, i+1, name)
 			}
-			if f != "calls.go" && strings.Contains(block, "violation") && cost.MatchString(block) {
+			if f != "calls.go" && f != "plain.go" && strings.Contains(block, "violation") && cost.MatchString(block) {
 				t.Errorf("%s:%d states a violation cost outside the read table: %s", f, i+1, strings.TrimSpace(block))
 				block = ""
 			}

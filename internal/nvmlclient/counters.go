@@ -10,10 +10,11 @@ import (
 
 // The cumulative counters that cost the most to read are read on their own
 // cadence (WithCounterInterval), in the background, off the scrape path:
-// the rows of the read table marked counter, which are the costly ones
-// (their costs are in the read table, calls.go). A scrape reports the newest reading with the time it
-// was taken: counters stay monotonic and rate() over them stays exact,
-// however old the reading. Only the first read of a device waits for them.
+// the rows of the read table marked costly (their costs are in the read
+// table, plain.go). A scrape reports the newest reading with the time it
+// was taken: counters (the rows also marked cumulative) stay monotonic and
+// rate() over them stays exact, however old the reading. Only the first
+// read of a device waits for them.
 
 // The getters among the counters are read one by one, the fields in one
 // batch.
@@ -21,9 +22,8 @@ import (
 type counterState struct {
 	interval time.Duration
 
-	busy    atomic.Bool    // a background read is in flight
-	pending sync.WaitGroup // the background read, for Close
-	fields  fieldBatch     // the background read's own batch
+	busy   atomic.Bool // a read is in flight, in line or in the background
+	fields fieldBatch  // the background read's own batch
 
 	mu sync.Mutex
 	// last is the newest value of each counter; fresh says which the
@@ -31,8 +31,8 @@ type counterState struct {
 	// (at, by the device clock). A counter it did not read (not supported
 	// now, or failed) is left out rather than shown frozen at a newer
 	// time, which rate() would take for a stop.
-	kept     [callCount]keptCounter
-	fresh    [callCount]bool
+	kept     [allCalls]keptCounter
+	fresh    [allCalls]bool
 	at       time.Time
 	started  time.Time // by the device clock: when the last read began
 	failures []*CallError
@@ -40,26 +40,25 @@ type counterState struct {
 	lostCall call
 }
 
-// readCounters puts the newest counter reading into s and starts the next
+// read puts the newest counter reading into s and starts the next
 // read when it is due. The first read of the device is taken in line.
 func (cs *counterState) read(r *reading, s *Sample) {
 	d := r.d
 	cs.mu.Lock()
-	first, due := cs.started.IsZero(), d.now().Sub(cs.started) >= cs.interval
+	first, due := cs.started.IsZero(), d.plan.now().Sub(cs.started) >= cs.interval
 	cs.mu.Unlock()
 	switch {
 	case first && cs.busy.CompareAndSwap(false, true):
 		d.takeCounters()
 	case due && cs.busy.CompareAndSwap(false, true):
-		// Close waits for it, and never shuts NVML down under it; once
-		// Close has begun, no read starts.
+		// Close waits for it, as for every call in flight (inflight.go),
+		// and never shuts NVML down under it; once Close has begun, no
+		// read starts.
 		if !d.sess.calls.begin() {
 			cs.busy.Store(false)
 			break
 		}
-		cs.pending.Add(1)
 		go func() {
-			defer cs.pending.Done()
 			defer d.sess.calls.end()
 			// In line after the GPUs this scrape is reading (the lane).
 			defer d.sess.lane.enter().leave()
@@ -81,13 +80,14 @@ func (cs *counterState) read(r *reading, s *Sample) {
 	}
 	for k := range readTable {
 		spec := &readTable[k]
-		if spec.counter && cs.fresh[k] && !failed[call(k)] && (spec.field == 0 || !failed[callFieldValues]) {
+		if spec.costly && cs.fresh[k] && !failed[call(k)] && (spec.field == 0 || !failed[callFieldValues]) {
 			spec.land(s, cs.kept[k].last.Value)
+			s.FromCounters |= spec.figures
 			if since := cs.kept[k].since; !since.IsZero() {
 				if s.CountersSince == nil {
 					s.CountersSince = &CounterStarts{}
 				}
-				*s.CountersSince.of(call(k)) = since
+				s.CountersSince[spec.fig] = since
 			}
 		}
 	}
@@ -97,21 +97,21 @@ func (cs *counterState) read(r *reading, s *Sample) {
 // takeCounters reads the counters once; busy is held by the caller and
 // released here.
 func (d *Device) takeCounters() {
-	cs := d.counters
+	cs := d.parts.counters
 	defer cs.busy.Store(false)
 	cs.mu.Lock()
-	cs.started = d.now()
+	cs.started = d.plan.now()
 	cs.mu.Unlock()
 
 	r := &reading{d: d}
-	var got [callCount]Opt[float64]
+	var got [allCalls]Opt[float64]
 	keep := func(c call, v float64) { got[c] = some(v) }
 	r.readGetters(true, keep)
-	at := d.now() // the batch below takes well under a millisecond
+	at := d.plan.now() // the batch below takes well under a millisecond
 	if !r.lost {
 		r.readFieldBatch(&cs.fields, true, keep)
 	}
-	d.support.flushLogs(d.logger)
+	d.book.support.flushLogs(d.logger)
 
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
@@ -122,10 +122,18 @@ func (d *Device) takeCounters() {
 	// A counter only grows, unless it was reset (keptCounter.keep). A
 	// counter not read this time, or whose reading is in doubt, keeps its
 	// last reading (and the reading time moves on only when one was read).
-	var fresh [callCount]bool
+	var fresh [allCalls]bool
 	anyFresh := false
 	for k := range got {
-		fresh[k] = cs.kept[k].keep(got[k], at)
+		if !readTable[k].cumulative {
+			// A costly gauge: its newest reading, or none.
+			fresh[k] = got[k].OK
+			if fresh[k] {
+				cs.kept[k].last = got[k]
+			}
+		} else {
+			fresh[k] = cs.kept[k].keep(got[k], at)
+		}
 		anyFresh = anyFresh || fresh[k]
 	}
 	if anyFresh {
@@ -178,19 +186,4 @@ func (k *keptCounter) keep(v Opt[float64], at time.Time) bool {
 	}
 	k.last, k.at, k.low = v, at, Opt[float64]{}
 	return true
-}
-
-// of is c's time in cs; nil for a call that is no counter.
-func (cs *CounterStarts) of(c call) *time.Time {
-	switch {
-	case c == callEnergy:
-		return &cs.Energy
-	case c == callPCIeReplays:
-		return &cs.PCIeReplays
-	case c >= callViolationPower && c <= callViolationReliability:
-		return &cs.Violation[ViolationPower+ViolationPolicy(c-callViolationPower)]
-	case c >= callNVLinkCRCFlit && c <= callNVLinkRecovery:
-		return &cs.NVLink[NVLinkCRCFlit+NVLinkError(c-callNVLinkCRCFlit)]
-	}
-	return nil
 }

@@ -52,11 +52,11 @@ func nvlinkCounter(t *testing.T) func(v uint64) Sample {
 // keeps its start.
 func TestCounterBadReadIsLeftOut(t *testing.T) {
 	read := nvlinkCounter(t)
-	assert.Equal(t, some[int64](40), read(40).Health.NVLinkErrors[NVLinkReplay])
+	assert.Equal(t, some[float64](40), read(40).Values[FigNVLinkReplay])
 	s := read(0)
-	assert.False(t, s.Health.NVLinkErrors[NVLinkReplay].OK, "a lower reading is in doubt: left out")
+	assert.False(t, s.Values[FigNVLinkReplay].OK, "a lower reading is in doubt: left out")
 	s = read(41)
-	assert.Equal(t, some[int64](41), s.Health.NVLinkErrors[NVLinkReplay])
+	assert.Equal(t, some[float64](41), s.Values[FigNVLinkReplay])
 	assert.Nil(t, s.CountersSince, "no reset: it counts since the session")
 }
 
@@ -64,43 +64,52 @@ func TestCounterBadReadIsLeftOut(t *testing.T) {
 // there (a GPU reset, the driver resetting its counters) was reset: it is
 // reported from its new count, with a new start, the time of its last
 // reading before the drop, so that the whole new count lies after it.
-// Before, keepMax froze it at its old maximum until it passed it.
+// Before, the kept maximum froze it at its old maximum until it passed it.
 func TestCounterResetStartsAgain(t *testing.T) {
 	read := nvlinkCounter(t)
 	read(40)
 	before := read(40).CountersTime
-	assert.False(t, read(2).Health.NVLinkErrors[NVLinkReplay].OK, "in doubt")
+	assert.False(t, read(2).Values[FigNVLinkReplay].OK, "in doubt")
 	s := read(3)
-	assert.Equal(t, some[int64](3), s.Health.NVLinkErrors[NVLinkReplay], "a reset: it counts on from its new count")
+	assert.Equal(t, some[float64](3), s.Values[FigNVLinkReplay], "a reset: it counts on from its new count")
 	require.NotNil(t, s.CountersSince)
-	assert.Equal(t, before, s.CountersSince.NVLink[NVLinkReplay], "since its last reading before the drop")
-	assert.True(t, s.CountersSince.Energy.IsZero(), "only the counter that reset starts again")
+	assert.Equal(t, before, s.CountersSince[FigNVLinkReplay], "since its last reading before the drop")
+	assert.True(t, s.CountersSince[FigEnergy].IsZero(), "only the counter that reset starts again")
 	s = read(5)
-	assert.Equal(t, some[int64](5), s.Health.NVLinkErrors[NVLinkReplay])
-	assert.Equal(t, before, s.CountersSince.NVLink[NVLinkReplay], "the start stays")
+	assert.Equal(t, some[float64](5), s.Values[FigNVLinkReplay])
+	assert.Equal(t, before, s.CountersSince[FigNVLinkReplay], "the start stays")
 
 	// A reset to 0 that stays at 0 (no error since) is a reset too.
 	before = s.CountersTime
 	read(0)
 	s = read(0)
-	assert.Equal(t, some[int64](0), s.Health.NVLinkErrors[NVLinkReplay])
-	assert.Equal(t, before, s.CountersSince.NVLink[NVLinkReplay])
+	assert.Equal(t, some[float64](0), s.Values[FigNVLinkReplay])
+	assert.Equal(t, before, s.CountersSince[FigNVLinkReplay])
 }
 
-// Every counter row of the read table has its own start in CounterStarts.
-func TestEveryCounterHasItsStart(t *testing.T) {
-	var starts CounterStarts
-	seen := map[*time.Time]call{}
-	for c := range readTable {
-		p := starts.of(call(c))
-		if !readTable[c].counter {
-			assert.Nil(t, p, "%s is no counter", call(c))
-			continue
-		}
-		require.NotNil(t, p, "%s has no start", call(c))
-		if prev, ok := seen[p]; ok {
-			t.Errorf("%s and %s share a start", prev, call(c))
-		}
-		seen[p] = call(c)
-	}
+// A costly gauge (costly, not cumulative) is read on the counters' cadence
+// and reports its newest reading, lower or not, stamped with its time.
+func TestCostlyGaugeFollowsItsNewestReading(t *testing.T) {
+	m := nvmltest.NewH200()
+	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
+	c := New(m, zap.NewNop(), WithClock(clock.Now), WithCounterInterval(time.Second))
+	require.NoError(t, c.Open(nil))
+	c.PrimeAll()
+	t.Cleanup(func() { _ = c.Close(context.Background()) })
+	g, d := m.GPUs[1], c.Devices()[1]
+	s, err := d.Read()
+	require.NoError(t, err)
+	assert.Equal(t, some(1000.0*1024), s.Values[FigPCIeThroughputTX], "KiB/s to bytes/s")
+	assert.True(t, s.FromCounters.Has(FigPCIeThroughputTX))
+	assert.False(t, s.FromCounters.Has(FigPower))
+	g.Set(func(g *nvmltest.GPU) { g.Getters["nvmlDeviceGetPcieThroughput(TX)"] = 10 })
+	clock.Advance(time.Second)
+	_, err = d.Read()
+	require.NoError(t, err)
+	require.True(t, d.waitBackground(time.Second))
+	s, err = d.Read()
+	require.NoError(t, err)
+	assert.Equal(t, some(10.0*1024), s.Values[FigPCIeThroughputTX], "lower, and no counter's doubt")
+	assert.Nil(t, s.CountersSince, "a gauge never starts again")
+	assert.Equal(t, clock.Now(), s.CountersTime)
 }

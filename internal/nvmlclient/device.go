@@ -21,37 +21,41 @@ type Device struct {
 
 	lib     nvml.Interface
 	handle  nvml.Device
+	raw     rawDevice // the C handle, for the bounded list calls (prime.go)
 	symbols symbols
 	logger  *zap.Logger
 
-	use    deviceUse // one use of the handle at a time: a read, priming, a check or a share sample
+	sess  *session  // what the session's GPUs share: the lane, the GPM gate, the calls in flight
+	use   deviceUse // one use of the handle at a time: a read, priming, a check or a share sample
+	state deviceState
+
+	plan readPlan // what is asked of the GPU, and by which clock
+	book callBook // what the calls answered: support, failures, logs, timings
+
+	parts collectorSet // the collectors that read the GPU (collectors.go)
+}
+
+// deviceState is what NVML has said of the GPU.
+type deviceState struct {
 	lost   atomic.Bool
 	primed atomic.Bool
-	panics atomic.Int64 // recovered inside reads (panics.go)
+}
 
-	sess *session  // what the session's GPUs share: the lane, the GPM gate, the calls in flight
-	raw  rawDevice // the C handle, for the bounded list calls (prime.go)
-
-	// wanted says which calls answer an asked-for figure; set at Open.
-	wanted [callCount]bool
+// readPlan is what a read asks for: set at Open.
+type readPlan struct {
+	// wanted says which calls answer an asked-for figure.
+	wanted [allCalls]bool
 	// figures are the figures asked for; leftOut counts what failed calls
 	// drop (WithLeftOutCount).
 	figures Figures
 	leftOut func(Figures) int
+	now     func() time.Time // times GPM windows, backoffs and the energy cadence
+}
+
+// callBook is what the device's calls answered.
+type callBook struct {
 	// support caches NOT_SUPPORTED answers, with a backoff (support.go).
 	support supportCache
-
-	// collectors read the GPU, in order (collectors.go); the others name
-	// those whose state another part reads.
-	collectors []collector
-	gpm        *gpmCollector
-	util       *utilizationCollector
-	procs      *processCollector
-	mig        *migCollector
-	counters   *counterState
-
-	now func() time.Time // times GPM windows, backoffs and the energy cadence
-
 	// once remembers what was logged once (logOnce); callLog, what the log
 	// said of each failing call (logCalls).
 	once    *logonce.Log
@@ -60,10 +64,21 @@ type Device struct {
 	// failingCount, how many fail now, lets a success skip the lock while
 	// none does.
 	logMu        sync.Mutex
-	failing      [callCount]callState
+	failing      [allCalls]callState
 	failingCount atomic.Int32
+	stats        [allCalls]callStat
+	panics       atomic.Int64 // recovered inside reads (panics.go)
+}
 
-	stats [callCount]callStat
+// collectorSet is the device's collectors: list, in the order a read runs
+// them, and by name those whose state another part reads.
+type collectorSet struct {
+	list     []collector
+	gpm      *gpmCollector
+	util     *utilizationCollector
+	procs    *processCollector
+	mig      *migCollector
+	counters *counterState
 }
 
 // callStat accumulates how long one NVML call takes on one device.
@@ -90,21 +105,19 @@ func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym symbols, 
 		handle:  h,
 		symbols: sym,
 		logger:  logger.With(zap.String("hw.id", info.UUID), zap.Int("nvidia.gpu.index", info.Index)),
-		once:    logonce.New(maxLoggedOnce),
-		now:     time.Now,
-		figures: AllFigures,
-		leftOut: Figures.Len,
+		plan:    readPlan{now: time.Now, figures: AllFigures, leftOut: Figures.Len},
 	}
+	d.book.once = logonce.New(maxLoggedOnce)
 	d.newCollectors()
-	d.callLog = logonce.New(int(callCount), logonce.WithHoldOff(flapHoldOff), logonce.WithClock(func() time.Time { return d.now() }))
-	for c := range d.wanted {
-		d.wanted[c] = true
+	d.book.callLog = logonce.New(int(allCalls), logonce.WithHoldOff(flapHoldOff), logonce.WithClock(func() time.Time { return d.plan.now() }))
+	for c := range d.plan.wanted {
+		d.plan.wanted[c] = true
 	}
-	d.support.once = d.once
+	d.book.support.once = d.book.once
 	for c := range sym.missing {
 		// Known absent before the first call: skipped for good, without a
 		// log line per device (the library, not the GPU, lacks it).
-		d.support.markMissing(c)
+		d.book.support.markMissing(c)
 	}
 	return d
 }
@@ -113,34 +126,34 @@ func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym symbols, 
 // figure it answers is asked for.
 func (d *Device) configure(o options) {
 	if o.now != nil {
-		d.now = o.now
+		d.plan.now = o.now
 	}
-	d.util.memCtrlOnGPM = o.memCtrlOnGPM
-	d.procs.on = o.processes
-	d.counters.interval = o.counterInterval
-	d.figures = o.figures
+	d.parts.util.memCtrlOnGPM = o.memCtrlOnGPM
+	d.parts.procs.on = o.processes
+	d.parts.counters.interval = o.counterInterval
+	d.plan.figures = o.figures
 	if o.leftOut != nil {
-		d.leftOut = o.leftOut
+		d.plan.leftOut = o.leftOut
 	}
 	fields := false
 	for c := range readTable {
 		spec := &readTable[c]
-		d.wanted[c] = d.figures.Any(spec.figures)
-		fields = fields || spec.field != 0 && d.wanted[c]
+		d.plan.wanted[c] = d.plan.figures.Any(spec.figures)
+		fields = fields || spec.field != 0 && d.plan.wanted[c]
 	}
-	d.wanted[callFieldValues] = fields
+	d.plan.wanted[callFieldValues] = fields
 	gpm := false
 	for _, g := range gpmActivityMetrics {
-		gpm = gpm || d.figures.Any(g.figures)
+		gpm = gpm || d.plan.figures.Any(g.figures)
 	}
 	for _, g := range gpmTrafficMetrics {
-		gpm = gpm || d.figures.Any(g.figures)
+		gpm = gpm || d.plan.figures.Any(g.figures)
 	}
-	d.wanted[callGPMSampleGet], d.wanted[callGPMMetricsGet] = gpm, gpm
+	d.plan.wanted[callGPMSampleGet], d.plan.wanted[callGPMMetricsGet] = gpm, gpm
 }
 
 // Lost reports whether NVML has said this GPU is lost.
-func (d *Device) Lost() bool { return d.lost.Load() }
+func (d *Device) Lost() bool { return d.state.lost.Load() }
 
 // Read takes one Sample of the device. A call the device does not support
 // leaves its figures absent. A call that fails otherwise drops only the
@@ -156,17 +169,17 @@ func (d *Device) Read() (Sample, error) {
 	defer d.exit(lane)
 	d.prime()
 
-	s := Sample{Time: d.now()} // the device clock: windows and counters agree with GPM's
+	s := Sample{Time: d.plan.now()} // the device clock: windows and counters agree with GPM's
 	r := &reading{d: d}
-	for _, c := range d.collectors {
+	for _, c := range d.parts.list {
 		if r.lost {
 			break
 		}
 		r.guard(c, &s)
 	}
-	d.support.flushLogs(d.logger)
+	d.book.support.flushLogs(d.logger)
 
-	if r.lost || d.lost.Load() {
+	if r.lost || d.state.lost.Load() {
 		d.markLost(r.lostCall)
 		return Sample{}, ErrGPULost
 	}
@@ -196,11 +209,11 @@ func (d *Device) Check() error {
 				ret = nvml.ERROR_UNKNOWN
 			}
 		}()
-		_, ret = readTable[callTemperature].get(d.handle)
+		_, ret = readTable[callOf(FigTemperature)].get(d.handle)
 		return ret
 	}()
 	if classify(ret) == outcomeLost {
-		d.markLost(callTemperature)
+		d.markLost(callOf(FigTemperature))
 		return ErrGPULost
 	}
 	d.sess.lost.OK(d.Info.UUID)
@@ -225,19 +238,19 @@ type callState struct {
 // call whose failure was logged. A call that keeps failing is logged once,
 // however many scrapes it lasts; a call that flaps, once per flapHoldOff.
 func (d *Device) logCalls(failed []*CallError) {
-	if len(failed) == 0 && d.failingCount.Load() == 0 {
+	if len(failed) == 0 && d.book.failingCount.Load() == 0 {
 		return
 	}
-	var failedNow [callCount]bool
+	var failedNow [allCalls]bool
 	var back []call
-	d.logMu.Lock()
+	d.book.logMu.Lock()
 	for _, f := range failed {
 		failedNow[f.call] = true
-		d.failing[f.call] = callState{failing: true}
+		d.book.failing[f.call] = callState{failing: true}
 	}
 	n := int32(0)
-	for c := range d.failing {
-		st := &d.failing[c]
+	for c := range d.book.failing {
+		st := &d.book.failing[c]
 		if st.failing && st.answered && !failedNow[c] {
 			*st = callState{}
 			back = append(back, call(c))
@@ -246,10 +259,10 @@ func (d *Device) logCalls(failed []*CallError) {
 			n++
 		}
 	}
-	d.failingCount.Store(n)
-	d.logMu.Unlock()
+	d.book.failingCount.Store(n)
+	d.book.logMu.Unlock()
 	for _, f := range failed {
-		v := d.callLog.Fail(f.call.String(), f.cause())
+		v := d.book.callLog.Fail(f.call.String(), f.cause())
 		if !v.Log {
 			continue
 		}
@@ -262,7 +275,7 @@ func (d *Device) logCalls(failed []*CallError) {
 			flapHoldOff.String()+", with the failures not logged in between)", fields...)
 	}
 	for _, c := range back {
-		if d.callLog.OK(c.String()) {
+		if d.book.callLog.OK(c.String()) {
 			d.logger.Info("NVML call recovered; the metrics it feeds are back", zap.String("call", c.String()))
 		}
 	}
@@ -271,21 +284,21 @@ func (d *Device) logCalls(failed []*CallError) {
 // answeredAgain records that c succeeded: if it was failing, the next Read
 // logs that it is back.
 func (d *Device) answeredAgain(c call) {
-	if d.failingCount.Load() == 0 {
+	if d.book.failingCount.Load() == 0 {
 		return
 	}
-	d.logMu.Lock()
-	if st := &d.failing[c]; st.failing {
+	d.book.logMu.Lock()
+	if st := &d.book.failing[c]; st.failing {
 		st.answered = true
 	}
-	d.logMu.Unlock()
+	d.book.logMu.Unlock()
 }
 
 // markLost records that the GPU fell off the bus, logged once, at warn as
 // every other cause: hw.status failed and the GPULost alert say it where it
 // is watched, and the collector's logger adds a stack trace to an error.
 func (d *Device) markLost(c call) {
-	if d.lost.CompareAndSwap(false, true) && d.sess.lost.Once(d.Info.UUID) {
+	if d.state.lost.CompareAndSwap(false, true) && d.sess.lost.Once(d.Info.UUID) {
 		d.logger.Warn("GPU is lost (fallen off the bus); no more metrics from it until NVML is re-initialized",
 			zap.String("call", c.String()))
 	}
@@ -298,10 +311,10 @@ func (d *Device) leftOutBy(failed []*CallError) int {
 	for _, f := range failed {
 		figs |= readTable[f.call].figures
 		if f.call == callGPMSampleGet || f.call == callGPMMetricsGet {
-			figs |= d.gpm.figures
+			figs |= d.parts.gpm.figures
 		}
 	}
-	return max(d.leftOut(figs&d.figures), 1)
+	return max(d.plan.leftOut(figs&d.plan.figures), 1)
 }
 
 // maxLoggedOnce bounds a device's memory of lines logged once: a few per
@@ -310,7 +323,7 @@ const maxLoggedOnce = 256
 
 // logOnce runs log the first time key is seen on this device.
 func (d *Device) logOnce(key string, log func(*zap.Logger)) {
-	if d.once.Once(key) {
+	if d.book.once.Once(key) {
 		log(d.logger)
 	}
 }

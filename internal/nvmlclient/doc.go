@@ -13,17 +13,19 @@
 //     NVML down under one; panics.go recovers a read that panics;
 //     rawcalls.go and listcalls.go make the list calls with bounded
 //     buffers;
-//   - calls.go is the read table: each NVML call, the metrics it feeds and
-//     what NOT_SUPPORTED does to it; support.go caches those answers, for a
-//     while; reading.go is one read's bookkeeping;
+//   - calls.go and plain.go are the read table: each NVML call, the figures
+//     it answers (plain.go: one row per plain figure, whose constant
+//     figures_gen.go is generated from it); support.go caches NOT_SUPPORTED
+//     answers, for a while; reading.go is one read's bookkeeping;
 //   - device.go reads one Sample (sample.go) per GPU per scrape; fields.go
 //     reads the field-value batch, sampling.go averages the utilization
 //     samples since the previous read, processes.go lists processes with
-//     their windowed utilization, gpm.go computes GPM activity and traffic
+//     NVML's newest utilization sample of each, gpm.go computes GPM activity and traffic
 //     over the window, health.go reads ECC, row remapping, clock events and
 //     PCIe, mig.go lists MIG devices and reads each;
-//   - counters.go reads the costly counters (energy, violation time) on
-//     their own cadence, off the scrape path; stats.go times every call;
+//   - counters.go reads the costly rows (energy, violation time, the PCIe
+//     throughput) on their own cadence, off the scrape path; stats.go times
+//     every call;
 //   - events.go waits for XID and ECC events (event.go) in the background.
 //
 // go-nvml needs cgo. A build without it gets nocgo.go instead: a Client

@@ -7,12 +7,13 @@ import "time"
 // waitBackground waits up to timeout for a background counter read, and
 // reports whether none is left in flight.
 func (d *Device) waitBackground(timeout time.Duration) bool {
-	done := make(chan struct{})
-	go func() { d.counters.pending.Wait(); close(done) }()
-	select {
-	case <-done:
-		return true
-	case <-time.After(timeout):
-		return false
+	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(time.Millisecond) {
+		if !d.parts.counters.busy.Load() {
+			return true
+		}
 	}
+	return false
 }
+
+// panicCount is the number of panics recovered in d's reads.
+func (d *Device) panicCount() int64 { return d.book.panics.Load() }

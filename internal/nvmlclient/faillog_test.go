@@ -45,13 +45,13 @@ func TestFailingCallLoggedOncePerEpisode(t *testing.T) {
 				s, err := d.Read()
 				if i == 0 && !failing {
 					require.NoError(t, err)
-					assert.True(t, s.PowerWatts.OK)
+					assert.True(t, s.Values[FigPower].OK)
 					continue
 				}
 				var re *ReadError
 				require.ErrorAs(t, err, &re)
 				assert.Equal(t, 1, re.Metrics, "hw.power")
-				assert.False(t, s.PowerWatts.OK)
+				assert.False(t, s.Values[FigPower].OK)
 			}
 		}
 	}

@@ -6,8 +6,8 @@ import "github.com/NVIDIA/go-nvml/pkg/nvml"
 
 // The figures that NVML serves as field values are read in one
 // nvmlDeviceGetFieldValues batch per GPU: at every scrape, the rows of the
-// read table with a field id that are not counters (the memory
-// temperature); on the counters' cadence, the counter rows (counters.go).
+// read table with a field id that are not costly (the memory
+// temperature); on the counters' cadence, the costly rows (counters.go).
 // Each field carries its own return code, so one unsupported field leaves
 // only its figure out, and is cached like any unsupported call.
 
@@ -15,6 +15,9 @@ import "github.com/NVIDIA/go-nvml/pkg/nvml"
 type fieldBatch struct {
 	values []nvml.FieldValue
 	calls  []call
+	// links is how many NVLinks a per-link row is read over: all that NVML
+	// can name until a batch has shown how many answer.
+	links uint32
 }
 
 // read reads the batch of the figures read at every scrape.
@@ -23,13 +26,23 @@ func (f *fieldCollector) read(r *reading, s *Sample) {
 }
 
 // readFieldBatch reads, in one call, the field rows that are (or are not)
-// counters and are available now, and hands each value that answered to
-// got, in the Sample's unit.
-func (r *reading) readFieldBatch(b *fieldBatch, counters bool, got func(call, float64)) {
+// costly and are available now, and hands each value that answered to
+// got, in the Sample's unit. A per-link row is one field per link, folded
+// into one value (linkFold).
+func (r *reading) readFieldBatch(b *fieldBatch, costly bool, got func(call, float64)) {
 	b.values, b.calls = b.values[:0], b.calls[:0]
+	perLink := false
 	for c := range readTable {
-		if spec := &readTable[c]; spec.field != 0 && spec.counter == counters && r.available(call(c)) {
-			b.values = append(b.values, nvml.FieldValue{FieldId: spec.field})
+		spec := &readTable[c]
+		if spec.field == 0 || spec.costly != costly || !r.available(call(c)) {
+			continue
+		}
+		scopes := uint32(1)
+		if spec.links != linksNone {
+			perLink, scopes = true, b.linkCount()
+		}
+		for scope := range scopes {
+			b.values = append(b.values, nvml.FieldValue{FieldId: spec.field, ScopeId: scope})
 			b.calls = append(b.calls, call(c))
 		}
 	}
@@ -43,35 +56,89 @@ func (r *reading) readFieldBatch(b *fieldBatch, counters bool, got func(call, fl
 	if ret != nvml.SUCCESS {
 		// The batch as a whole failed or is unsupported: so is every field.
 		r.result(callFieldValues, ret)
-		for _, c := range b.calls {
-			r.result(c, ret)
+		for i, c := range b.calls {
+			if i == 0 || b.calls[i-1] != c {
+				r.result(c, ret)
+			}
 		}
 		return
 	}
 	r.result(callFieldValues, ret)
-	for i, c := range b.calls {
-		f := &b.values[i]
-		ret := nvml.Return(f.NvmlReturn)
-		v, ok := decodeSampleValue(nvml.ValueType(f.ValueType), f.Value)
-		if ret == nvml.SUCCESS && !ok {
-			// A value type this reader does not know: unsupported, rather
-			// than a wrong number.
-			ret = nvml.ERROR_NOT_SUPPORTED
+	links := uint32(0)
+	for i := 0; i < len(b.calls); {
+		c, j := b.calls[i], i
+		for j < len(b.calls) && b.calls[j] == c {
+			j++
 		}
+		v, ret, answered := fold(&readTable[c], b.values[i:j])
+		links = max(links, answered)
 		if r.result(c, ret) {
 			got(c, readTable[c].value(v))
 		}
+		i = j
+	}
+	if perLink && b.links == 0 && links > 0 {
+		b.links = links
 	}
 }
 
+// linkCount is how many links a per-link row is read over.
+func (b *fieldBatch) linkCount() uint32 {
+	if b.links == 0 {
+		return nvml.NVLINK_MAX_LINKS
+	}
+	return b.links
+}
+
+// fold makes one value of a row's fields: the one field of a plain row, or
+// the sum or maximum of a per-link row's links that answered. It returns
+// the value, the row's return (the first link's error when none answered)
+// and how many links there are up to the last that answered.
+func fold(spec *callSpec, fields []nvml.FieldValue) (v float64, ret nvml.Return, links uint32) {
+	ret = nvml.ERROR_NOT_SUPPORTED
+	answered := false
+	for k := range fields {
+		f := &fields[k]
+		fret := nvml.Return(f.NvmlReturn)
+		x, ok := decodeSampleValue(nvml.ValueType(f.ValueType), f.Value)
+		if fret == nvml.SUCCESS && !ok {
+			// A value type this reader does not know: unsupported, rather
+			// than a wrong number.
+			fret = nvml.ERROR_NOT_SUPPORTED
+		}
+		if fret != nvml.SUCCESS {
+			if !answered && k == 0 {
+				ret = fret
+			}
+			continue
+		}
+		if spec.decode != nil {
+			x = spec.decode(x)
+		}
+		switch {
+		case !answered:
+			v = x
+		case spec.links == linksSum:
+			v += x
+		case spec.links == linksMax:
+			v = max(v, x)
+		}
+		answered, ret = true, nvml.SUCCESS
+		if spec.links != linksNone {
+			links = f.ScopeId + 1
+		}
+	}
+	return v, ret, links
+}
+
 // readGetters makes the plain getter rows of the read table that are (or
-// are not) counters, and hands each value that answered to got, in the
+// are not) costly, and hands each value that answered to got, in the
 // Sample's unit.
-func (r *reading) readGetters(counters bool, got func(call, float64)) {
+func (r *reading) readGetters(costly bool, got func(call, float64)) {
 	h := r.d.handle
 	for c := range readTable {
 		spec := &readTable[c]
-		if spec.get == nil || spec.land == nil || spec.counter != counters {
+		if spec.get == nil || spec.land == nil || spec.costly != costly {
 			continue
 		}
 		var v float64

@@ -29,8 +29,8 @@ func TestMemoryTemperatureUnsupportedIsAskedOnce(t *testing.T) {
 	for range 3 {
 		s, err := c.Devices()[3].Read()
 		require.NoError(t, err, "an unsupported field is no error")
-		assert.False(t, s.MemoryTemperatureCelsius.OK)
-		assert.True(t, s.TemperatureCelsius.OK, "the die's temperature is still read")
+		assert.False(t, s.Values[FigMemoryTemperature].OK)
+		assert.True(t, s.Values[FigTemperature].OK, "the die's temperature is still read")
 	}
 	assert.Equal(t, 1, calls, "not asked again once unsupported")
 	assert.Equal(t, 1, logs.FilterMessageSnippet("not supported").Len())
@@ -62,7 +62,7 @@ func TestFieldValueDecodesByType(t *testing.T) {
 		}
 		s, err := c.Devices()[0].Read()
 		require.NoError(t, err)
-		assert.Equal(t, tc.want, s.MemoryTemperatureCelsius, tc.name)
+		assert.Equal(t, tc.want, s.Values[FigMemoryTemperature], tc.name)
 	}
 	m2, c2, _ := openH200(t)
 	m2.GPUs[0].GetFieldValuesFunc = func([]nvml.FieldValue) nvml.Return { return nvml.ERROR_GPU_IS_LOST }
@@ -90,7 +90,7 @@ func TestNVLinkErrorsInTheCountersBatch(t *testing.T) {
 	}
 	s, err := c.Devices()[0].Read()
 	require.NoError(t, err)
-	assert.Equal(t, [nvlinkErrorCount]Opt[int64]{some[int64](12), some[int64](3), some[int64](7), some[int64](1)}, s.Health.NVLinkErrors)
+	assert.Equal(t, [4]Opt[float64]{some[float64](12), some[float64](3), some[float64](7), some[float64](1)}, nvlinkErrors(&s))
 	assert.False(t, s.CountersTime.IsZero())
 	inOne := 0
 	for _, b := range batches {
@@ -108,6 +108,44 @@ func TestNVLinkErrorsInTheCountersBatch(t *testing.T) {
 
 	s, err = c.Devices()[1].Read()
 	require.NoError(t, err, "NOT_SUPPORTED is no error")
-	assert.Equal(t, [nvlinkErrorCount]Opt[int64]{}, s.Health.NVLinkErrors, "absent without NVLink")
-	assert.True(t, s.Health.ViolationSeconds[ViolationPower].OK, "the rest of the batch stands")
+	assert.Equal(t, [4]Opt[float64]{}, nvlinkErrors(&s), "absent without NVLink")
+	assert.True(t, s.Values[FigViolationPower].OK, "the rest of the batch stands")
+}
+
+// nvlinkErrors are the four NVLink error counters of s.
+func nvlinkErrors(s *Sample) [4]Opt[float64] {
+	return [4]Opt[float64]{s.Values[FigNVLinkCRCFlit], s.Values[FigNVLinkCRCData], s.Values[FigNVLinkReplay], s.Values[FigNVLinkRecovery]}
+}
+
+// fieldOf is a field value as NVML answers it: an unsigned long long.
+func fieldOf(scope uint32, ret nvml.Return, v uint64) nvml.FieldValue {
+	f := nvml.FieldValue{ScopeId: scope, NvmlReturn: uint32(ret), ValueType: uint32(nvml.VALUE_TYPE_UNSIGNED_LONG_LONG)}
+	for b := range 8 {
+		f.Value[b] = byte(v >> (8 * b))
+	}
+	return f
+}
+
+// A per-link row folds the links that answered: their sum or the worst;
+// it fails only where no link answered, with the first link's error.
+func TestPerLinkFieldsFold(t *testing.T) {
+	links := []nvml.FieldValue{
+		fieldOf(0, nvml.SUCCESS, 2), fieldOf(1, nvml.SUCCESS, 5), fieldOf(2, nvml.ERROR_INVALID_ARGUMENT, 0), fieldOf(3, nvml.SUCCESS, 1),
+	}
+	v, ret, n := fold(&callSpec{links: linksSum}, links)
+	assert.Equal(t, [3]any{8.0, nvml.SUCCESS, uint32(4)}, [3]any{v, ret, n})
+	v, ret, _ = fold(&callSpec{links: linksMax}, links)
+	assert.Equal(t, [2]any{5.0, nvml.SUCCESS}, [2]any{v, ret})
+	v, ret, _ = fold(&callSpec{links: linksMax, decode: func(x float64) float64 { return -x }}, links)
+	assert.Equal(t, [2]any{-1.0, nvml.SUCCESS}, [2]any{v, ret}, "decoded before folding")
+	_, ret, n = fold(&callSpec{links: linksSum}, []nvml.FieldValue{fieldOf(0, nvml.ERROR_NOT_SUPPORTED, 0), fieldOf(1, nvml.ERROR_INVALID_ARGUMENT, 0)})
+	assert.Equal(t, [2]any{nvml.ERROR_NOT_SUPPORTED, uint32(0)}, [2]any{ret, n})
+	v, ret, n = fold(&callSpec{}, links[1:2])
+	assert.Equal(t, [3]any{5.0, nvml.SUCCESS, uint32(0)}, [3]any{v, ret, n}, "a plain field is its one value")
+}
+
+// An NVLink BER field packs a mantissa and an exponent: 3 << 8 | 12 is 3e-12.
+func TestDecodeBER(t *testing.T) {
+	assert.InDelta(t, 3e-12, decodeBER(3<<8|12), 1e-24)
+	assert.Equal(t, 0.0, decodeBER(0))
 }

@@ -9,28 +9,19 @@ import "math/bits"
 // is made only while a figure it answers is asked for.
 type Figure uint
 
+// The figures read by their own code. The plain figures, one NVML value
+// each, follow them (figures_gen.go): each is one row of the plain read
+// table (plain.go), whose figure constant is generated from the row.
 const (
 	FigUtilization        Figure = iota // Sample.Utilization (every engine)
 	FigMemoryController                 // Sample.MemoryControllerUtilization
 	FigMemory                           // Sample.Memory*Bytes, and each MIG device's
-	FigTemperature                      // Sample.TemperatureCelsius, MemoryTemperatureCelsius
-	FigPower                            // Sample.PowerWatts
-	FigPowerLimit                       // Sample.PowerLimitWatts
-	FigEnergy                           // Sample.EnergyJoules (a counter)
-	FigClocks                           // Sample.ClockHz
-	FigPerformanceState                 // Sample.PerformanceState
-	FigFanSpeed                         // Sample.FanSpeed
 	FigProcesses                        // Sample.Processes: the lists (with WithProcesses)
 	FigProcessUtilization               // each Process's engine utilization
 	FigECCCorrected                     // Health.ECCCorrected
 	FigECCUncorrected                   // Health.ECCUncorrected
 	FigRemappedRows                     // Health.Remapped*, RemapPending, RemapFailed
 	FigClockEvents                      // Health.ClockEvents
-	FigViolationTime                    // Health.ViolationSeconds (counters)
-	FigPCIeReplays                      // Health.PCIeReplays (a counter)
-	FigPCIeGeneration                   // Health.PCIeGeneration
-	FigPCIeWidth                        // Health.PCIeWidth
-	FigNVLinkErrors                     // Health.NVLinkErrors (counters)
 	FigSMActivity                       // GPM: GPMReading.Activity[GPMSMActivity]
 	FigSMOccupancy                      // GPM: GPMSMOccupancy
 	FigGraphicsActivity                 // GPM: GPMGraphicsActivity
@@ -40,7 +31,7 @@ const (
 	FigDRAMBandwidth                    // GPM: GPMDRAMBandwidth
 	FigPCIeTraffic                      // GPM: TrafficBytes[GPMPCIeTX, GPMPCIeRX]
 	FigNVLinkTraffic                    // GPM: TrafficBytes[GPMNVLinkTX, GPMNVLinkRX]
-	figureCount
+	firstPlainFigure
 )
 
 // Figures is a set of figures.
@@ -48,6 +39,9 @@ type Figures uint64
 
 // AllFigures asks for every figure: what a Client reads without WithFigures.
 const AllFigures = Figures(1)<<figureCount - 1
+
+// A set holds at most 64 figures.
+var _ = [64 - figureCount]struct{}{}
 
 // FiguresOf returns the set of fs.
 func FiguresOf(fs ...Figure) Figures {

@@ -56,10 +56,10 @@ type gpmRequest struct {
 
 // planGPM lists the GPM metrics that answer an asked-for figure.
 func (d *Device) planGPM() {
-	g := d.gpm
+	g := d.parts.gpm
 	g.requests, g.figures = nil, 0
 	add := func(gm gpmMetric, index int, traffic bool) {
-		if on := gm.figures & d.figures; on != 0 {
+		if on := gm.figures & d.plan.figures; on != 0 {
 			g.figures |= on
 			g.requests = append(g.requests, gpmRequest{id: gm.id, index: index, traffic: traffic})
 		}
@@ -70,7 +70,7 @@ func (d *Device) planGPM() {
 	for t, gm := range gpmTrafficMetrics {
 		add(gm, t, true)
 	}
-	g.readsGeneral = d.figures.Has(FigUtilization)
+	g.readsGeneral = d.plan.figures.Has(FigUtilization)
 }
 
 // prime checks GPM support, when a GPM figure is asked for, and allocates
@@ -78,7 +78,7 @@ func (d *Device) planGPM() {
 // already has a window. Unsupported devices are logged once and carry on
 // without GPM.
 func (g *gpmCollector) prime(d *Device) {
-	if !d.wanted[callGPMSampleGet] {
+	if !d.plan.wanted[callGPMSampleGet] {
 		return
 	}
 	defer func() {
@@ -116,7 +116,7 @@ func (d *Device) startGPM(g *gpmState, take func(nvml.GpmSample) nvml.Return, mi
 	}
 	defer gate.leave() // also when the driver's call panics
 	g.pending, g.mig = false, mig
-	if ret := g.start(d.lib, take, d.now); ret != nvml.SUCCESS {
+	if ret := g.start(d.lib, take, d.plan.now); ret != nvml.SUCCESS {
 		d.logger.Warn("nvmlGpmSampleAlloc failed; GPM metrics are absent for this GPU", zap.String("nvml.return", ret.Error()),
 			zap.String("mig.uuid", mig))
 	}
@@ -152,7 +152,7 @@ func (g *gpmState) free() {
 	g.supported, g.pending, g.readsGeneral = false, false, false
 }
 
-// readGPM takes the device's GPM sample and computes the window.
+// read takes the device's GPM sample and computes the window.
 func (g *gpmCollector) read(r *reading, s *Sample) {
 	if g.pending {
 		r.d.startGPM(&g.gpmState, r.d.handle.GpmSampleGet, "")
@@ -169,7 +169,7 @@ func (g *gpmCollector) read(r *reading, s *Sample) {
 // returns nil for a window too short, a failed sample or metrics call (the
 // two are all or nothing), or the read that only starts a window.
 func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.GpmSample) nvml.Return) *GPMReading {
-	now := r.d.now()
+	now := r.d.plan.now()
 	if g.havePrev && now.Sub(g.prevTime) < minGPMWindow {
 		return nil // too short to mean anything; keep the older sample
 	}

@@ -205,7 +205,7 @@ func TestHungGPMCallDelaysTheOtherGPUsOnce(t *testing.T) {
 		for _, d := range c.Devices()[1:] {
 			wg.Go(func() {
 				s, _ := d.Read()
-				assert.True(t, s.PowerWatts.OK, "the other figures arrive")
+				assert.True(t, s.Values[FigPower].OK, "the other figures arrive")
 			})
 		}
 		wg.Wait()

@@ -29,7 +29,7 @@ func landClockEvents(s *Sample, bits float64) {
 	}
 }
 
-// readHealth reads the remapped rows, four figures of one call; the other
+// read reads the remapped rows, four figures of one call; the other
 // health figures are plain rows of the read table.
 func (*healthCollector) read(r *reading, s *Sample) {
 	out := &s.Health

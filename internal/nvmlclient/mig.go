@@ -54,7 +54,7 @@ func (mc *migCollector) prime(d *Device) {
 // that cannot be read keeps the last one (none at priming: the GPU is
 // reported as a whole), until the next listing.
 func (mc *migCollector) relist(d *Device) {
-	mc.listedAt, mc.stale = d.now(), false
+	mc.listedAt, mc.stale = d.plan.now(), false
 	defer func() {
 		if p := recover(); p != nil {
 			d.logOnce("mig-panic", func(l *zap.Logger) {
@@ -96,13 +96,13 @@ func (mc *migCollector) relist(d *Device) {
 	if len(found) > 0 {
 		// NVML has no whole-GPU utilization in MIG mode; GPM is read per
 		// GPU instance.
-		d.gpm.readsGeneral = false
+		d.parts.gpm.readsGeneral = false
 	}
 	for _, m := range found {
 		switch {
 		case !m.first:
 			mc.retire(d, m) // no longer its instance's first
-		case !m.gpm.supported && !m.gpm.pending && d.symbols.gpm && (d.gpm.supported || d.gpm.pending):
+		case !m.gpm.supported && !m.gpm.pending && d.symbols.gpm && (d.parts.gpm.supported || d.parts.gpm.pending):
 			m.gpm.pending = true
 			d.startGPM(&m.gpm, d.migSampleGet(m), m.info.UUID)
 		}
@@ -248,14 +248,14 @@ func migProfileName(slices uint32, memoryMiB uint64) string {
 	return fmt.Sprintf("%dg.%dgb", slices, uint64(math.Ceil(float64(memoryMiB)/1024)))
 }
 
-// readMIG reads every MIG device of the GPU, and hands each the parent's
+// read reads every MIG device of the GPU, and hands each the parent's
 // processes that run on it.
 //
 // The layout is read again first when it is due (migRelist) or a MIG
 // device answered as destroyed. A MIG device that answers so now is left
 // out of the sample, without a failure: no series outlives its device.
 func (mc *migCollector) read(r *reading, s *Sample) {
-	if mc.stale || r.d.now().Sub(mc.listedAt) >= migRelist {
+	if mc.stale || r.d.plan.now().Sub(mc.listedAt) >= migRelist {
 		mc.relist(r.d)
 	}
 	for _, m := range mc.devices {
@@ -278,9 +278,9 @@ func (mc *migCollector) read(r *reading, s *Sample) {
 		case m.gpm.pending:
 			r.d.startGPM(&m.gpm, r.d.migSampleGet(m), m.info.UUID)
 		case m.gpm.supported:
-			ms.GPM = r.gpmWindow(&m.gpm, r.d.gpm.requests, r.d.migSampleGet(m))
+			ms.GPM = r.gpmWindow(&m.gpm, r.d.parts.gpm.requests, r.d.migSampleGet(m))
 		}
-		if r.d.procs.on {
+		if r.d.parts.procs.on {
 			var gone bool
 			if ms.Processes, gone = r.migProcesses(m, s.Processes); gone {
 				mc.stale = true

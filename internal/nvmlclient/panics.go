@@ -17,13 +17,10 @@ import (
 
 // countPanic counts one recovered panic of this device.
 func (d *Device) countPanic(p any) {
-	n := d.panics.Add(1)
+	n := d.book.panics.Add(1)
 	if n&(n-1) != 0 {
 		return
 	}
 	d.logger.Error("Recovered a panic inside an NVML read; the figures of that call (or part of the read) are left out of this scrape, the rest of the GPU's sample stands",
 		zap.String("panic", fmt.Sprint(p)), zap.Int64("panics_total", n))
 }
-
-// Panics is the number of panics recovered in this device's reads.
-func (d *Device) Panics() int64 { return d.panics.Load() }

@@ -17,7 +17,7 @@ func TestPanicLogSaysOnlyTheCallsFiguresAreLeftOut(t *testing.T) {
 	m.GPUs[7].GetPerformanceStateFunc = nil // a moq mock panics on a nil Func
 	s, err := c.Devices()[7].Read()
 	require.ErrorContains(t, err, "panic")
-	require.True(t, s.PowerWatts.OK, "the rest of the sample stands")
+	require.True(t, s.Values[FigPower].OK, "the rest of the sample stands")
 	lines := logs.FilterMessageSnippet("Recovered a panic").All()
 	require.Len(t, lines, 1)
 	msg := lines[0].Message

@@ -32,7 +32,7 @@ func (d *Device) Prime() error {
 // (ErrNotOpen once Close has begun) and waits for the session's lane.
 // ErrGPULost once the GPU is lost.
 func (d *Device) enter() (lane *ticket, err error) {
-	if d.lost.Load() {
+	if d.state.lost.Load() {
 		return nil, ErrGPULost
 	}
 	if !d.use.take() {
@@ -54,25 +54,25 @@ func (d *Device) exit(lane *ticket) {
 
 // prime runs under the device's use.
 func (d *Device) prime() {
-	if d.primed.Load() {
+	if d.state.primed.Load() {
 		return
 	}
 	if raw, ret := d.sess.raw.device(d.Info.UUID); ret == nvml.SUCCESS {
 		d.raw = raw
 	}
-	for _, c := range d.collectors {
+	for _, c := range d.parts.list {
 		c.prime(d)
 	}
 	// An error while priming only costs a window its start; the next read
 	// reports it if it persists.
-	d.support.flushLogs(d.logger)
-	d.primed.Store(true)
+	d.book.support.flushLogs(d.logger)
+	d.state.primed.Store(true)
 }
 
 // release frees what priming allocated in NVML (GPM samples).
 func (d *Device) release() {
-	d.gpm.free()
-	for _, m := range append(d.mig.devices, d.mig.retired...) {
+	d.parts.gpm.free()
+	for _, m := range append(d.parts.mig.devices, d.parts.mig.retired...) {
 		m.gpm.free()
 	}
 }

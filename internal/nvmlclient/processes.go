@@ -91,10 +91,10 @@ func (ps *processShares) take(listed map[uint32]*Process) (shares map[uint32]flo
 // since is the lastSeen argument that returns every process's sample of
 // the last shareHorizon.
 func (d *Device) shareSince() uint64 {
-	return uint64(max(d.now().Add(-shareHorizon).UnixMicro(), 0))
+	return uint64(max(d.plan.now().Add(-shareHorizon).UnixMicro(), 0))
 }
 
-// readProcesses lists the GPU's processes with their memory, and their
+// read lists the GPU's processes with their memory, and their
 // utilization when a list holds any. The lists and the utilization are all
 // or nothing: a failed call leaves the processes out of this scrape.
 func (pc *processCollector) read(r *reading, s *Sample) {
@@ -191,7 +191,7 @@ func (pc *processCollector) read(r *reading, s *Sample) {
 // priming runs (that read samples them itself), before priming, and on a
 // lost GPU: it reports whether a sample was taken.
 func (d *Device) SampleShares() bool {
-	if !d.procs.on || !d.primed.Load() || d.lost.Load() || !d.sess.calls.begin() {
+	if !d.parts.procs.on || !d.state.primed.Load() || d.state.lost.Load() || !d.sess.calls.begin() {
 		return false
 	}
 	defer d.sess.calls.end()
@@ -213,7 +213,7 @@ func (d *Device) SampleShares() bool {
 	// window then averages the samples that did arrive.
 	ok := made && (ret == nvml.ERROR_NOT_FOUND || r.result(callProcessUtilization, ret))
 	if ok {
-		d.procs.shares.add(newestByPID(samples), d.now())
+		d.parts.procs.shares.add(newestByPID(samples), d.plan.now())
 	}
 	if r.lost {
 		d.markLost(r.lostCall)

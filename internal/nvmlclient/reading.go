@@ -23,7 +23,7 @@ type reading struct {
 // available reports whether c is to be made now: a metric it feeds is
 // enabled, its answer is not cached as unsupported, and the GPU is not lost.
 func (r *reading) available(c call) bool {
-	return !r.lost && r.d.wanted[c] && r.d.support.usable(c, r.d.now())
+	return !r.lost && r.d.plan.wanted[c] && r.d.book.support.usable(c, r.d.plan.now())
 }
 
 // call makes c through fn when it is available, and times it. A panic in
@@ -35,7 +35,7 @@ func (r *reading) call(c call, fn func() nvml.Return) (ret nvml.Return, made boo
 	}
 	start := time.Now()
 	defer func() {
-		r.d.stats[c].observe(time.Since(start))
+		r.d.book.stats[c].observe(time.Since(start))
 		if p := recover(); p != nil {
 			r.d.countPanic(p)
 			r.fail(c, nvml.ERROR_UNKNOWN, fmt.Sprintf("panic: %v", p))
@@ -55,13 +55,13 @@ func (r *reading) result(c call, ret nvml.Return) bool {
 	case ret == panicked:
 		return false
 	case ret == nvml.SUCCESS:
-		r.d.support.supported(c)
+		r.d.book.support.supported(c)
 		r.d.answeredAgain(c)
 		return true
 	}
 	switch classify(ret) {
 	case outcomeUnsupported:
-		r.d.support.unsupported(c, ret, r.d.now())
+		r.d.book.support.unsupported(c, ret, r.d.plan.now())
 	case outcomeLost:
 		if !r.lost {
 			r.lost, r.lostCall = true, c

@@ -42,9 +42,9 @@ func TestUnsupportedAnswerExpiresWithBackoff(t *testing.T) {
 		require.NoError(t, err)
 		return s
 	}
-	assert.False(t, read().TemperatureCelsius.OK)
+	assert.False(t, read().Values[FigTemperature].OK)
 	clock.Advance(5 * time.Second)
-	assert.False(t, read().TemperatureCelsius.OK)
+	assert.False(t, read().Values[FigTemperature].OK)
 	assert.Equal(t, 1, asked, "cached: not asked again before the first re-probe")
 
 	clock.Advance(5 * time.Second)
@@ -59,8 +59,8 @@ func TestUnsupportedAnswerExpiresWithBackoff(t *testing.T) {
 
 	answer = nvml.SUCCESS
 	clock.Advance(40 * time.Second)
-	assert.Equal(t, some(55.0), read().TemperatureCelsius, "the metric is back")
-	assert.Equal(t, some(55.0), read().TemperatureCelsius)
+	assert.Equal(t, some(55.0), read().Values[FigTemperature], "the metric is back")
+	assert.Equal(t, some(55.0), read().Values[FigTemperature])
 	assert.Equal(t, 5, asked, "asked at every read again")
 	assert.Equal(t, 1, nvmltest.UnsupportedLogs(logs, "nvmlDeviceGetTemperature"), "the loss logged once")
 	assert.Equal(t, 1, logs.FilterMessageSnippet("answer again").Len(), "the return logged once")
@@ -70,7 +70,7 @@ func TestUnsupportedAnswerExpiresWithBackoff(t *testing.T) {
 	read()
 	answer = nvml.SUCCESS
 	clock.Advance(reprobeFirst)
-	assert.True(t, read().TemperatureCelsius.OK)
+	assert.True(t, read().Values[FigTemperature].OK)
 	assert.Equal(t, 1, nvmltest.UnsupportedLogs(logs, "nvmlDeviceGetTemperature"))
 	assert.Equal(t, 1, logs.FilterMessageSnippet("answer again").Len())
 }
@@ -79,11 +79,11 @@ func TestBackoffIsCapped(t *testing.T) {
 	sc := supportCache{once: logonce.New(maxLoggedOnce)}
 	now := time.Unix(0, 0)
 	for range 20 {
-		sc.unsupported(callFanSpeed, nvml.ERROR_NOT_SUPPORTED, now)
+		sc.unsupported(callOf(FigFanSpeed), nvml.ERROR_NOT_SUPPORTED, now)
 	}
-	assert.Equal(t, reprobeMax, sc.state[callFanSpeed].backoff)
-	assert.False(t, sc.usable(callFanSpeed, now.Add(reprobeMax-time.Second)))
-	assert.True(t, sc.usable(callFanSpeed, now.Add(reprobeMax)))
+	assert.Equal(t, reprobeMax, sc.state[callOf(FigFanSpeed)].backoff)
+	assert.False(t, sc.usable(callOf(FigFanSpeed), now.Add(reprobeMax-time.Second)))
+	assert.True(t, sc.usable(callOf(FigFanSpeed), now.Add(reprobeMax)))
 }
 
 func TestMissingSymbolIsNeverAsked(t *testing.T) {
@@ -120,8 +120,8 @@ func TestEnergyOnItsOwnCadence(t *testing.T) {
 	before := time.Now()
 	s, err := d.Read()
 	require.NoError(t, err)
-	assert.Equal(t, some(1000.0), s.EnergyJoules, "the first read waits for the counter")
-	assert.True(t, s.Health.ViolationSeconds[ViolationPower].OK, "the violation counters are read with it")
+	assert.Equal(t, some(1000.0), s.Values[FigEnergy], "the first read waits for the counter")
+	assert.True(t, s.Values[FigViolationPower].OK, "the violation counters are read with it")
 	first := s.CountersTime
 	assert.False(t, first.Before(before), "stamped with the time it was read")
 	assert.Len(t, reads, 1)
@@ -131,7 +131,7 @@ func TestEnergyOnItsOwnCadence(t *testing.T) {
 		clock.Advance(2 * time.Second)
 		s, err = d.Read()
 		require.NoError(t, err)
-		assert.Equal(t, some(1000.0), s.EnergyJoules, "not due: the last reading, with its own time")
+		assert.Equal(t, some(1000.0), s.Values[FigEnergy], "not due: the last reading, with its own time")
 		assert.Equal(t, first, s.CountersTime)
 	}
 	assert.Len(t, reads, 1)
@@ -145,7 +145,7 @@ func TestEnergyOnItsOwnCadence(t *testing.T) {
 	require.True(t, d.waitBackground(time.Second))
 	s, err = d.Read()
 	require.NoError(t, err)
-	assert.Equal(t, some(5000.0), s.EnergyJoules)
+	assert.Equal(t, some(5000.0), s.Values[FigEnergy])
 	assert.True(t, s.CountersTime.After(first))
 
 	// A counter that reads lower is in doubt (a bad read or a reset,
@@ -156,7 +156,7 @@ func TestEnergyOnItsOwnCadence(t *testing.T) {
 	require.True(t, d.waitBackground(time.Second))
 	s, err = d.Read()
 	require.NoError(t, err)
-	assert.False(t, s.EnergyJoules.OK, "never lower: left out")
+	assert.False(t, s.Values[FigEnergy].OK, "never lower: left out")
 }
 
 func TestEnergyReadOffTheScrapePath(t *testing.T) {
@@ -215,8 +215,8 @@ func TestGPMAsksOnlyEnabledMetrics(t *testing.T) {
 	assert.Equal(t, 1, calls, "one GpmMetricsGet per GPU per read")
 	assert.ElementsMatch(t, []uint32{uint32(nvml.GPM_METRIC_SM_UTIL), uint32(nvml.GPM_METRIC_GRAPHICS_UTIL)}, asked)
 	assert.Equal(t, some(0.06), s.Utilization[EngineGeneral])
-	assert.True(t, s.PowerWatts.OK)
-	assert.False(t, s.TemperatureCelsius.OK, "a disabled metric's call is not made")
+	assert.True(t, s.Values[FigPower].OK)
+	assert.False(t, s.Values[FigTemperature].OK, "a disabled metric's call is not made")
 	assert.Equal(t, 0, m.GPUs[1].FieldCalls, "no enabled metric needs a field")
 }
 
@@ -252,7 +252,7 @@ func TestProcessesAllOrNothing(t *testing.T) {
 	require.ErrorAs(t, err, &readErr)
 	assert.False(t, s.ProcessesListed)
 	assert.Empty(t, s.Processes)
-	assert.True(t, s.PowerWatts.OK)
+	assert.True(t, s.Values[FigPower].OK)
 }
 
 // A counter the newest background reading did not read (not supported now,
@@ -267,7 +267,7 @@ func TestACounterNotReadIsLeftOutNotFrozen(t *testing.T) {
 	d := c.Devices()[0]
 	s1, err := d.Read()
 	require.NoError(t, err)
-	require.True(t, s1.Health.ViolationSeconds[ViolationLowUtilization].OK)
+	require.True(t, s1.Values[FigViolationLowUtilization].OK)
 	m.GPUs[0].Set(func(g *nvmltest.GPU) {
 		g.FieldErrors[nvml.FI_DEV_PERF_POLICY_LOW_UTILIZATION] = nvml.ERROR_NOT_SUPPORTED
 		g.EnergyMilliJ += 5_000_000
@@ -277,8 +277,8 @@ func TestACounterNotReadIsLeftOutNotFrozen(t *testing.T) {
 	require.True(t, d.waitBackground(time.Second))
 	s3, _ := d.Read()
 	require.True(t, s3.CountersTime.After(s1.CountersTime), "energy was read anew")
-	assert.True(t, s3.EnergyJoules.OK)
-	assert.False(t, s3.Health.ViolationSeconds[ViolationLowUtilization].OK,
+	assert.True(t, s3.Values[FigEnergy].OK)
+	assert.False(t, s3.Values[FigViolationLowUtilization].OK,
 		"not read at %v: not reported with that time", s3.CountersTime)
-	assert.True(t, s3.Health.ViolationSeconds[ViolationPower].OK, "the others were read")
+	assert.True(t, s3.Values[FigViolationPower].OK, "the others were read")
 }

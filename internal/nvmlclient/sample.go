@@ -24,17 +24,6 @@ const (
 	engineCount
 )
 
-// Clock names a clock domain.
-type Clock int
-
-const (
-	ClockSM Clock = iota
-	ClockMemory
-	ClockGraphics
-	ClockVideo
-	clockCount
-)
-
 // Sample is one reading of one GPU, in SI units. Every field is optional:
 // what the device does not support stays absent.
 type Sample struct {
@@ -51,24 +40,18 @@ type Sample struct {
 	MemoryTotalBytes    Opt[uint64]
 	MemoryReservedBytes Opt[uint64]
 
-	TemperatureCelsius Opt[float64] // the die
-	// MemoryTemperatureCelsius is the HBM's (a field value); absent on
-	// boards without a memory sensor.
-	MemoryTemperatureCelsius Opt[float64]
-	PowerWatts               Opt[float64]
-	PowerLimitWatts          Opt[float64]
-	// EnergyJoules is the newest reading of the energy counter. It, the
-	// violation seconds and the PCIe replays of Health are read on their
-	// own cadence, off the scrape path, and were taken at CountersTime.
-	EnergyJoules Opt[float64]
+	// Values holds the plain figures (plain.go), in SI units, by figure:
+	// a temperature in °C, power in W, a clock in Hz, energy in J, the
+	// fan speed and other fractions 0..1.
+	Values [figureCount]Opt[float64]
+	// The plain figures read on the counters' cadence, off the scrape path
+	// (FromCounters), were taken at CountersTime.
+	FromCounters Figures
 	CountersTime time.Time
 	// CountersSince is when each counter's count began, where it was reset
 	// within the session (a GPU reset); zero while it counts since the
 	// session opened, and nil while none was reset.
-	CountersSince    *CounterStarts
-	ClockHz          [clockCount]Opt[int64]
-	PerformanceState Opt[int64]
-	FanSpeed         Opt[float64] // 0..1
+	CountersSince *CounterStarts
 
 	// Processes on the GPU, when process reading is on. ProcessesListed
 	// says the lists were read (an empty list is then a fact, not a gap).
@@ -101,30 +84,6 @@ const (
 	clockEventReasonCount
 )
 
-// ViolationPolicy names one nvmlDeviceGetViolationStatus counter.
-type ViolationPolicy int
-
-const (
-	ViolationPower ViolationPolicy = iota
-	ViolationThermal
-	ViolationSyncBoost
-	ViolationBoardLimit
-	ViolationLowUtilization
-	ViolationReliability
-	violationPolicyCount
-)
-
-// NVLinkError names one NVLink error counter, summed over the GPU's links.
-type NVLinkError int
-
-const (
-	NVLinkCRCFlit  NVLinkError = iota // flow-control CRC errors
-	NVLinkCRCData                     // data CRC errors
-	NVLinkReplay                      // replays
-	NVLinkRecovery                    // link recoveries
-	nvlinkErrorCount
-)
-
 // Health is one reading of a GPU's health signals.
 type Health struct {
 	// Volatile ECC error counts since the driver loaded.
@@ -134,24 +93,14 @@ type Health struct {
 	RemapPending, RemapFailed              Opt[bool]
 	// Active clock-event reasons; absent when the call is not supported.
 	ClockEvents [clockEventReasonCount]Opt[bool]
-	// Time spent below the clocks asked for, per policy, in seconds.
-	ViolationSeconds [violationPolicyCount]Opt[float64]
-	PCIeReplays      Opt[int64]
-	PCIeGeneration   Opt[int64]
-	PCIeWidth        Opt[int64]
-	// NVLinkErrors are read on the counters' cadence, like the violation
-	// seconds; absent on a GPU without NVLink.
-	NVLinkErrors [nvlinkErrorCount]Opt[int64]
 }
 
-// CounterStarts holds a time per counter of the Sample: EnergyJoules and
-// the counters of Health.
-type CounterStarts struct {
-	Energy      time.Time
-	Violation   [violationPolicyCount]time.Time
-	PCIeReplays time.Time
-	NVLink      [nvlinkErrorCount]time.Time
-}
+// CounterStarts holds a time per counter of the Sample's Values, by
+// figure.
+type CounterStarts [figureCount]time.Time
+
+// Value is plain figure f's value.
+func (s *Sample) Value(f Figure) Opt[float64] { return s.Values[f] }
 
 // GPMActivity names the GPM activity metrics, each a fraction 0..1.
 type GPMActivity int

@@ -105,7 +105,7 @@ func decodeSampleValue(vt nvml.ValueType, raw [8]byte) (float64, bool) {
 	}
 }
 
-// primeWindows moves every window to the newest sample NVML holds, so that
+// prime moves every window to the newest sample NVML holds, so that
 // the first scrape averages from the receiver's start, not over whatever the
 // ring buffer held before it.
 func (u *utilizationCollector) prime(d *Device) {
@@ -139,7 +139,7 @@ func percentToFraction(p float64) float64 {
 	return math.Min(math.Max(p/100, 0), 1)
 }
 
-// readUtilization fills the engine and memory-controller utilization, each
+// read fills the engine and memory-controller utilization, each
 // averaged over the window since the previous read:
 //   - general: from GPM's graphics utilization on a GPU with GPM (no extra
 //     call), else from the GPU sample window;
@@ -152,12 +152,12 @@ func percentToFraction(p float64) float64 {
 // that a series never goes silent.
 func (u *utilizationCollector) read(r *reading, s *Sample) {
 	d := r.d
-	generalOn := d.figures.Has(FigUtilization)
-	memOn := d.figures.Has(FigMemoryController) && (!d.gpm.supported || u.memCtrlOnGPM)
+	generalOn := d.plan.figures.Has(FigUtilization)
+	memOn := d.plan.figures.Has(FigMemoryController) && (!d.parts.gpm.supported || u.memCtrlOnGPM)
 	var gpu, mem Opt[float64]
 	switch {
 	case !generalOn:
-	case d.gpm.readsGeneral:
+	case d.parts.gpm.readsGeneral:
 		if s.GPM != nil {
 			gpu = s.GPM.Activity[GPMGraphicsActivity]
 		}

@@ -21,7 +21,7 @@ type shareSampler struct {
 // startShareSampler starts sampling devices every interval; nil when
 // there is nothing to sample.
 func startShareSampler(devices []*Device, interval time.Duration) *shareSampler {
-	if interval <= 0 || len(devices) == 0 || !devices[0].procs.on {
+	if interval <= 0 || len(devices) == 0 || !devices[0].parts.procs.on {
 		return nil
 	}
 	ss := &shareSampler{stop: make(chan struct{})}
@@ -44,7 +44,7 @@ func startShareSampler(devices []*Device, interval time.Duration) *shareSampler 
 				}
 				// Only GPUs with processes: the share of an empty GPU
 				// is nobody's, and the call would cost for nothing.
-				if d.procs.listed.Load() && d.procs.shares.due(d.now(), interval) {
+				if d.parts.procs.listed.Load() && d.parts.procs.shares.due(d.plan.now(), interval) {
 					d.SampleShares()
 				}
 			}

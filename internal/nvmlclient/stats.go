@@ -17,11 +17,11 @@ type CallStat struct {
 // summed over the devices, in call order. Calls never made are left out.
 func (c *Client) CallStats() []CallStat {
 	var out []CallStat
-	for k := call(0); k < callCount; k++ {
+	for k := call(0); k < allCalls; k++ {
 		st := CallStat{Call: k.String()}
 		var total int64
 		for _, d := range c.Devices() {
-			cs := &d.stats[k]
+			cs := &d.book.stats[k]
 			st.Count += cs.count.Load()
 			total += cs.totalNanos.Load()
 			st.Max = max(st.Max, time.Duration(cs.maxNanos.Load()))

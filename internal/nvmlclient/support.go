@@ -36,7 +36,7 @@ type supportState struct {
 type supportCache struct {
 	once    *logonce.Log // the device's: a call's loss and return are logged once each
 	mu      sync.Mutex
-	state   [callCount]supportState
+	state   [allCalls]supportState
 	newLoss []string // to log: calls newly found unsupported
 	newBack []string // to log: calls answering again
 }

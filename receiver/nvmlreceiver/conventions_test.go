@@ -484,12 +484,12 @@ func readMetadataFile(t *testing.T) metadataFile {
 
 // physicalUnits are the UCUM units a GPU metric may carry besides ratios
 // ("1") and counts ({thing}).
-var physicalUnits = map[string]bool{"By": true, "s": true, "J": true, "W": true, "Cel": true, "Hz": true}
+var physicalUnits = map[string]bool{"By": true, "s": true, "J": true, "W": true, "Cel": true, "Hz": true, "By/s": true}
 
 // continuousUnits are quantities this receiver reports as doubles even where
 // the Go generator's default instrument is Int64: NVML reads them finer than
 // the unit (mW, mJ) or the convention's own examples are fractional.
-var continuousUnits = map[string]bool{"J": true, "W": true, "Cel": true, "s": true}
+var continuousUnits = map[string]bool{"J": true, "W": true, "Cel": true, "s": true, "By/s": true}
 
 var countUnit = regexp.MustCompile(`^\{[a-z][a-z_]*\}$`)
 

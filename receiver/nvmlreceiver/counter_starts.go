@@ -23,31 +23,31 @@ func (rc resetCounters) add(uuid string, smp *nvmlclient.Sample) {
 	}
 }
 
-// counterStart finds the start of one point in cs: which counter a point
-// of each driver-counter metric is, by its attribute.
-var counterStart = map[string]func(cs *nvmlclient.CounterStarts, attrs pcommon.Map) pcommon.Timestamp{
-	"hw.energy": func(cs *nvmlclient.CounterStarts, _ pcommon.Map) pcommon.Timestamp { return timestampOf(cs.Energy) },
-	"nvidia.gpu.pcie.replays": func(cs *nvmlclient.CounterStarts, _ pcommon.Map) pcommon.Timestamp {
-		return timestampOf(cs.PCIeReplays)
-	},
-	"nvidia.gpu.clock.event.time": func(cs *nvmlclient.CounterStarts, attrs pcommon.Map) pcommon.Timestamp {
-		v, _ := attrs.Get("nvidia.gpu.clock.event.reason")
-		for _, r := range violationReasons {
-			if r.attr.String() == v.Str() {
-				return timestampOf(cs.Violation[r.p])
+// counterStart finds the start of one point of a plain metric in cs: the
+// point of its row whose attribute value it has; 0 for none.
+func counterStart(cs *nvmlclient.CounterStarts, name string, attrs pcommon.Map) pcommon.Timestamp {
+	for i := range plainMetrics {
+		pm := &plainMetrics[i]
+		if pm.name != name {
+			continue
+		}
+		for _, p := range pm.points {
+			if p.attr == "" || hasValue(attrs, p.attr) {
+				return timestampOf(cs[p.fig])
 			}
 		}
-		return 0
-	},
-	"nvidia.gpu.nvlink.errors": func(cs *nvmlclient.CounterStarts, attrs pcommon.Map) pcommon.Timestamp {
-		v, _ := attrs.Get("nvidia.gpu.nvlink.error.type")
-		for _, e := range nvlinkErrors {
-			if e.attr.String() == v.Str() {
-				return timestampOf(cs.NVLink[e.e])
-			}
-		}
-		return 0
-	},
+	}
+	return 0
+}
+
+// hasValue reports whether one of attrs has the value v.
+func hasValue(attrs pcommon.Map, v string) bool {
+	found := false
+	attrs.Range(func(_ string, a pcommon.Value) bool {
+		found = a.Str() == v
+		return !found
+	})
+	return found
 }
 
 // timestampOf is t as a point's time; 0 for no time.
@@ -82,13 +82,12 @@ func (rc resetCounters) stamp(md pmetric.Metrics) {
 			ms := sms.At(j).Metrics()
 			for k := 0; k < ms.Len(); k++ {
 				m := ms.At(k)
-				start, ok := counterStart[m.Name()]
-				if !ok || m.Type() != pmetric.MetricTypeSum {
+				if m.Type() != pmetric.MetricTypeSum {
 					continue
 				}
 				dps := m.Sum().DataPoints()
 				for d := 0; d < dps.Len(); d++ {
-					if ts := start(&cs, dps.At(d).Attributes()); ts != 0 {
+					if ts := counterStart(&cs, m.Name(), dps.At(d).Attributes()); ts != 0 {
 						dps.At(d).SetStartTimestamp(ts)
 					}
 				}

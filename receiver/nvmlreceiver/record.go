@@ -19,16 +19,6 @@ var engineTasks = [...]struct {
 	{nvmlclient.EngineDecoder, metadata.AttributeHwGpuTaskDecoder},
 }
 
-var clockTypes = [...]struct {
-	c    nvmlclient.Clock
-	attr metadata.AttributeNvidiaGpuClockType
-}{
-	{nvmlclient.ClockSM, metadata.AttributeNvidiaGpuClockTypeSm},
-	{nvmlclient.ClockMemory, metadata.AttributeNvidiaGpuClockTypeMemory},
-	{nvmlclient.ClockGraphics, metadata.AttributeNvidiaGpuClockTypeGraphics},
-	{nvmlclient.ClockVideo, metadata.AttributeNvidiaGpuClockTypeVideo},
-}
-
 // processTasks are the engines of nvidia.gpu.process.utilization, in the
 // hw.gpu.task vocabulary of hw.gpu.utilization: the SM field is general.
 var processTasks = []struct {
@@ -176,17 +166,14 @@ func migResource(mb *metadata.MetricsBuilder, parent nvmlclient.DeviceInfo, info
 }
 
 // recordDeviceSample records what a GPU's sample says of the device
-// itself: its energy and traffic counters, its health and hw.status.
+// itself: its counters, its health and hw.status.
 func recordDeviceSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample) {
-	ts, countersTS := pcommon.NewTimestampFromTime(s.Time), pcommon.NewTimestampFromTime(s.CountersTime)
-	if v := s.EnergyJoules; v.OK {
-		// Stamped with the time the counter was read, not the scrape's.
-		mb.RecordHwEnergyDataPoint(countersTS, v.Value)
-	}
+	ts := pcommon.NewTimestampFromTime(s.Time)
+	recordPlain(mb, s, true)
 	if s.GPM != nil {
 		recordGPMTraffic(mb, ts, s.GPM)
 	}
-	recordHealth(mb, ts, countersTS, &s.Health)
+	recordHealth(mb, ts, &s.Health)
 }
 
 // recordHolderSample records what a GPU's sample says of its use: the
@@ -204,29 +191,7 @@ func recordHolderSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample, acct 
 		mb.RecordNvidiaGpuMemoryControllerUtilizationDataPoint(ts, v.Value)
 	}
 	recordMemory(mb, ts, s.MemoryUsedBytes, s.MemoryTotalBytes, s.MemoryReservedBytes)
-	if v := s.TemperatureCelsius; v.OK {
-		mb.RecordHwTemperatureDataPoint(ts, v.Value, metadata.AttributeHwSensorLocationGpu)
-	}
-	if v := s.MemoryTemperatureCelsius; v.OK {
-		mb.RecordHwTemperatureDataPoint(ts, v.Value, metadata.AttributeHwSensorLocationMemory)
-	}
-	if v := s.PowerWatts; v.OK {
-		mb.RecordHwPowerDataPoint(ts, v.Value)
-	}
-	if v := s.PowerLimitWatts; v.OK {
-		mb.RecordNvidiaGpuPowerLimitDataPoint(ts, v.Value)
-	}
-	for _, ct := range clockTypes {
-		if v := s.ClockHz[ct.c]; v.OK {
-			mb.RecordNvidiaGpuClockFrequencyDataPoint(ts, v.Value, ct.attr)
-		}
-	}
-	if v := s.PerformanceState; v.OK {
-		mb.RecordNvidiaGpuPerformanceStateDataPoint(ts, v.Value)
-	}
-	if v := s.FanSpeed; v.OK {
-		mb.RecordNvidiaGpuFanSpeedDataPoint(ts, v.Value)
-	}
+	recordPlain(mb, s, false)
 
 	if s.ProcessesListed {
 		mb.RecordNvidiaGpuProcessCountDataPoint(ts, int64(len(s.Processes)))

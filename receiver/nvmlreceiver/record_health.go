@@ -22,20 +22,6 @@ var clockEventReasons = [...]struct {
 	{nvmlclient.ReasonDisplayClocks, metadata.AttributeNvidiaGpuClockEventReasonDisplayClocks},
 }
 
-// violationReasons are the violation policies in the one vocabulary of
-// clock-event reasons.
-var violationReasons = [...]struct {
-	p    nvmlclient.ViolationPolicy
-	attr metadata.AttributeNvidiaGpuClockEventReason
-}{
-	{nvmlclient.ViolationPower, metadata.AttributeNvidiaGpuClockEventReasonPower},
-	{nvmlclient.ViolationThermal, metadata.AttributeNvidiaGpuClockEventReasonThermal},
-	{nvmlclient.ViolationSyncBoost, metadata.AttributeNvidiaGpuClockEventReasonSyncBoost},
-	{nvmlclient.ViolationBoardLimit, metadata.AttributeNvidiaGpuClockEventReasonBoardLimit},
-	{nvmlclient.ViolationLowUtilization, metadata.AttributeNvidiaGpuClockEventReasonLowUtilization},
-	{nvmlclient.ViolationReliability, metadata.AttributeNvidiaGpuClockEventReasonReliability},
-}
-
 // The hw.status policy, in one place. A GPU is
 //   - failed: NVML says it is lost (fallen off the bus);
 //   - predicted_failure: a row remap failed, which NVIDIA's guidance
@@ -93,16 +79,6 @@ func slowedDown(h *nvmlclient.Health) bool {
 	return false
 }
 
-var nvlinkErrors = [...]struct {
-	e    nvmlclient.NVLinkError
-	attr metadata.AttributeNvidiaGpuNvlinkErrorType
-}{
-	{nvmlclient.NVLinkCRCFlit, metadata.AttributeNvidiaGpuNvlinkErrorTypeCrcFlit},
-	{nvmlclient.NVLinkCRCData, metadata.AttributeNvidiaGpuNvlinkErrorTypeCrcData},
-	{nvmlclient.NVLinkReplay, metadata.AttributeNvidiaGpuNvlinkErrorTypeReplay},
-	{nvmlclient.NVLinkRecovery, metadata.AttributeNvidiaGpuNvlinkErrorTypeRecovery},
-}
-
 var hwStates = [...]metadata.AttributeHwState{
 	metadata.AttributeHwStateOk, metadata.AttributeHwStateDegraded,
 	metadata.AttributeHwStatePredictedFailure, metadata.AttributeHwStateFailed,
@@ -120,10 +96,9 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-// recordHealth records a GPU's health signals and its hw.status.
-// The violation time, PCIe replays and NVLink errors are counters read on
-// their own cadence: they carry countersTS, the time they were read.
-func recordHealth(mb *metadata.MetricsBuilder, ts, countersTS pcommon.Timestamp, h *nvmlclient.Health) {
+// recordHealth records a GPU's health signals and its hw.status; its
+// health counters are plain figures (plainMetrics).
+func recordHealth(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, h *nvmlclient.Health) {
 	if v := h.ECCCorrected; v.OK {
 		mb.RecordHwErrorsDataPoint(ts, int64(v.Value), metadata.AttributeErrorTypeCorrected)
 	}
@@ -152,25 +127,6 @@ func recordHealth(mb *metadata.MetricsBuilder, ts, countersTS pcommon.Timestamp,
 		if v := h.ClockEvents[c.r]; v.OK {
 			mb.RecordNvidiaGpuClockEventActiveDataPoint(ts, boolInt(v.Value), c.attr)
 		}
-	}
-	for _, r := range violationReasons {
-		if v := h.ViolationSeconds[r.p]; v.OK {
-			mb.RecordNvidiaGpuClockEventTimeDataPoint(countersTS, v.Value, r.attr)
-		}
-	}
-	if v := h.PCIeReplays; v.OK {
-		mb.RecordNvidiaGpuPcieReplaysDataPoint(countersTS, v.Value)
-	}
-	for _, e := range nvlinkErrors {
-		if v := h.NVLinkErrors[e.e]; v.OK {
-			mb.RecordNvidiaGpuNvlinkErrorsDataPoint(countersTS, v.Value, e.attr)
-		}
-	}
-	if v := h.PCIeGeneration; v.OK {
-		mb.RecordNvidiaGpuPcieLinkGenerationDataPoint(ts, v.Value)
-	}
-	if v := h.PCIeWidth; v.OK {
-		mb.RecordNvidiaGpuPcieLinkWidthDataPoint(ts, v.Value)
 	}
 	recordStatus(mb, ts, hwState(gpuRead, h))
 }

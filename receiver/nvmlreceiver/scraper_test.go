@@ -6,6 +6,7 @@ import (
 	"context"
 	"flag"
 	"path/filepath"
+	"reflect"
 	"testing"
 	"time"
 
@@ -530,16 +531,13 @@ func TestDisabledMetricsCostNoNVMLCall(t *testing.T) {
 		}
 	}
 	ts := newTestScraper(t, m, func(cfg *Config) {
-		mc := &cfg.Metrics
-		for _, e := range []*bool{&mc.HwEnergy.Enabled, &mc.NvidiaGpuClockEventTime.Enabled, &mc.NvidiaGpuPcieReplays.Enabled,
-			&mc.HwTemperature.Enabled, &mc.HwGpuUtilization.Enabled, &mc.NvidiaGpuMemoryControllerUtilization.Enabled,
-			&mc.NvidiaGpuSmActivity.Enabled, &mc.NvidiaGpuSmOccupancy.Enabled,
-			&mc.NvidiaGpuGraphicsActivity.Enabled, &mc.NvidiaGpuTensorActivity.Enabled, &mc.NvidiaGpuTensorPipeActivity.Enabled,
-			&mc.NvidiaGpuPipeActivity.Enabled, &mc.NvidiaGpuMemoryBandwidthUtilization.Enabled, &mc.HwGpuIo.Enabled,
-			&mc.NvidiaGpuNvlinkIo.Enabled, &mc.NvidiaGpuNvlinkErrors.Enabled, &mc.NvidiaGpuBusyTime.Enabled, &mc.NvidiaGpuActiveTime.Enabled,
-			&mc.NvidiaGpuIdleTime.Enabled, &mc.NvidiaGpuProcessBusyTime.Enabled} {
-			*e = false
+		// Every metric off but hw.power: no metric that a field, GPM, a
+		// sample window or the energy feeds stays on.
+		mc := reflect.ValueOf(&cfg.Metrics).Elem()
+		for i := range mc.NumField() {
+			mc.Field(i).FieldByName("Enabled").SetBool(false)
 		}
+		cfg.Metrics.HwPower.Enabled = true
 	})
 	ts.start(t)
 	ts.clock.Advance(10 * time.Second)

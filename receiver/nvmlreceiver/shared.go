@@ -37,7 +37,7 @@ func sharedScraper(cfg *Config, set receiver.Settings) *nvmlScraper {
 }
 
 // clientOptions asks NVML only for the figures an enabled metric needs
-// (metricFigures), or the owner attributes of a GPU's resource.
+// (metricFigures, plainMetrics), or the owner attributes of a GPU's resource.
 func clientOptions(cfg *Config) []nvmlclient.Option {
 	return []nvmlclient.Option{
 		nvmlclient.WithProcesses(cfg.Processes.Enabled),
@@ -75,13 +75,13 @@ type metricFigure struct {
 
 func figs(fs ...nvmlclient.Figure) nvmlclient.Figures { return nvmlclient.FiguresOf(fs...) }
 
-// metricFigures is the one table from metrics to figures. The metrics not
-// listed need no NVML figure (XIDs come from events). The CPU metrics are
+// metricFigures maps the metrics recorded by their own code to figures;
+// the metrics of plain figures are in plainMetrics (plain_metrics.go). The
+// metrics in neither need no NVML figure (XIDs come from events). The CPU metrics are
 // read from /proc and the cgroups, and process.dropped is counted at the
 // cap, but only of the processes NVML lists: they need the list.
 var metricFigures = []metricFigure{
 	{"container.cpu.time", func(m *metadata.MetricsConfig) bool { return m.ContainerCPUTime.Enabled }, figs(nvmlclient.FigProcesses), false},
-	{"hw.energy", func(m *metadata.MetricsConfig) bool { return m.HwEnergy.Enabled }, figs(nvmlclient.FigEnergy), false},
 	{"hw.errors", func(m *metadata.MetricsConfig) bool { return m.HwErrors.Enabled },
 		figs(nvmlclient.FigECCCorrected, nvmlclient.FigECCUncorrected), false},
 	{"hw.gpu.io", func(m *metadata.MetricsConfig) bool { return m.HwGpuIo.Enabled }, figs(nvmlclient.FigPCIeTraffic), false},
@@ -91,22 +91,15 @@ var metricFigures = []metricFigure{
 		figs(nvmlclient.FigMemory), false},
 	{"hw.gpu.utilization", func(m *metadata.MetricsConfig) bool { return m.HwGpuUtilization.Enabled },
 		figs(nvmlclient.FigUtilization), false},
-	{"hw.power", func(m *metadata.MetricsConfig) bool { return m.HwPower.Enabled }, figs(nvmlclient.FigPower), false},
 	{"hw.status", func(m *metadata.MetricsConfig) bool { return m.HwStatus.Enabled }, statusFigures, false},
-	{"hw.temperature", func(m *metadata.MetricsConfig) bool { return m.HwTemperature.Enabled }, figs(nvmlclient.FigTemperature), false},
 	{"nvidia.gpu.active.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuActiveTime.Enabled },
 		figs(nvmlclient.FigSMActivity), true},
 	{"nvidia.gpu.busy.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuBusyTime.Enabled },
 		figs(nvmlclient.FigUtilization), true},
 	{"nvidia.gpu.clock.event.active", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuClockEventActive.Enabled },
 		figs(nvmlclient.FigClockEvents), false},
-	{"nvidia.gpu.clock.event.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuClockEventTime.Enabled },
-		figs(nvmlclient.FigViolationTime), false},
-	{"nvidia.gpu.clock.frequency", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuClockFrequency.Enabled },
-		figs(nvmlclient.FigClocks), false},
 	{"nvidia.gpu.container.cpu.limit", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuContainerCPULimit.Enabled },
 		figs(nvmlclient.FigProcesses), false},
-	{"nvidia.gpu.fan.speed", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuFanSpeed.Enabled }, figs(nvmlclient.FigFanSpeed), false},
 	{"nvidia.gpu.free.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuFreeTime.Enabled },
 		figs(nvmlclient.FigProcesses), true},
 	{"nvidia.gpu.graphics.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuGraphicsActivity.Enabled },
@@ -126,22 +119,10 @@ var metricFigures = []metricFigure{
 		figs(nvmlclient.FigRemappedRows), false},
 	{"nvidia.gpu.memory.row_remap.status", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuMemoryRowRemapStatus.Enabled },
 		figs(nvmlclient.FigRemappedRows), false},
-	{"nvidia.gpu.nvlink.errors", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkErrors.Enabled },
-		figs(nvmlclient.FigNVLinkErrors), false},
 	{"nvidia.gpu.nvlink.io", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkIo.Enabled },
 		figs(nvmlclient.FigNVLinkTraffic), false},
-	{"nvidia.gpu.pcie.link.generation", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPcieLinkGeneration.Enabled },
-		figs(nvmlclient.FigPCIeGeneration), false},
-	{"nvidia.gpu.pcie.link.width", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPcieLinkWidth.Enabled },
-		figs(nvmlclient.FigPCIeWidth), false},
-	{"nvidia.gpu.pcie.replays", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPcieReplays.Enabled },
-		figs(nvmlclient.FigPCIeReplays), false},
-	{"nvidia.gpu.performance_state", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPerformanceState.Enabled },
-		figs(nvmlclient.FigPerformanceState), false},
 	{"nvidia.gpu.pipe.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPipeActivity.Enabled },
 		figs(nvmlclient.FigPipes), false},
-	{"nvidia.gpu.power.limit", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPowerLimit.Enabled },
-		figs(nvmlclient.FigPowerLimit), false},
 	{"nvidia.gpu.process.busy.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessBusyTime.Enabled },
 		figs(nvmlclient.FigUtilization, nvmlclient.FigProcesses, nvmlclient.FigProcessUtilization), true},
 	{"nvidia.gpu.process.count", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessCount.Enabled },
@@ -180,6 +161,11 @@ func neededFigures(m *metadata.MetricsConfig) nvmlclient.Figures {
 			out |= mf.figures
 		}
 	}
+	for i := range plainMetrics {
+		if pm := &plainMetrics[i]; pm.enabled(m) {
+			out |= pm.figures()
+		}
+	}
 	return out
 }
 
@@ -189,6 +175,11 @@ func leftOutMetrics(m *metadata.MetricsConfig, failed nvmlclient.Figures) int {
 	n := 0
 	for _, mf := range metricFigures {
 		if !mf.derived && mf.enabled(m) && mf.figures.Any(failed) {
+			n++
+		}
+	}
+	for i := range plainMetrics {
+		if pm := &plainMetrics[i]; pm.enabled(m) && pm.figures().Any(failed) {
 			n++
 		}
 	}

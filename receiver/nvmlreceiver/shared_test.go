@@ -15,9 +15,9 @@ import (
 // (nvidia.gpu.allocation comes from the kubelet.)
 var notRead = map[string]bool{"nvidia.gpu.xid.errors": true, "nvidia.gpu.allocation": true}
 
-// Every metric of metadata.yaml is in the figure table once (or needs no
-// figure), under its own name, and its enabled func reads its own flag:
-// with only that metric enabled, only its row says so.
+// Every metric of metadata.yaml is in one of the figure tables once (or
+// needs no figure), under its own name, and its enabled func reads its own
+// flag: with only that metric enabled, only its row says so.
 func TestMetricFiguresCoverMetadata(t *testing.T) {
 	t.Parallel()
 	rows := map[string]metricFigure{}
@@ -25,6 +25,15 @@ func TestMetricFiguresCoverMetadata(t *testing.T) {
 		_, dup := rows[mf.name]
 		require.False(t, dup, mf.name)
 		rows[mf.name] = mf
+	}
+	for _, pm := range plainMetrics {
+		_, dup := rows[pm.name]
+		require.False(t, dup, pm.name)
+		rows[pm.name] = metricFigure{name: pm.name, enabled: pm.enabled, figures: pm.figures()}
+	}
+	every := make([]metricFigure, 0, len(rows))
+	for _, mf := range rows {
+		every = append(every, mf)
 	}
 	typ := reflect.TypeOf(metadata.MetricsConfig{})
 	for i := 0; i < typ.NumField(); i++ {
@@ -38,7 +47,7 @@ func TestMetricFiguresCoverMetadata(t *testing.T) {
 		}
 		require.True(t, listed, "%s is missing from metricFigures", name)
 		assert.NotZero(t, mf.figures, name)
-		for _, other := range metricFigures {
+		for _, other := range every {
 			assert.Equal(t, other.name == name, other.enabled(&only), "with only %s enabled, the row of %s", name, other.name)
 		}
 		delete(rows, name)

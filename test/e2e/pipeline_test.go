@@ -36,8 +36,11 @@ type gpuSpec struct {
 	generalPeriod, memPeriod  float64
 	encoder                   float64 // -1: none
 	used, total, reserved     uint64
-	temp, tempAfter, tempStep float64 // tempAfter from tempStep on; tempStep 0: constant
-	memTemp                   float64 // FI_DEV_MEMORY_TEMP; 0: NOT_SUPPORTED
+	temp, tempAfter, tempStep float64   // tempAfter from tempStep on; tempStep 0: constant
+	memTemp                   float64   // FI_DEV_MEMORY_TEMP; 0: NOT_SUPPORTED
+	margin                    Signal    // nvmlDeviceGetMarginTemperature; nil: NOT_SUPPORTED
+	ber                       Signal    // FI_DEV_NVLINK_COUNT_EFFECTIVE_BER, packed; nil: NOT_SUPPORTED
+	pcieKiBs                  [2]Signal // nvmlDeviceGetPcieThroughput TX, RX; nil: NOT_SUPPORTED
 	power                     float64
 	powerNotSupported         bool
 	powerLimit                float64
@@ -59,7 +62,7 @@ type gpuSpec struct {
 }
 
 // nvlinkFields are the NVML field ids of the NVLink error counters.
-var nvlinkFields = map[string]string{"crc_flit": "38", "crc_data": "45", "replay": "52", "recovery": "59"}
+var nvlinkFields = map[string]string{"crc_flit": "38", "crc_data": "45", "replay": "52", "recovery": "59", "symbol": "221"}
 
 // Process IDs above the kernel's PID_MAX_LIMIT (2^22): never a real process,
 // so the receiver finds none of them in /proc and adds no owner.
@@ -97,7 +100,7 @@ var pipelineGPUs = []gpuSpec{
 		uuid: "GPU-e2e00000-0000-4000-8000-000000000000", name: "NVIDIA H200 (SIMULATED)", serial: "SIMULATED-E2E-0", pci: "00000000:19:00.0",
 		general: 0.5, generalPeriod: 1.0 / 3, memUtil: 0.25, memPeriod: 2.0 / 3, encoder: 0.5,
 		used: 2 << 30, total: 150754820096, reserved: 617086976,
-		temp: 45, memTemp: 52, power: 250, powerLimit: 700, energyOffset: 1000, fan: -1,
+		temp: 45, memTemp: 52, margin: 30, power: 250, powerLimit: 700, energyOffset: 1000, fan: -1,
 		clocks: map[string]float64{"sm": 1980, "memory": 3201, "graphics": 1980, "video": 1755}, pstate: 0,
 		processes: []Process{
 			{PID: fakePID, Name: "python3 train.py", UsedMemoryBytes: 20 << 30, SMPercent: 60, MemoryPercent: 30},
@@ -110,7 +113,9 @@ var pipelineGPUs = []gpuSpec{
 		clockEvents: 0x4, // SW power cap: not a reason to degrade
 		violation:   map[string]Signal{"power": 0.25, "thermal": 0, "sync_boost": 0, "board_limit": 0, "low_utilization": 0.5, "reliability": 0},
 		pcie:        map[string]Signal{"link_generation": 5, "link_width": 16, "replays": steps(0, 3, 9, 7)},
-		nvlink:      map[string]Signal{"crc_flit": steps(0, 2, 7, 5), "crc_data": 1, "replay": steps(0, 0, 6, 4), "recovery": 0},
+		nvlink: map[string]Signal{"crc_flit": steps(0, 2, 7, 5), "crc_data": 1, "replay": steps(0, 0, 6, 4), "recovery": 0,
+			"symbol": steps(0, 1, 8, 3)},
+		ber: 3<<8 | 12, // 3e-12
 		events: []Event{
 			{At: 2, XID: 13}, {At: 3, Type: "single_bit_ecc"}, {At: 3.5, Type: "pstate"}, {At: 4, XID: 13},
 			{At: 5, Type: "double_bit_ecc"}, {At: 6, XID: 31},
@@ -121,7 +126,8 @@ var pipelineGPUs = []gpuSpec{
 		general: 0.25, generalPeriod: 2.0 / 3, memUtil: 0.5, memPeriod: 1.0 / 3, encoder: -1,
 		used: 80 << 30, total: 150754820096, reserved: 617086976,
 		temp: 40, tempAfter: 62, tempStep: 10, power: 400, powerNotSupported: true, powerLimit: 700, fan: 40,
-		clocks: map[string]float64{"sm": 1755, "memory": 3201, "graphics": 1755, "video": 1500}, pstate: 2,
+		pcieKiBs: [2]Signal{1000, 2000},
+		clocks:   map[string]float64{"sm": 1755, "memory": 3201, "graphics": 1755, "video": 1500}, pstate: 2,
 		// Hot from t = 10: a software thermal slowdown (degraded), beside the power cap.
 		clockEvents: steps(0, 0, 10, 0x24),
 	},
@@ -156,15 +162,18 @@ func (g gpuSpec) scenarioGPU() GPU {
 			GPU:    &Duty{Busy: g.general, PeriodS: g.generalPeriod},
 			Memory: &Duty{Busy: g.memUtil, PeriodS: g.memPeriod},
 		},
-		Memory:        &Memory{TotalBytes: g.total, ReservedBytes: g.reserved, UsedBytes: g.used},
-		TemperatureC:  g.temp,
-		PowerW:        g.power,
-		PowerLimitW:   g.powerLimit,
-		EnergyOffsetJ: g.energyOffset,
-		ClocksMHz:     &Clocks{SM: g.clocks["sm"], Memory: g.clocks["memory"], Graphics: g.clocks["graphics"], Video: g.clocks["video"]},
-		PState:        g.pstate,
-		Processes:     []Process{},
-		GPM:           g.gpm,
+		Memory:             &Memory{TotalBytes: g.total, ReservedBytes: g.reserved, UsedBytes: g.used},
+		TemperatureC:       g.temp,
+		MarginTemperatureC: g.margin,
+		PCIeTxKiBs:         g.pcieKiBs[0],
+		PCIeRxKiBs:         g.pcieKiBs[1],
+		PowerW:             g.power,
+		PowerLimitW:        g.powerLimit,
+		EnergyOffsetJ:      g.energyOffset,
+		ClocksMHz:          &Clocks{SM: g.clocks["sm"], Memory: g.clocks["memory"], Graphics: g.clocks["graphics"], Video: g.clocks["video"]},
+		PState:             g.pstate,
+		Processes:          []Process{},
+		GPM:                g.gpm,
 	}
 	if g.processes != nil {
 		out.Processes = g.processes
@@ -176,6 +185,10 @@ func (g gpuSpec) scenarioGPU() GPU {
 			out.Fields = map[string]Signal{}
 		}
 		out.Fields[nvlinkFields[typ]] = sig
+		out.NVLinkLinks = 1 // so that the per-link sum (symbol) is the signal
+	}
+	if g.ber != nil {
+		out.Fields["220"] = g.ber
 	}
 	out.Events = g.allEvents()
 	if g.encoder >= 0 {
@@ -353,7 +366,8 @@ func TestPipeline(t *testing.T) {
 	be := startBackend(t, bin)
 	// Every metric on, the one off by default too, so that the README's
 	// whole table can be checked against Prometheus.
-	settings := receiverSettings + "metrics:\n  nvidia.gpu.tensor.pipe.activity:\n    enabled: true\n"
+	settings := receiverSettings + "metrics:\n  nvidia.gpu.tensor.pipe.activity:\n    enabled: true\n" +
+		"  nvidia.gpu.pcie.throughput:\n    enabled: true\n"
 	col := startCollector(t, "collector under test", pipelineScenario().write(t), be, settings)
 	prom := startPrometheus(t, col.promAddr)
 	t0 := col.scenarioStart(t, 30*time.Second)

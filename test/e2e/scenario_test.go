@@ -115,6 +115,9 @@ type GPU struct {
 	Memory             *Memory           `json:"memory,omitempty"`
 	TemperatureC       Signal            `json:"temperature_c,omitempty"`
 	MemoryTemperatureC Signal            `json:"memory_temperature_c,omitempty"`
+	MarginTemperatureC Signal            `json:"margin_temperature_c,omitempty"`
+	PCIeTxKiBs         Signal            `json:"pcie_tx_kib_s,omitempty"`
+	PCIeRxKiBs         Signal            `json:"pcie_rx_kib_s,omitempty"`
 	PowerW             Signal            `json:"power_w,omitempty"`
 	PowerLimitW        Signal            `json:"power_limit_w,omitempty"`
 	FanPercent         Signal            `json:"fan_percent,omitempty"`
@@ -129,6 +132,7 @@ type GPU struct {
 	Violation          map[string]Signal `json:"violation,omitempty"`
 	PCIe               map[string]Signal `json:"pcie,omitempty"`
 	Fields             map[string]Signal `json:"fields,omitempty"` // field values by NVML id
+	NVLinkLinks        int               `json:"nvlink_links,omitempty"`
 	Events             []Event           `json:"events,omitempty"`
 	MIG                *MIG              `json:"mig,omitempty"`
 	LostAt             *float64          `json:"lost_at,omitempty"`

@@ -30,7 +30,23 @@
 /* NVML's "no MIG instance" id (process infos, event data). */
 #define FAKE_NO_INSTANCE 0xFFFFFFFFu
 
-/* Every device-level call that the scenario can fault (errors, hangs). The
+/* The getter table: a getter that answers one value of one scenario key
+ * (a value over time, rounded) is one line here, by its signature; the
+ * functions, their keys and their parsing come from it (getters.c), and so
+ * does their place in FAKE_CALLS. A key left out of the scenario makes its
+ * getter answer NVML_ERROR_NOT_SUPPORTED.
+ *   U32(name, key, min, max): nvmlReturn_t name(nvmlDevice_t, unsigned int *);
+ *   MEMBER(name, key, min, max, type, member): nvmlReturn_t name(nvmlDevice_t,
+ *     type *), which sets member of the versioned struct type;
+ *   BY2(name, key0, key1, min, max, argtype, arg0, arg1): nvmlReturn_t
+ *     name(nvmlDevice_t, argtype, unsigned int *), key0 answering arg0 and
+ *     key1 arg1. */
+#define FAKE_GETTERS(U32, MEMBER, BY2)                                                             \
+	MEMBER(nvmlDeviceGetMarginTemperature, "margin_temperature_c", -100, 200, nvmlMarginTemperature_t, marginTemperature) \
+	BY2(nvmlDeviceGetPcieThroughput, "pcie_tx_kib_s", "pcie_rx_kib_s", 0, 1e8, nvmlPcieUtilCounter_t, NVML_PCIE_UTIL_TX_BYTES, NVML_PCIE_UTIL_RX_BYTES)
+
+/* Every device-level call that the scenario can fault (errors, hangs), and
+ * the getters of FAKE_GETTERS (X takes the name first, then anything). The
  * name is the exported symbol; a scenario may also name it without its
  * version suffix (nvmlDeviceGetPciInfo for nvmlDeviceGetPciInfo_v3). */
 #define FAKE_CALLS(X)                                                                              \
@@ -85,16 +101,27 @@
 	X(nvmlDeviceIsMigDeviceHandle)                                                             \
 	X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)                                            \
 	X(nvmlDeviceGetAttributes_v2)                                                              \
-	X(nvmlGpmMigSampleGet)
+	X(nvmlGpmMigSampleGet)                                                                     \
+	FAKE_GETTERS(X, X, X)
 
 typedef enum {
-#define FAKE_CALL_ENUM(name) FC_##name,
+#define FAKE_CALL_ENUM(name, ...) FC_##name,
 	FAKE_CALLS(FAKE_CALL_ENUM)
 #undef FAKE_CALL_ENUM
 	FC_COUNT
 } fake_call;
 
 extern const char *const fake_call_names[FC_COUNT];
+
+/* One key per U32 and MEMBER line of FAKE_GETTERS, two per BY2 line. */
+enum {
+#define FAKE_GETTER_KEY1(name, ...) FG_##name,
+#define FAKE_GETTER_KEY2(name, ...) FG_##name##_0, FG_##name##_1,
+	FAKE_GETTERS(FAKE_GETTER_KEY1, FAKE_GETTER_KEY1, FAKE_GETTER_KEY2)
+#undef FAKE_GETTER_KEY1
+#undef FAKE_GETTER_KEY2
+	FAKE_GETTER_KEYS
+};
 
 /* ---- time-varying values ------------------------------------------------ */
 
@@ -273,8 +300,13 @@ typedef struct {
 	fake_signal violation[6]; /* fraction of time, by nvmlPerfPolicyType_t 0..5 */
 	fake_signal pcie_generation, pcie_width, pcie_replays;
 
+	/* getters.c: the values of the getter table, by FAKE_GETTERS line */
+	fake_signal getters[FAKE_GETTER_KEYS];
 	/* fields.c: field values by id, with no getter of their own */
 	int nfields;
+	/* a field asked for a scope (an NVLink) past these answers
+	 * NVML_ERROR_INVALID_ARGUMENT */
+	unsigned int nvlink_links;
 	unsigned int field_ids[FAKE_FIELD_MAX];
 	fake_signal fields[FAKE_FIELD_MAX];
 
@@ -356,7 +388,7 @@ typedef struct {
 
 extern const fake_area fake_area_device, fake_area_utilization, fake_area_memory, fake_area_power,
 	fake_area_clocks, fake_area_processes, fake_area_gpm, fake_area_health, fake_area_events, fake_area_mig,
-	fake_area_faults, fake_area_fields;
+	fake_area_faults, fake_area_fields, fake_area_getters;
 
 /* ---- library state (state.c) ----------------------------------------------------- */
 

@@ -15,6 +15,9 @@
  * an unsigned long long (a counter is best given as steps). A field the
  * scenario names neither here nor above answers NOT_SUPPORTED, as on a GPU
  * without the feature (the NVLink error counters of a GPU without NVLink).
+ * Each link answers the same value of a per-link field (scopeId the link),
+ * up to "nvlink_links" (default 18, an H200's); a scope past them answers
+ * NVML_ERROR_INVALID_ARGUMENT.
  */
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -25,12 +28,16 @@
 
 #include "fakenvml.h"
 
-static const char *const keys[] = {"fields", NULL};
+static const char *const keys[] = {"fields", "nvlink_links", NULL};
 
 static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, fake_gpu *g)
 {
 	(void)index;
 	g->nfields = 0;
+	unsigned long long links = 18; /* an H200's */
+	if (!fake_get_uint(c, gpu, "nvlink_links", path, &links, NVML_NVLINK_MAX_LINKS, NULL))
+		return false;
+	g->nvlink_links = (unsigned int)links;
 	const cJSON *fs = cJSON_GetObjectItemCaseSensitive(gpu, "fields");
 	if (!fs)
 		return true;
@@ -116,6 +123,10 @@ static void field(const fake_gpu *g, double t, nvmlFieldValue_t *f)
 	f->timestamp = (long long)fake_wall_us(t);
 	f->latencyUsec = 0;
 	memset(&f->value, 0, sizeof f->value);
+	if (f->scopeId > 0 && f->scopeId >= g->nvlink_links) {
+		f->nvmlReturn = NVML_ERROR_INVALID_ARGUMENT; /* no such link */
+		return;
+	}
 	if (!s || !fake_signal_set(s)) {
 		f->nvmlReturn = NVML_ERROR_NOT_SUPPORTED;
 		return;

@@ -19,10 +19,11 @@ static const fake_area *const areas[] = {
 	&fake_area_device, &fake_area_utilization, &fake_area_memory, &fake_area_power,
 	&fake_area_clocks, &fake_area_processes,   &fake_area_gpm,   &fake_area_health,
 	&fake_area_events, &fake_area_mig,         &fake_area_faults, &fake_area_fields,
+	&fake_area_getters,
 };
 
 const char *const fake_call_names[FC_COUNT] = {
-#define FAKE_CALL_NAME(name) #name,
+#define FAKE_CALL_NAME(name, ...) #name,
 	FAKE_CALLS(FAKE_CALL_NAME)
 #undef FAKE_CALL_NAME
 };

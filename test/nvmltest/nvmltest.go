@@ -72,7 +72,15 @@ type GPU struct {
 	// among those with a getter above, is NOT_SUPPORTED.
 	FieldErrors map[uint32]nvml.Return
 	FieldValues map[uint32]uint64
-	FieldCalls  int
+	// NVLinks is how many links answer a per-link field (its ScopeId the
+	// link), each with the same value; a scope past them answers
+	// INVALID_ARGUMENT.
+	NVLinks    uint32
+	FieldCalls int
+
+	// Getters answers the getters of the getter table (getters.go), by
+	// NVML name; a getter not in it is NOT_SUPPORTED.
+	Getters map[string]float64
 
 	// Health.
 	ECCCorrected, ECCUncorrected    uint64
@@ -166,8 +174,13 @@ func wrap(s *server.Server) *Machine {
 				nvml.PERF_POLICY_LOW_UTILIZATION: 60_000_000_000, nvml.PERF_POLICY_RELIABILITY: 0,
 			},
 			PCIeGen: 5, PCIeWidth: 16,
+			Getters: map[string]float64{"nvmlDeviceGetMarginTemperature": float64(40 - i),
+				"nvmlDeviceGetPcieThroughput(TX)": float64(1000 * i), "nvmlDeviceGetPcieThroughput(RX)": float64(2000 * i)},
 			SamplesBroken: map[nvml.SamplingType]nvml.Return{},
 			FieldErrors:   map[uint32]nvml.Return{},
+			NVLinks:       18,
+			FieldValues: map[uint32]uint64{nvml.FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS: uint64(i),
+				nvml.FI_DEV_NVLINK_COUNT_EFFECTIVE_BER: 3<<8 | uint64(12+i)},
 		}
 		if arch, _ := dev.GetArchitecture(); arch < nvml.DEVICE_ARCH_HOPPER {
 			g.GPMOff = true // GPM came with Hopper
@@ -275,6 +288,7 @@ func (g *GPU) setFuncs(i int) {
 		gs.Taken++
 		return nvml.SUCCESS
 	}
+	g.setGetters(d)
 	d.GetFanSpeedFunc = func() (uint32, nvml.Return) {
 		if !g.FanSupported {
 			return 0, nvml.ERROR_NOT_SUPPORTED // SXM boards have no fans
@@ -299,6 +313,10 @@ func (g *GPU) getFieldValues(values []nvml.FieldValue) nvml.Return {
 		f.NvmlReturn = uint32(nvml.SUCCESS)
 		if ret, bad := g.FieldErrors[f.FieldId]; bad {
 			f.NvmlReturn = uint32(ret)
+			continue
+		}
+		if f.ScopeId > 0 && f.ScopeId >= g.NVLinks {
+			f.NvmlReturn = uint32(nvml.ERROR_INVALID_ARGUMENT) // no such link
 			continue
 		}
 		var v uint64

@@ -849,6 +849,26 @@ func (ms *NvidiaGpuMemoryRowRemapStatusMetricConfig) Validate() error {
 	return nil
 }
 
+// NvidiaGpuNvlinkBerMetricConfig provides config for the nvidia.gpu.nvlink.ber metric.
+type NvidiaGpuNvlinkBerMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuNvlinkBerMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuNvlinkErrorsMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.nvlink.errors metric.
 type NvidiaGpuNvlinkErrorsMetricAttributeKey string
 
@@ -1002,6 +1022,54 @@ func (ms *NvidiaGpuPcieReplaysMetricConfig) Unmarshal(parser *confmap.Conf) erro
 	}
 
 	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuPcieThroughputMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.pcie.throughput metric.
+type NvidiaGpuPcieThroughputMetricAttributeKey string
+
+const (
+	NvidiaGpuPcieThroughputMetricAttributeKeyNetworkIoDirection NvidiaGpuPcieThroughputMetricAttributeKey = "network.io.direction"
+)
+
+// NvidiaGpuPcieThroughputMetricConfig provides config for the nvidia.gpu.pcie.throughput metric.
+type NvidiaGpuPcieThroughputMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                      `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuPcieThroughputMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuPcieThroughputMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuPcieThroughputMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuPcieThroughputMetricAttributeKeyNetworkIoDirection:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.pcie.throughput doesn't have an attribute %v, valid attributes: [network.io.direction]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
 	return nil
 }
 
@@ -1321,6 +1389,26 @@ func (ms *NvidiaGpuSmOccupancyMetricConfig) Unmarshal(parser *confmap.Conf) erro
 	return nil
 }
 
+// NvidiaGpuTemperatureMarginMetricConfig provides config for the nvidia.gpu.temperature.margin metric.
+type NvidiaGpuTemperatureMarginMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuTemperatureMarginMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
 // NvidiaGpuTensorActivityMetricConfig provides config for the nvidia.gpu.tensor.activity metric.
 type NvidiaGpuTensorActivityMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -1563,11 +1651,13 @@ type MetricsConfig struct {
 	NvidiaGpuMemoryReserved                     NvidiaGpuMemoryReservedMetricConfig                     `mapstructure:"nvidia.gpu.memory.reserved"`
 	NvidiaGpuMemoryRowRemapRows                 NvidiaGpuMemoryRowRemapRowsMetricConfig                 `mapstructure:"nvidia.gpu.memory.row_remap.rows"`
 	NvidiaGpuMemoryRowRemapStatus               NvidiaGpuMemoryRowRemapStatusMetricConfig               `mapstructure:"nvidia.gpu.memory.row_remap.status"`
+	NvidiaGpuNvlinkBer                          NvidiaGpuNvlinkBerMetricConfig                          `mapstructure:"nvidia.gpu.nvlink.ber"`
 	NvidiaGpuNvlinkErrors                       NvidiaGpuNvlinkErrorsMetricConfig                       `mapstructure:"nvidia.gpu.nvlink.errors"`
 	NvidiaGpuNvlinkIo                           NvidiaGpuNvlinkIoMetricConfig                           `mapstructure:"nvidia.gpu.nvlink.io"`
 	NvidiaGpuPcieLinkGeneration                 NvidiaGpuPcieLinkGenerationMetricConfig                 `mapstructure:"nvidia.gpu.pcie.link.generation"`
 	NvidiaGpuPcieLinkWidth                      NvidiaGpuPcieLinkWidthMetricConfig                      `mapstructure:"nvidia.gpu.pcie.link.width"`
 	NvidiaGpuPcieReplays                        NvidiaGpuPcieReplaysMetricConfig                        `mapstructure:"nvidia.gpu.pcie.replays"`
+	NvidiaGpuPcieThroughput                     NvidiaGpuPcieThroughputMetricConfig                     `mapstructure:"nvidia.gpu.pcie.throughput"`
 	NvidiaGpuPerformanceState                   NvidiaGpuPerformanceStateMetricConfig                   `mapstructure:"nvidia.gpu.performance_state"`
 	NvidiaGpuPipeActivity                       NvidiaGpuPipeActivityMetricConfig                       `mapstructure:"nvidia.gpu.pipe.activity"`
 	NvidiaGpuPowerLimit                         NvidiaGpuPowerLimitMetricConfig                         `mapstructure:"nvidia.gpu.power.limit"`
@@ -1581,6 +1671,7 @@ type MetricsConfig struct {
 	NvidiaGpuProcessUtilization                 NvidiaGpuProcessUtilizationMetricConfig                 `mapstructure:"nvidia.gpu.process.utilization"`
 	NvidiaGpuSmActivity                         NvidiaGpuSmActivityMetricConfig                         `mapstructure:"nvidia.gpu.sm.activity"`
 	NvidiaGpuSmOccupancy                        NvidiaGpuSmOccupancyMetricConfig                        `mapstructure:"nvidia.gpu.sm.occupancy"`
+	NvidiaGpuTemperatureMargin                  NvidiaGpuTemperatureMarginMetricConfig                  `mapstructure:"nvidia.gpu.temperature.margin"`
 	NvidiaGpuTensorActivity                     NvidiaGpuTensorActivityMetricConfig                     `mapstructure:"nvidia.gpu.tensor.activity"`
 	NvidiaGpuTensorPipeActivity                 NvidiaGpuTensorPipeActivityMetricConfig                 `mapstructure:"nvidia.gpu.tensor.pipe.activity"`
 	NvidiaGpuUnobservedTime                     NvidiaGpuUnobservedTimeMetricConfig                     `mapstructure:"nvidia.gpu.unobserved.time"`
@@ -1694,6 +1785,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			AggregationStrategy: AggregationStrategySum,
 			EnabledAttributes:   []NvidiaGpuMemoryRowRemapStatusMetricAttributeKey{NvidiaGpuMemoryRowRemapStatusMetricAttributeKeyNvidiaGpuMemoryRowRemapState},
 		},
+		NvidiaGpuNvlinkBer: NvidiaGpuNvlinkBerMetricConfig{
+			Enabled: true,
+		},
 		NvidiaGpuNvlinkErrors: NvidiaGpuNvlinkErrorsMetricConfig{
 			Enabled:             true,
 			AggregationStrategy: AggregationStrategySum,
@@ -1712,6 +1806,11 @@ func DefaultMetricsConfig() MetricsConfig {
 		},
 		NvidiaGpuPcieReplays: NvidiaGpuPcieReplaysMetricConfig{
 			Enabled: true,
+		},
+		NvidiaGpuPcieThroughput: NvidiaGpuPcieThroughputMetricConfig{
+			Enabled:             false,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuPcieThroughputMetricAttributeKey{NvidiaGpuPcieThroughputMetricAttributeKeyNetworkIoDirection},
 		},
 		NvidiaGpuPerformanceState: NvidiaGpuPerformanceStateMetricConfig{
 			Enabled: true,
@@ -1754,6 +1853,9 @@ func DefaultMetricsConfig() MetricsConfig {
 			Enabled: true,
 		},
 		NvidiaGpuSmOccupancy: NvidiaGpuSmOccupancyMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuTemperatureMargin: NvidiaGpuTemperatureMarginMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuTensorActivity: NvidiaGpuTensorActivityMetricConfig{

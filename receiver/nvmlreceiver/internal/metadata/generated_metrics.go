@@ -365,6 +365,7 @@ const (
 	AttributeNvidiaGpuNvlinkErrorTypeCrcData
 	AttributeNvidiaGpuNvlinkErrorTypeReplay
 	AttributeNvidiaGpuNvlinkErrorTypeRecovery
+	AttributeNvidiaGpuNvlinkErrorTypeSymbol
 )
 
 // String returns the string representation of the AttributeNvidiaGpuNvlinkErrorType.
@@ -378,6 +379,8 @@ func (av AttributeNvidiaGpuNvlinkErrorType) String() string {
 		return "replay"
 	case AttributeNvidiaGpuNvlinkErrorTypeRecovery:
 		return "recovery"
+	case AttributeNvidiaGpuNvlinkErrorTypeSymbol:
+		return "symbol"
 	}
 	return ""
 }
@@ -388,6 +391,7 @@ var MapAttributeNvidiaGpuNvlinkErrorType = map[string]AttributeNvidiaGpuNvlinkEr
 	"crc_data": AttributeNvidiaGpuNvlinkErrorTypeCrcData,
 	"replay":   AttributeNvidiaGpuNvlinkErrorTypeReplay,
 	"recovery": AttributeNvidiaGpuNvlinkErrorTypeRecovery,
+	"symbol":   AttributeNvidiaGpuNvlinkErrorTypeSymbol,
 }
 
 // AttributeNvidiaGpuPipe specifies the value nvidia.gpu.pipe attribute.
@@ -591,6 +595,9 @@ var MetricsInfo = metricsInfo{
 		Name:       "nvidia.gpu.memory.row_remap.status",
 		Attributes: []string{"nvidia.gpu.memory.row_remap.state"},
 	},
+	NvidiaGpuNvlinkBer: metricInfo{
+		Name: "nvidia.gpu.nvlink.ber",
+	},
 	NvidiaGpuNvlinkErrors: metricInfo{
 		Name:       "nvidia.gpu.nvlink.errors",
 		Attributes: []string{"nvidia.gpu.nvlink.error.type"},
@@ -607,6 +614,10 @@ var MetricsInfo = metricsInfo{
 	},
 	NvidiaGpuPcieReplays: metricInfo{
 		Name: "nvidia.gpu.pcie.replays",
+	},
+	NvidiaGpuPcieThroughput: metricInfo{
+		Name:       "nvidia.gpu.pcie.throughput",
+		Attributes: []string{"network.io.direction"},
 	},
 	NvidiaGpuPerformanceState: metricInfo{
 		Name: "nvidia.gpu.performance_state",
@@ -648,6 +659,9 @@ var MetricsInfo = metricsInfo{
 	},
 	NvidiaGpuSmOccupancy: metricInfo{
 		Name: "nvidia.gpu.sm.occupancy",
+	},
+	NvidiaGpuTemperatureMargin: metricInfo{
+		Name: "nvidia.gpu.temperature.margin",
 	},
 	NvidiaGpuTensorActivity: metricInfo{
 		Name: "nvidia.gpu.tensor.activity",
@@ -699,11 +713,13 @@ type metricsInfo struct {
 	NvidiaGpuMemoryReserved                     metricInfo
 	NvidiaGpuMemoryRowRemapRows                 metricInfo
 	NvidiaGpuMemoryRowRemapStatus               metricInfo
+	NvidiaGpuNvlinkBer                          metricInfo
 	NvidiaGpuNvlinkErrors                       metricInfo
 	NvidiaGpuNvlinkIo                           metricInfo
 	NvidiaGpuPcieLinkGeneration                 metricInfo
 	NvidiaGpuPcieLinkWidth                      metricInfo
 	NvidiaGpuPcieReplays                        metricInfo
+	NvidiaGpuPcieThroughput                     metricInfo
 	NvidiaGpuPerformanceState                   metricInfo
 	NvidiaGpuPipeActivity                       metricInfo
 	NvidiaGpuPowerLimit                         metricInfo
@@ -717,6 +733,7 @@ type metricsInfo struct {
 	NvidiaGpuProcessUtilization                 metricInfo
 	NvidiaGpuSmActivity                         metricInfo
 	NvidiaGpuSmOccupancy                        metricInfo
+	NvidiaGpuTemperatureMargin                  metricInfo
 	NvidiaGpuTensorActivity                     metricInfo
 	NvidiaGpuTensorPipeActivity                 metricInfo
 	NvidiaGpuUnobservedTime                     metricInfo
@@ -2553,6 +2570,56 @@ func newMetricNvidiaGpuMemoryRowRemapStatus(cfg NvidiaGpuMemoryRowRemapStatusMet
 	return m
 }
 
+type metricNvidiaGpuNvlinkBer struct {
+	data     pmetric.Metric                 // data buffer for generated metric.
+	config   NvidiaGpuNvlinkBerMetricConfig // metric config provided by user.
+	capacity int                            // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.nvlink.ber metric with initial data.
+func (m *metricNvidiaGpuNvlinkBer) init() {
+	m.data.SetName("nvidia.gpu.nvlink.ber")
+	m.data.SetDescription("The effective bit error rate of the GPU's worst NVLink, after error correction; absent where the GPU does not report it.")
+	m.data.SetUnit("1")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuNvlinkBer) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuNvlinkBer) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuNvlinkBer) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuNvlinkBer(cfg NvidiaGpuNvlinkBerMetricConfig) metricNvidiaGpuNvlinkBer {
+	m := metricNvidiaGpuNvlinkBer{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuNvlinkErrors struct {
 	data          pmetric.Metric                    // data buffer for generated metric.
 	config        NvidiaGpuNvlinkErrorsMetricConfig // metric config provided by user.
@@ -2879,6 +2946,95 @@ func (m *metricNvidiaGpuPcieReplays) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuPcieReplays(cfg NvidiaGpuPcieReplaysMetricConfig) metricNvidiaGpuPcieReplays {
 	m := metricNvidiaGpuPcieReplays{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPcieThroughput struct {
+	data          pmetric.Metric                      // data buffer for generated metric.
+	config        NvidiaGpuPcieThroughputMetricConfig // metric config provided by user.
+	capacity      int                                 // max observed number of data points added to the metric.
+	aggDataPoints []float64                           // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.pcie.throughput metric with initial data.
+func (m *metricNvidiaGpuPcieThroughput) init() {
+	m.data.SetName("nvidia.gpu.pcie.throughput")
+	m.data.SetDescription("PCIe traffic of the GPU over NVML's last 20 ms window, by direction; for GPUs without GPM, where hw.gpu.io has no source.")
+	m.data.SetUnit("By/s")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuPcieThroughput) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64, networkIoDirectionAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuPcieThroughputMetricAttributeKeyNetworkIoDirection) {
+		dp.Attributes().PutStr("network.io.direction", networkIoDirectionAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetDoubleValue(dpi.DoubleValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.DoubleValue() > val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.DoubleValue() < val {
+					dpi.SetDoubleValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetDoubleValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPcieThroughput) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPcieThroughput) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetDoubleValue(m.data.Gauge().DataPoints().At(i).DoubleValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPcieThroughput(cfg NvidiaGpuPcieThroughputMetricConfig) metricNvidiaGpuPcieThroughput {
+	m := metricNvidiaGpuPcieThroughput{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -3625,6 +3781,56 @@ func newMetricNvidiaGpuSmOccupancy(cfg NvidiaGpuSmOccupancyMetricConfig) metricN
 	return m
 }
 
+type metricNvidiaGpuTemperatureMargin struct {
+	data     pmetric.Metric                         // data buffer for generated metric.
+	config   NvidiaGpuTemperatureMarginMetricConfig // metric config provided by user.
+	capacity int                                    // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.temperature.margin metric with initial data.
+func (m *metricNvidiaGpuTemperatureMargin) init() {
+	m.data.SetName("nvidia.gpu.temperature.margin")
+	m.data.SetDescription("How far the GPU runs below the temperature at which it slows down its clocks; 0 or less is a GPU held back by heat.")
+	m.data.SetUnit("Cel")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuTemperatureMargin) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val float64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetDoubleValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuTemperatureMargin) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuTemperatureMargin) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuTemperatureMargin(cfg NvidiaGpuTemperatureMarginMetricConfig) metricNvidiaGpuTemperatureMargin {
+	m := metricNvidiaGpuTemperatureMargin{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuTensorActivity struct {
 	data     pmetric.Metric                      // data buffer for generated metric.
 	config   NvidiaGpuTensorActivityMetricConfig // metric config provided by user.
@@ -4075,11 +4281,13 @@ type MetricsBuilder struct {
 	metricNvidiaGpuMemoryReserved                     metricNvidiaGpuMemoryReserved
 	metricNvidiaGpuMemoryRowRemapRows                 metricNvidiaGpuMemoryRowRemapRows
 	metricNvidiaGpuMemoryRowRemapStatus               metricNvidiaGpuMemoryRowRemapStatus
+	metricNvidiaGpuNvlinkBer                          metricNvidiaGpuNvlinkBer
 	metricNvidiaGpuNvlinkErrors                       metricNvidiaGpuNvlinkErrors
 	metricNvidiaGpuNvlinkIo                           metricNvidiaGpuNvlinkIo
 	metricNvidiaGpuPcieLinkGeneration                 metricNvidiaGpuPcieLinkGeneration
 	metricNvidiaGpuPcieLinkWidth                      metricNvidiaGpuPcieLinkWidth
 	metricNvidiaGpuPcieReplays                        metricNvidiaGpuPcieReplays
+	metricNvidiaGpuPcieThroughput                     metricNvidiaGpuPcieThroughput
 	metricNvidiaGpuPerformanceState                   metricNvidiaGpuPerformanceState
 	metricNvidiaGpuPipeActivity                       metricNvidiaGpuPipeActivity
 	metricNvidiaGpuPowerLimit                         metricNvidiaGpuPowerLimit
@@ -4093,6 +4301,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuProcessUtilization                 metricNvidiaGpuProcessUtilization
 	metricNvidiaGpuSmActivity                         metricNvidiaGpuSmActivity
 	metricNvidiaGpuSmOccupancy                        metricNvidiaGpuSmOccupancy
+	metricNvidiaGpuTemperatureMargin                  metricNvidiaGpuTemperatureMargin
 	metricNvidiaGpuTensorActivity                     metricNvidiaGpuTensorActivity
 	metricNvidiaGpuTensorPipeActivity                 metricNvidiaGpuTensorPipeActivity
 	metricNvidiaGpuUnobservedTime                     metricNvidiaGpuUnobservedTime
@@ -4151,11 +4360,13 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuMemoryReserved:                     newMetricNvidiaGpuMemoryReserved(mbc.Metrics.NvidiaGpuMemoryReserved),
 		metricNvidiaGpuMemoryRowRemapRows:                 newMetricNvidiaGpuMemoryRowRemapRows(mbc.Metrics.NvidiaGpuMemoryRowRemapRows),
 		metricNvidiaGpuMemoryRowRemapStatus:               newMetricNvidiaGpuMemoryRowRemapStatus(mbc.Metrics.NvidiaGpuMemoryRowRemapStatus),
+		metricNvidiaGpuNvlinkBer:                          newMetricNvidiaGpuNvlinkBer(mbc.Metrics.NvidiaGpuNvlinkBer),
 		metricNvidiaGpuNvlinkErrors:                       newMetricNvidiaGpuNvlinkErrors(mbc.Metrics.NvidiaGpuNvlinkErrors),
 		metricNvidiaGpuNvlinkIo:                           newMetricNvidiaGpuNvlinkIo(mbc.Metrics.NvidiaGpuNvlinkIo),
 		metricNvidiaGpuPcieLinkGeneration:                 newMetricNvidiaGpuPcieLinkGeneration(mbc.Metrics.NvidiaGpuPcieLinkGeneration),
 		metricNvidiaGpuPcieLinkWidth:                      newMetricNvidiaGpuPcieLinkWidth(mbc.Metrics.NvidiaGpuPcieLinkWidth),
 		metricNvidiaGpuPcieReplays:                        newMetricNvidiaGpuPcieReplays(mbc.Metrics.NvidiaGpuPcieReplays),
+		metricNvidiaGpuPcieThroughput:                     newMetricNvidiaGpuPcieThroughput(mbc.Metrics.NvidiaGpuPcieThroughput),
 		metricNvidiaGpuPerformanceState:                   newMetricNvidiaGpuPerformanceState(mbc.Metrics.NvidiaGpuPerformanceState),
 		metricNvidiaGpuPipeActivity:                       newMetricNvidiaGpuPipeActivity(mbc.Metrics.NvidiaGpuPipeActivity),
 		metricNvidiaGpuPowerLimit:                         newMetricNvidiaGpuPowerLimit(mbc.Metrics.NvidiaGpuPowerLimit),
@@ -4169,6 +4380,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuProcessUtilization:                 newMetricNvidiaGpuProcessUtilization(mbc.Metrics.NvidiaGpuProcessUtilization),
 		metricNvidiaGpuSmActivity:                         newMetricNvidiaGpuSmActivity(mbc.Metrics.NvidiaGpuSmActivity),
 		metricNvidiaGpuSmOccupancy:                        newMetricNvidiaGpuSmOccupancy(mbc.Metrics.NvidiaGpuSmOccupancy),
+		metricNvidiaGpuTemperatureMargin:                  newMetricNvidiaGpuTemperatureMargin(mbc.Metrics.NvidiaGpuTemperatureMargin),
 		metricNvidiaGpuTensorActivity:                     newMetricNvidiaGpuTensorActivity(mbc.Metrics.NvidiaGpuTensorActivity),
 		metricNvidiaGpuTensorPipeActivity:                 newMetricNvidiaGpuTensorPipeActivity(mbc.Metrics.NvidiaGpuTensorPipeActivity),
 		metricNvidiaGpuUnobservedTime:                     newMetricNvidiaGpuUnobservedTime(mbc.Metrics.NvidiaGpuUnobservedTime),
@@ -4425,11 +4637,13 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuMemoryReserved.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryRowRemapRows.emit(ils.Metrics())
 	mb.metricNvidiaGpuMemoryRowRemapStatus.emit(ils.Metrics())
+	mb.metricNvidiaGpuNvlinkBer.emit(ils.Metrics())
 	mb.metricNvidiaGpuNvlinkErrors.emit(ils.Metrics())
 	mb.metricNvidiaGpuNvlinkIo.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieLinkGeneration.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieLinkWidth.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieReplays.emit(ils.Metrics())
+	mb.metricNvidiaGpuPcieThroughput.emit(ils.Metrics())
 	mb.metricNvidiaGpuPerformanceState.emit(ils.Metrics())
 	mb.metricNvidiaGpuPipeActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuPowerLimit.emit(ils.Metrics())
@@ -4443,6 +4657,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuProcessUtilization.emit(ils.Metrics())
 	mb.metricNvidiaGpuSmActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuSmOccupancy.emit(ils.Metrics())
+	mb.metricNvidiaGpuTemperatureMargin.emit(ils.Metrics())
 	mb.metricNvidiaGpuTensorActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuTensorPipeActivity.emit(ils.Metrics())
 	mb.metricNvidiaGpuUnobservedTime.emit(ils.Metrics())
@@ -4619,6 +4834,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuMemoryRowRemapStatusDataPoint(ts pcommo
 	mb.metricNvidiaGpuMemoryRowRemapStatus.recordDataPoint(mb.startTime, ts, val, nvidiaGpuMemoryRowRemapStateAttributeValue.String())
 }
 
+// RecordNvidiaGpuNvlinkBerDataPoint adds a data point to nvidia.gpu.nvlink.ber metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuNvlinkBerDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuNvlinkBer.recordDataPoint(mb.startTime, ts, val)
+}
+
 // RecordNvidiaGpuNvlinkErrorsDataPoint adds a data point to nvidia.gpu.nvlink.errors metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuNvlinkErrorsDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuNvlinkErrorTypeAttributeValue AttributeNvidiaGpuNvlinkErrorType) {
 	mb.metricNvidiaGpuNvlinkErrors.recordDataPoint(mb.startTime, ts, val, nvidiaGpuNvlinkErrorTypeAttributeValue.String())
@@ -4642,6 +4862,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuPcieLinkWidthDataPoint(ts pcommon.Times
 // RecordNvidiaGpuPcieReplaysDataPoint adds a data point to nvidia.gpu.pcie.replays metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuPcieReplaysDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaGpuPcieReplays.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuPcieThroughputDataPoint adds a data point to nvidia.gpu.pcie.throughput metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPcieThroughputDataPoint(ts pcommon.Timestamp, val float64, networkIoDirectionAttributeValue AttributeNetworkIoDirection) {
+	mb.metricNvidiaGpuPcieThroughput.recordDataPoint(mb.startTime, ts, val, networkIoDirectionAttributeValue.String())
 }
 
 // RecordNvidiaGpuPerformanceStateDataPoint adds a data point to nvidia.gpu.performance_state metric.
@@ -4707,6 +4932,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuSmActivityDataPoint(ts pcommon.Timestam
 // RecordNvidiaGpuSmOccupancyDataPoint adds a data point to nvidia.gpu.sm.occupancy metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuSmOccupancyDataPoint(ts pcommon.Timestamp, val float64) {
 	mb.metricNvidiaGpuSmOccupancy.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuTemperatureMarginDataPoint adds a data point to nvidia.gpu.temperature.margin metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuTemperatureMarginDataPoint(ts pcommon.Timestamp, val float64) {
+	mb.metricNvidiaGpuTemperatureMargin.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuTensorActivityDataPoint adds a data point to nvidia.gpu.tensor.activity metric.

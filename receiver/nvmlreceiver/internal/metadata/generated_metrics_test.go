@@ -79,6 +79,7 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["nvidia.gpu.memory.row_remap.status"] = mb.metricNvidiaGpuMemoryRowRemapStatus.config.AggregationStrategy
 			aggMap["nvidia.gpu.nvlink.errors"] = mb.metricNvidiaGpuNvlinkErrors.config.AggregationStrategy
 			aggMap["nvidia.gpu.nvlink.io"] = mb.metricNvidiaGpuNvlinkIo.config.AggregationStrategy
+			aggMap["nvidia.gpu.pcie.throughput"] = mb.metricNvidiaGpuPcieThroughput.config.AggregationStrategy
 			aggMap["nvidia.gpu.pipe.activity"] = mb.metricNvidiaGpuPipeActivity.config.AggregationStrategy
 			aggMap["nvidia.gpu.process.utilization"] = mb.metricNvidiaGpuProcessUtilization.config.AggregationStrategy
 			aggMap["nvidia.gpu.tensor.pipe.activity"] = mb.metricNvidiaGpuTensorPipeActivity.config.AggregationStrategy
@@ -209,6 +210,9 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuNvlinkBerDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuNvlinkErrorsDataPoint(ts, 1, AttributeNvidiaGpuNvlinkErrorTypeCrcFlit)
 			if tt.name == "reaggregate_set" {
 				mb.RecordNvidiaGpuNvlinkErrorsDataPoint(ts, 3, AttributeNvidiaGpuNvlinkErrorTypeCrcData)
@@ -228,6 +232,12 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuPcieReplaysDataPoint(ts, 1)
+
+			allMetricsCount++
+			mb.RecordNvidiaGpuPcieThroughputDataPoint(ts, 1, AttributeNetworkIoDirectionTransmit)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuPcieThroughputDataPoint(ts, 3, AttributeNetworkIoDirectionReceive)
+			}
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuPerformanceStateDataPoint(ts, 1)
@@ -273,6 +283,9 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuSmOccupancyDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuTemperatureMarginDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuTensorActivityDataPoint(ts, 1)
@@ -342,6 +355,7 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricNvidiaGpuMemoryRowRemapStatus.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuNvlinkErrors.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuNvlinkIo.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuPcieThroughput.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuPipeActivity.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuProcessUtilization.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuTensorPipeActivity.aggDataPoints)
@@ -1037,6 +1051,18 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok := dp.Attributes().Get("nvidia.gpu.memory.row_remap.state")
 						assert.False(t, ok)
 					}
+				case "nvidia.gpu.nvlink.ber":
+					assert.False(t, validatedMetrics["nvidia.gpu.nvlink.ber"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.ber")
+					validatedMetrics["nvidia.gpu.nvlink.ber"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "The effective bit error rate of the GPU's worst NVLink, after error correction; absent where the GPU does not report it.", mi.Description())
+					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
 				case "nvidia.gpu.nvlink.errors":
 					if tt.name != "reaggregate_set" {
 						assert.False(t, validatedMetrics["nvidia.gpu.nvlink.errors"], "Found a duplicate in the metrics slice: nvidia.gpu.nvlink.errors")
@@ -1163,6 +1189,46 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, ts, dp.Timestamp())
 					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
 					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.pcie.throughput":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.pcie.throughput"], "Found a duplicate in the metrics slice: nvidia.gpu.pcie.throughput")
+						validatedMetrics["nvidia.gpu.pcie.throughput"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "PCIe traffic of the GPU over NVML's last 20 ms window, by direction; for GPUs without GPM, where hw.gpu.io has no source.", mi.Description())
+						assert.Equal(t, "By/s", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						networkIoDirectionAttrVal, ok := dp.Attributes().Get("network.io.direction")
+						assert.True(t, ok)
+						assert.Equal(t, "transmit", networkIoDirectionAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.pcie.throughput"], "Found a duplicate in the metrics slice: nvidia.gpu.pcie.throughput")
+						validatedMetrics["nvidia.gpu.pcie.throughput"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "PCIe traffic of the GPU over NVML's last 20 ms window, by direction; for GPUs without GPM, where hw.gpu.io has no source.", mi.Description())
+						assert.Equal(t, "By/s", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+						switch aggMap["nvidia.gpu.pcie.throughput"] {
+						case "sum":
+							assert.InDelta(t, float64(4), dp.DoubleValue(), 0.01)
+						case "avg":
+							assert.InDelta(t, float64(2), dp.DoubleValue(), 0.01)
+						case "min":
+							assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+						case "max":
+							assert.InDelta(t, float64(3), dp.DoubleValue(), 0.01)
+						}
+						_, ok := dp.Attributes().Get("network.io.direction")
+						assert.False(t, ok)
+					}
 				case "nvidia.gpu.performance_state":
 					assert.False(t, validatedMetrics["nvidia.gpu.performance_state"], "Found a duplicate in the metrics slice: nvidia.gpu.performance_state")
 					validatedMetrics["nvidia.gpu.performance_state"] = true
@@ -1380,6 +1446,18 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
 					assert.Equal(t, "Resident warps as a fraction of the SMs' maximum over the window, from GPM (Hopper and newer).", mi.Description())
 					assert.Equal(t, "1", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeDouble, dp.ValueType())
+					assert.InDelta(t, float64(1), dp.DoubleValue(), 0.01)
+				case "nvidia.gpu.temperature.margin":
+					assert.False(t, validatedMetrics["nvidia.gpu.temperature.margin"], "Found a duplicate in the metrics slice: nvidia.gpu.temperature.margin")
+					validatedMetrics["nvidia.gpu.temperature.margin"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "How far the GPU runs below the temperature at which it slows down its clocks; 0 or less is a GPU held back by heat.", mi.Description())
+					assert.Equal(t, "Cel", mi.Unit())
 					dp := mi.Gauge().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())
 					assert.Equal(t, ts, dp.Timestamp())
