@@ -184,7 +184,7 @@ fakenvml: $(FAKENVML)
 
 $(FAKENVML): $(FAKENVML_DEPS)
 	@echo '#include <cjson/cJSON.h>' | $(CC) -E -x c - >/dev/null 2>&1 || \
-		{ echo "cJSON headers not found: apt-get install libcjson-dev"; exit 1; }
+		{ echo "the simulated NVML needs cJSON: apt-get install libcjson-dev (Fedora: dnf install cjson-devel)"; exit 1; }
 	@mkdir -p $(FAKENVML_DIR)
 	$(CC) $(FAKENVML_CFLAGS) -I$(GONVML_DIR)/pkg/nvml -Itest/fakenvml -shared -o $@ \
 		-Wl,-soname,libnvidia-ml.so.1 -Wl,-z,nodelete -Wl,-z,defs \
@@ -238,17 +238,11 @@ DEMO_PODS   ?= testdata/demo/pods.json
 $(DEMOKUBELET): go.mod go.sum $(wildcard tools/demokubelet/*.go)
 	$(GO) build -o $@ ./tools/demokubelet
 
-## demo: otelcol-nvml on the SIMULATED NVML (no GPU needed): debug exporter, Prometheus on 127.0.0.1:8889;
-## a simulated kubelet (tools/demokubelet) serves DEMO_PODS's pods on a socket in a temporary directory
+## demo: otelcol-nvml on six SIMULATED GPUs (no GPU needed; go, gcc, libcjson-dev), with a simulated kubelet and,
+## where Debian's prometheus is installed, a Prometheus with the shipped rules, all on 127.0.0.1 (tools/demo.sh)
 demo: build $(FAKENVML) $(DEMOKUBELET)
-	@dir=$$(mktemp -d); sock=$$dir/kubelet.sock; \
-	$(DEMOKUBELET) -pods $(DEMO_PODS) -socket $$sock & kubelet=$$!; \
-	trap 'kill $$kubelet 2>/dev/null || true; wait $$kubelet 2>/dev/null || true; rm -rf "$$dir"' EXIT; \
-	trap 'exit 130' INT TERM; \
-	for i in $$(seq 100); do test -S $$sock && break; kill -0 $$kubelet 2>/dev/null || exit 1; sleep 0.1; done; \
-	test -S $$sock || { echo "demokubelet did not start"; exit 1; }; \
-	DEMO_KUBELET_SOCKET=$$sock FAKE_NVML_SCENARIO=$(abspath $(DEMO_SCENARIO)) FAKENVML_LIBRARY=$(FAKENVML) \
-		$(OTELCOL) --config testdata/collector/demo.yaml
+	OTELCOL=$(OTELCOL) FAKENVML=$(FAKENVML) DEMOKUBELET=$(DEMOKUBELET) PROMETHEUS=$(PROMETHEUS) \
+		DEMO_SCENARIO=$(DEMO_SCENARIO) DEMO_PODS=$(DEMO_PODS) bash tools/demo.sh
 
 ## demo-check: make demo for DURATION (15m) with a real Prometheus and the shipped rules; fails when a GPU
 ## is reported degraded or a holder's diagnosis flaps (tools/demo-check.sh; report in _build/demo-check)
