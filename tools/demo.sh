@@ -22,8 +22,13 @@ PROMETHEUS=${PROMETHEUS:-/usr/bin/prometheus}
 root=$PWD
 dir=$(mktemp -d)
 pids=()
+prom_pid=
 cleanup() {
 	local p
+	if [ -n "$prom_pid" ] && ! kill -0 "$prom_pid" 2>/dev/null; then
+		echo "demo: Prometheus had stopped; the end of its log:"
+		tail -n 5 "$dir/prometheus.log"
+	fi
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	rm -rf "$dir"
@@ -90,7 +95,8 @@ if [ -x "$PROMETHEUS" ]; then
 	EOF
 	"$PROMETHEUS" --config.file="$dir/prometheus.yml" --storage.tsdb.path="$dir/prometheus" \
 		--web.listen-address="127.0.0.1:$port" >"$dir/prometheus.log" 2>&1 &
-	pids+=($!)
+	prom_pid=$!
+	pids+=("$prom_pid")
 	prom="Prometheus with the shipped rules http://127.0.0.1:$port"
 fi
 
