@@ -102,7 +102,7 @@ lines.append("|---|---|---|---|")
 codes = result("codes")
 for r in codes:
     m = r["metric"]
-    holder = m.get("k8s_pod_name") or m.get("container_id", "")[:12] or m.get("hw_id", "?")
+    holder = m.get("k8s_pod_name") or m.get("container_id", "")[:12] or "slurm job on"
     seq = [str(int(float(v))) for _, v in r["values"]]
     changes = sum(1 for a, b in zip(seq, seq[1:]) if a != b)
     # A flap: the state returns to one it had left.
