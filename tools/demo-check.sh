@@ -12,7 +12,9 @@
 #   - the holders of issue 24: the DRA claim's pod, the Slurm job, the GPU
 #     quota row;
 #   - the README's three queries: each must return data;
-#   - the collector's log: warnings that a read was still running.
+#   - the collector's log: warnings that a read was still running, the one
+#     line with the endpoints, and how many lines a minute it prints after
+#     the first minute (at most 30: the debug exporter at basic).
 # Writes demo-check.md under OUT (default _build/demo-check) and exits 1
 # when any of these fails.
 # Run from the repository root: `make demo-check` (it builds what it needs).
@@ -77,10 +79,15 @@ query 'gpu_holder:nvidia_gpu_diagnosis:5m == 1' >"$work/readme1.json"
 query 'namespace:nvidia_gpu_idle_hours:1h' >"$work/readme2.json"
 query 'topk(5, namespace_pod:nvidia_gpu_idle_hours:1h)' >"$work/readme3.json"
 stillrunning=$(grep -c 'still running' "$OUT/collector.log" || true)
+endpoints=$(grep -c '^demo: metrics http://127.0.0.1:8889/metrics' "$OUT/collector.log" || true)
+# Log lines stamped after the first minute, per minute.
+after=$(date -u -d "@$((start + 60))" +%Y-%m-%dT%H:%M:%S)
+perminute=$(awk -v after="$after" '/^[0-9]{4}-/ && substr($1, 1, 19) > after' "$OUT/collector.log" | wc -l)
+perminute=$((perminute * 60 / (end - start - 60)))
 
-python3 - "$work" "$OUT/demo-check.md" "$DURATION" "$stillrunning" <<'PY'
+python3 - "$work" "$OUT/demo-check.md" "$DURATION" "$stillrunning" "$endpoints" "$perminute" <<'PY'
 import json, sys
-work, report, duration, stillrunning = sys.argv[1:5]
+work, report, duration, stillrunning, endpoints, perminute = sys.argv[1:7]
 def result(name):
     return json.load(open(f"{work}/{name}.json"))["data"]["result"]
 degraded = {r["metric"].get("hw_id", "?"): int(float(r["value"][1])) for r in result("degraded")}
@@ -95,8 +102,9 @@ for gpu in sorted(samples):
 if not samples:
     lines.append("| (no hw_status series) | | |")
     ok = False
-lines += ["", f"Warnings that a read was still running: {stillrunning}", ""]
-ok = ok and stillrunning == "0"
+lines += ["", f"Warnings that a read was still running: {stillrunning}",
+          f"The line with the endpoints: {endpoints}; log lines a minute after the first minute: {perminute}", ""]
+ok = ok and stillrunning == "0" and endpoints == "1" and int(perminute) <= 30
 lines.append("| holder | codes at 15 s steps | changes | flaps |")
 lines.append("|---|---|---|---|")
 codes = result("codes")
