@@ -82,7 +82,7 @@ stillrunning=$(grep -c 'still running' "$OUT/collector.log" || true)
 endpoints=$(grep -c '^demo: metrics http://127.0.0.1:8889/metrics' "$OUT/collector.log" || true)
 # Log lines stamped after the first minute, per minute.
 after=$(date -u -d "@$((start + 60))" +%Y-%m-%dT%H:%M:%S)
-perminute=$(awk -v after="$after" '/^[0-9]{4}-/ && substr($1, 1, 19) > after' "$OUT/collector.log" | wc -l)
+perminute=$(awk -v after="$after" '/^[0-9][0-9][0-9][0-9]-/ && substr($1, 1, 19) > after' "$OUT/collector.log" | wc -l)
 perminute=$((perminute * 60 / (end - start - 60)))
 
 python3 - "$work" "$OUT/demo-check.md" "$DURATION" "$stillrunning" "$endpoints" "$perminute" <<'PY'
