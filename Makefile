@@ -244,8 +244,9 @@ demo: build $(FAKENVML) $(DEMOKUBELET)
 	OTELCOL=$(OTELCOL) FAKENVML=$(FAKENVML) DEMOKUBELET=$(DEMOKUBELET) PROMETHEUS=$(PROMETHEUS) \
 		DEMO_SCENARIO=$(DEMO_SCENARIO) DEMO_PODS=$(DEMO_PODS) bash tools/demo.sh
 
-## demo-check: make demo for DURATION (15m) with a real Prometheus and the shipped rules; fails when a GPU
-## is reported degraded or a holder's diagnosis flaps (tools/demo-check.sh; report in _build/demo-check)
+## demo-check: make demo for DURATION (15m), asked through its Prometheus; fails when a GPU is reported degraded,
+## a holder's diagnosis flaps or misses the state the demo plays, or a holder or README query has no data
+## (tools/demo-check.sh; report in _build/demo-check)
 demo-check: build $(FAKENVML) $(DEMOKUBELET)
 	PROMETHEUS=$(PROMETHEUS) bash tools/demo-check.sh
 
