@@ -1,6 +1,7 @@
 package docs
 
 import (
+	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -40,6 +41,8 @@ func TestMakeTargetsHaveHelp(t *testing.T) {
 	}
 	cmd := exec.Command("make", "--no-print-directory", "-s", "help")
 	cmd.Dir = repoRoot
+	// Under make unit: not the parent make's flags and job server.
+	cmd.Env = append(os.Environ(), "MAKEFLAGS=", "MFLAGS=", "MAKELEVEL=")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "make help: %s", out)
 	listed := map[string]bool{}
