@@ -32,9 +32,19 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml kubeapi e2e demo rules rules-bench deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check
+.PHONY: all help check test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml kubeapi e2e demo rules rules-bench deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check
 
+## all: the default target: build
 all: build
+
+## help: every target with its ## line (this list)
+help:
+	@awk '/^## [a-z0-9-]+:/ { t = $$2; sub(/:$$/, "", t); sub(/^## [^:]+: /, ""); printf "%-18s %s\n", t, $$0; next } \
+		/^## / { sub(/^## /, ""); printf "%-18s %s\n", "", $$0 }' $(firstword $(MAKEFILE_LIST))
+
+## check: the edit-test loop, a few minutes warm: vet, the unit tests with -race (test/docs' links and README
+## checks among them), the rules' promtool tests; make test is the whole CI
+check: vet unit rules
 
 ## test: everything CI runs (vet, the workflows' lint, generated-code drift, the ocb build, unit tests with -race,
 ## alert-rule tests, a smoke run, the chart and deploy checks, the e2e suite, both images (arm64 under qemu-user),
@@ -46,14 +56,15 @@ test: vet lint-workflows check-generated build
 	$(MAKE) --no-print-directory -j2 test-checks test-background NICE='nice -n 19'
 	$(MAKE) --no-print-directory image-test release-check
 
-# The checks of make test that need only the amd64 build, one after another.
+## test-checks: the checks of make test that need only the amd64 build, one after another
 test-checks:
 	$(MAKE) --no-print-directory -j1 unit rules smoke deploy-check e2e
 
-# What make test builds beside them (with NICE).
+## test-background: what make test builds beside them (with NICE): the arm64 cross-build, its simulated NVML, the SBOM tool
 test-background:
 	$(MAKE) --no-print-directory -j1 build-arm64 $(FAKENVML_ARM64) $(CYCLONEDX)
 
+## vet: gofmt, go vet (with every build tag, and test/deploy), the build without cgo, go vet for darwin
 vet:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { echo "gofmt needed:"; gofmt -l $$(git ls-files '*.go'); exit 1; }
 	$(GO) vet ./...
@@ -85,6 +96,7 @@ $(NFPM):
 	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install github.com/goreleaser/nfpm/v2/cmd/nfpm@$(NFPM_VERSION)
 	mv $(BIN)/nfpm $@
 
+## tools: build the pinned ocb, mdatagen, helm and nfpm into .bin/
 tools: $(OCB) $(MDATAGEN) $(HELM) $(NFPM)
 
 ## generate: regenerate code and documentation.md from metadata.yaml, and the plain figures' constants from their rows
@@ -104,6 +116,7 @@ check-generated: $(MDATAGEN)
 		echo "generated files were out of date with metadata.yaml: run 'make generate' and commit"; exit 1; \
 	fi; echo "generated files match metadata.yaml"
 
+## unit: go test -race ./... (this module, test/docs among it), and the receiver without cgo
 unit:
 	$(GO) test -race -count=1 ./...
 	CGO_ENABLED=0 $(GO) test -count=1 ./receiver/... ./internal/nvmlclient/ ./internal/attribution/
@@ -128,9 +141,11 @@ smoke: build
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./$(RECEIVER)/ ./internal/nvmlclient/
 
+## fmt: gofmt -w every Go file
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
+## clean: remove .bin/ (the pinned tools) and _build/ (every build output)
 clean:
 	rm -rf $(BIN) $(DIST_DIR)
 
@@ -171,7 +186,7 @@ fakenvml: $(FAKENVML)
 
 $(FAKENVML): $(FAKENVML_DEPS)
 	@echo '#include <cjson/cJSON.h>' | $(CC) -E -x c - >/dev/null 2>&1 || \
-		{ echo "cJSON headers not found: apt-get install libcjson-dev"; exit 1; }
+		{ echo "the simulated NVML needs cJSON: apt-get install libcjson-dev (Fedora: dnf install cjson-devel)"; exit 1; }
 	@mkdir -p $(FAKENVML_DIR)
 	$(CC) $(FAKENVML_CFLAGS) -I$(GONVML_DIR)/pkg/nvml -Itest/fakenvml -shared -o $@ \
 		-Wl,-soname,libnvidia-ml.so.1 -Wl,-z,nodelete -Wl,-z,defs \
@@ -225,20 +240,15 @@ DEMO_PODS   ?= testdata/demo/pods.json
 $(DEMOKUBELET): go.mod go.sum $(wildcard tools/demokubelet/*.go)
 	$(GO) build -o $@ ./tools/demokubelet
 
-## demo: otelcol-nvml on the SIMULATED NVML (no GPU needed): debug exporter, Prometheus on 127.0.0.1:8889;
-## a simulated kubelet (tools/demokubelet) serves DEMO_PODS's pods on a socket in a temporary directory
+## demo: otelcol-nvml on six SIMULATED GPUs (no GPU needed; go, gcc, libcjson-dev), with a simulated kubelet and,
+## where Debian's prometheus is installed, a Prometheus with the shipped rules, all on 127.0.0.1 (tools/demo.sh)
 demo: build $(FAKENVML) $(DEMOKUBELET)
-	@dir=$$(mktemp -d); sock=$$dir/kubelet.sock; \
-	$(DEMOKUBELET) -pods $(DEMO_PODS) -socket $$sock & kubelet=$$!; \
-	trap 'kill $$kubelet 2>/dev/null || true; wait $$kubelet 2>/dev/null || true; rm -rf "$$dir"' EXIT; \
-	trap 'exit 130' INT TERM; \
-	for i in $$(seq 100); do test -S $$sock && break; kill -0 $$kubelet 2>/dev/null || exit 1; sleep 0.1; done; \
-	test -S $$sock || { echo "demokubelet did not start"; exit 1; }; \
-	DEMO_KUBELET_SOCKET=$$sock FAKE_NVML_SCENARIO=$(abspath $(DEMO_SCENARIO)) FAKENVML_LIBRARY=$(FAKENVML) \
-		$(OTELCOL) --config testdata/collector/demo.yaml
+	OTELCOL=$(OTELCOL) FAKENVML=$(FAKENVML) DEMOKUBELET=$(DEMOKUBELET) PROMETHEUS=$(PROMETHEUS) \
+		DEMO_SCENARIO=$(DEMO_SCENARIO) DEMO_PODS=$(DEMO_PODS) bash tools/demo.sh
 
-## demo-check: make demo for DURATION (15m) with a real Prometheus and the shipped rules; fails when a GPU
-## is reported degraded or a holder's diagnosis flaps (tools/demo-check.sh; report in _build/demo-check)
+## demo-check: make demo for DURATION (15m), asked through its Prometheus; fails when a GPU is reported degraded,
+## a holder's diagnosis flaps or misses the state the demo plays, or a holder or README query has no data
+## (tools/demo-check.sh; report in _build/demo-check)
 demo-check: build $(FAKENVML) $(DEMOKUBELET)
 	PROMETHEUS=$(PROMETHEUS) bash tools/demo-check.sh
 

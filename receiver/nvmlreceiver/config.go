@@ -168,6 +168,10 @@ const minCollectionInterval = 100 * time.Millisecond
 
 var uuidPattern = regexp.MustCompile(`^GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$`)
 
+// migPattern: a MIG device's UUID, as nvidia-smi -L prints it (MIG-<uuid>)
+// or as drivers before R470 did (MIG-GPU-<uuid>/<gi>/<ci>).
+var migPattern = regexp.MustCompile(`(?i)^MIG-`)
+
 // Validate checks the configuration; every message names its field.
 func (cfg *Config) Validate() error {
 	var errs []error
@@ -264,6 +268,8 @@ func (cfg *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("%s: must not be empty", field))
 		case isIndex(d):
 		case uuidPattern.MatchString(d):
+		case migPattern.MatchString(d):
+			errs = append(errs, fmt.Errorf("%s: %q is a MIG device: devices lists whole GPUs (UUID or index); a GPU's MIG devices are read with it, so list its parent GPU", field, d))
 		default:
 			errs = append(errs, fmt.Errorf("%s: %q is neither a GPU UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx) nor an index", field, d))
 		}

@@ -86,6 +86,11 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 		// anything, while the kubelet was still polled.
 		{"kubernetes_without_processes", []string{"kubernetes::enabled: true needs processes::enabled: true"}},
 		{"negative_device", []string{`devices[0]: "-1" is neither a GPU UUID`}},
+		// Issue 26: a MIG UUID got the generic message.
+		{"mig_device", []string{
+			`devices[0]: "MIG-4f3b1c2a-7e6d-5c4b-9a8f-0e1d2c3b4a59" is a MIG device: devices lists whole GPUs`,
+			`devices[1]: "MIG-GPU-5b1a1a9e-0c1f-4d3e-9a43-6c1b2b7f9d10/1/0" is a MIG device`,
+		}},
 		{"bad_idle_threshold", []string{"accounting::idle_threshold: 5 must be above 0 and below 1"}},
 		{"bad_share_interval", []string{"accounting::share_interval: 10ns must be 0 (at the scrapes only) or at least 100ms"}},
 		// Issue 23: without them two processes of one executable in one

@@ -55,7 +55,7 @@ var schemaRefusals = []schemaCase{
 	{"duration without a unit", []string{"--set", "collectionInterval=10"},
 		[]string{"at '/collectionInterval'", "got number, want string"}},
 	{"duration without a unit, as a string", []string{"--set-string", "collectionInterval=10"},
-		[]string{"at '/collectionInterval'", "does not match pattern"}},
+		[]string{"at '/collectionInterval'", "'10' does not match pattern '^([0-9]+([.][0-9]+)?(ms|s|m|h))+$'"}},
 	{"duration in nanoseconds", []string{"--set", "collectionInterval=10ns"},
 		[]string{"at '/collectionInterval'", "does not match pattern"}},
 	{"duration below the receiver's 100ms", []string{"--set", "collectionInterval=50ms"},
@@ -71,7 +71,7 @@ var schemaRefusals = []schemaCase{
 	{"Prometheus duration with a fraction", []string{"--set", "prometheus.serviceMonitor.interval=1.5m"},
 		[]string{"at '/prometheus/serviceMonitor/interval'", "does not match pattern"}},
 	{"Prometheus rule for: without a unit", []string{"--set-string", "prometheusRule.idle.for=300"},
-		[]string{"at '/prometheusRule/idle/for'", "does not match pattern"}},
+		[]string{"at '/prometheusRule/idle/for'", "'300' does not match pattern '^([0-9]+(ms|s|m|h|d|w|y))+$'"}},
 	{"otlp.protocol not in the enum", []string{"--set", "otlp.protocol=grpcs"},
 		[]string{"at '/otlp/protocol'", "value must be one of 'grpc', 'http'"}},
 	{"image.pullPolicy not in the enum", []string{"--set", "image.pullPolicy=Sometimes"},
@@ -310,16 +310,55 @@ func TestSchemaCoversValues(t *testing.T) {
 	}
 }
 
+// durationMatcher reads a duration definition of the schema: its short
+// pattern (the shape, what helm prints for a value without a unit) and,
+// for values of that shape (if), the bound's patterns (then, one or allOf).
+func durationMatcher(t *testing.T, def map[string]any) func(string) bool {
+	t.Helper()
+	shape := regexp.MustCompile(def["pattern"].(string))
+	ifPattern := def["if"].(map[string]any)["pattern"].(string)
+	require.Equal(t, shape.String(), ifPattern, "if checks the shape that pattern states")
+	then := def["then"].(map[string]any)
+	var bounds []*regexp.Regexp
+	if p, ok := then["pattern"].(string); ok {
+		bounds = append(bounds, regexp.MustCompile(p))
+	}
+	if all, ok := then["allOf"].([]any); ok {
+		for _, sub := range all {
+			bounds = append(bounds, regexp.MustCompile(sub.(map[string]any)["pattern"].(string)))
+		}
+	}
+	require.NotEmpty(t, bounds, "then holds the bound")
+	return func(d string) bool {
+		if !shape.MatchString(d) {
+			return false
+		}
+		for _, b := range bounds {
+			if !b.MatchString(d) {
+				return false
+			}
+		}
+		return true
+	}
+}
+
 // TestSchemaDurationBounds: the schema's duration patterns say what the
 // receiver and the collector accept. collectionInterval's minimum is read
 // from the receiver's source (minCollectionInterval in
 // receiver/nvmlreceiver/config.go), and each pattern is checked against
-// time.ParseDuration on values around the bounds.
+// time.ParseDuration on values around the bounds. The short pattern that
+// helm prints for a value without a unit stays short.
 func TestSchemaDurationBounds(t *testing.T) {
 	root := loadSchema(t)
 	defs := root["definitions"].(map[string]any)
-	pattern := func(name string) *regexp.Regexp {
-		return regexp.MustCompile(defs[name].(map[string]any)["pattern"].(string))
+	for _, name := range []string{"collectionInterval", "goDuration", "promDuration"} {
+		def := defs[name].(map[string]any)
+		assert.LessOrEqual(t, len(def["pattern"].(string)), 50, "%s: the pattern helm prints for a value without a unit", name)
+		assert.Contains(t, def["description"], "a ", "%s says what a duration needs", name)
+	}
+	type matcher interface{ MatchString(string) bool }
+	pattern := func(name string) matcher {
+		return matchFunc(durationMatcher(t, defs[name].(map[string]any)))
 	}
 
 	src, err := os.ReadFile(filepath.Join(repoRoot, "receiver", "nvmlreceiver", "config.go"))
@@ -353,15 +392,7 @@ func TestSchemaDurationBounds(t *testing.T) {
 	}
 
 	// Prometheus durations: integers and its units (model.ParseDuration).
-	prom := defs["promDuration"].(map[string]any)["allOf"].([]any)
-	match := func(d string) bool {
-		for _, p := range prom {
-			if !regexp.MustCompile(p.(map[string]any)["pattern"].(string)).MatchString(d) {
-				return false
-			}
-		}
-		return true
-	}
+	match := durationMatcher(t, defs["promDuration"].(map[string]any))
 	for _, d := range []string{"30s", "5m", "1h30m", "1d", "2w", "1y", "500ms", "1h0m"} {
 		assert.True(t, match(d), "Prometheus duration %q", d)
 	}
@@ -369,3 +400,8 @@ func TestSchemaDurationBounds(t *testing.T) {
 		assert.False(t, match(d), "Prometheus duration %q", d)
 	}
 }
+
+// matchFunc is a func(string) bool with regexp's MatchString.
+type matchFunc func(string) bool
+
+func (f matchFunc) MatchString(s string) bool { return f(s) }

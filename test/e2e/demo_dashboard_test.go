@@ -58,26 +58,30 @@ func TestDemoDashboard(t *testing.T) {
 	prom := startPrometheusScraping(t, promAddr, kubeStateMetricsScrape(t), rules)
 
 	waitFor(t, 40*time.Second, "the demo's GPUs, containers and pods in Prometheus", func() bool {
-		return len(prom.tryQuery(`hw_gpu_memory_limit_bytes`)) == 4 &&
-			len(prom.tryQuery(`rate(container_cpu_time_seconds_total[10s])`)) == 3 &&
-			len(prom.tryQuery(`hw_gpu_memory_limit_bytes{k8s_pod_name!=""}`)) == 2
+		return len(prom.tryQuery(`hw_gpu_memory_limit_bytes`)) == 6 &&
+			len(prom.tryQuery(`rate(container_cpu_time_seconds_total[10s])`)) == 5 &&
+			len(prom.tryQuery(`hw_gpu_memory_limit_bytes{k8s_pod_name!=""}`)) == 4
 	}, col, prom.proc)
 	time.Sleep(12 * time.Second) // history for the rate windows ($__rate_interval = 10s)
 
 	t.Run("attribution", func(t *testing.T) {
 		res := prom.query(t, `nvidia_gpu_process_memory_usage_bytes{container_id!="", process_owner!="", process_pid!=""}`)
-		if len(res) != 3 {
-			t.Errorf("%d GPU processes with a container and an owner, want the demo's 3: %v", len(res), res)
+		if len(res) != 5 {
+			t.Errorf("%d GPU processes with a container and an owner, want the demo's 5: %v", len(res), res)
 		}
-		if lim := prom.query(t, `nvidia_gpu_container_cpu_limit`); len(lim) != 2 {
-			t.Errorf("%d container CPU limits, want 2 (the inference container has none): %v", len(lim), lim)
+		if lim := prom.query(t, `nvidia_gpu_container_cpu_limit`); len(lim) != 4 {
+			t.Errorf("%d container CPU limits, want 4 (the inference container has none): %v", len(lim), lim)
 		}
-		// testdata/demo/pods.json: GPU 0 and 2 are allocated to pods whose
-		// containers run their processes; GPU 1's runs in a Docker
-		// container outside Kubernetes, GPU 3 has no pod.
+		// testdata/demo/pods.json: GPU 0, 2 and 5 are allocated to pods
+		// whose containers run their processes, GPU 4 through a DRA claim
+		// (gpu-4, by the gpu-<minor> fallback); GPU 1's processes run in a
+		// Docker container outside Kubernetes and in a Slurm job, GPU 3 has
+		// no pod.
 		want := map[string]string{
 			"GPU-5151a7ed-de30-4000-8000-000000000000": "ml-training/resnet-train-0/trainer",
 			"GPU-5151a7ed-de30-4000-8000-000000000002": "research/notebook-alice/jupyter",
+			"GPU-5151a7ed-de30-4000-8000-000000000004": "vision/yolo-train-0/trainer",
+			"GPU-5151a7ed-de30-4000-8000-000000000005": "ml-training/llm-finetune-0/trainer",
 		}
 		for _, expr := range []string{
 			`max by (hw_id, k8s_namespace_name, k8s_pod_name, k8s_container_name) (hw_gpu_utilization_ratio{hw_gpu_task="general", k8s_pod_name!=""})`,

@@ -82,14 +82,16 @@ func TestDemoConfig(t *testing.T) {
 var demoKubeletPath = flag.String("demokubelet", "", "path of the built tools/demokubelet (make demo builds it into _build); empty: the demo tests build it")
 
 // demoEnv is the environment `make demo` gives the collector: the fake
-// library, the scenario, PWD the repository root (demo.yaml's proc_root
-// and cgroup_root are under it), and DEMO_KUBELET_SOCKET the socket of the
-// simulated kubelet, which it starts as make demo does (startDemoKubelet).
+// library, the scenario, DEMO_DATA the demo's proc and cgroup trees (here
+// testdata/demo as committed: its CPU counters do not move), and
+// DEMO_KUBELET_SOCKET the socket of the simulated kubelet, which it starts
+// as make demo does (startDemoKubelet).
 func demoEnv(t *testing.T, scenario string) []string {
 	t.Helper()
 	root, err := filepath.Abs(filepath.Join("..", ".."))
 	require.NoError(t, err)
-	return []string{scenarioEnv + "=" + scenario, "FAKENVML_LIBRARY=" + testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath), "PWD=" + root,
+	return []string{scenarioEnv + "=" + scenario, "FAKENVML_LIBRARY=" + testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath),
+		"DEMO_DATA=" + filepath.Join(root, "testdata", "demo"),
 		"DEMO_KUBELET_SOCKET=" + startDemoKubelet(t)}
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -211,4 +212,46 @@ func FuzzParseNode(f *testing.F) {
 		require.NoError(t, err, "%s", out)
 		assert.Equal(t, n, again)
 	})
+}
+
+// TestDemoCPURates checks testdata/demo/cpu-rates, the containers whose CPU
+// counters make demo moves (tools/demo.sh): each line names a container's
+// cgroup directory under testdata/demo/cgroup with a cpu.stat that has
+// usage_usec, and a rate in whole millicores within the container's CPU
+// limit (cpu.max). One container runs at 90 % of its limit or more, so the
+// demo shows input_bound (docs/waste.md).
+func TestDemoCPURates(t *testing.T) {
+	root := filepath.Join("..", "..", "testdata", "demo")
+	raw, err := os.ReadFile(filepath.Join(root, "cpu-rates"))
+	require.NoError(t, err)
+	atLimit := 0
+	for i, line := range strings.Split(string(raw), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		require.Len(t, f, 2, "cpu-rates line %d: a directory and millicores", i+1)
+		milli, err := strconv.Atoi(f[1])
+		require.NoError(t, err, "cpu-rates line %d", i+1)
+		require.Positive(t, milli, "cpu-rates line %d", i+1)
+		dir := filepath.Join(root, "cgroup", f[0])
+		stat, err := os.ReadFile(filepath.Join(dir, "cpu.stat"))
+		require.NoError(t, err, "cpu-rates line %d", i+1)
+		assert.Regexp(t, `(?m)^usage_usec [0-9]+$`, string(stat), "%s/cpu.stat", f[0])
+		max, err := os.ReadFile(filepath.Join(dir, "cpu.max"))
+		require.NoError(t, err, "cpu-rates line %d", i+1)
+		quota, period, _ := strings.Cut(strings.TrimSpace(string(max)), " ")
+		if quota == "max" {
+			continue
+		}
+		q, err1 := strconv.Atoi(quota)
+		p, err2 := strconv.Atoi(period)
+		require.NoError(t, errors.Join(err1, err2), "%s/cpu.max", f[0])
+		limit := 1000 * q / p // millicores
+		assert.LessOrEqual(t, milli, limit, "%s runs above its CPU limit", f[0])
+		if 10*milli >= 9*limit {
+			atLimit++
+		}
+	}
+	assert.Equal(t, 1, atLimit, "containers at 90 %% of their CPU limit or more (input_bound)")
 }
