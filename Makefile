@@ -149,7 +149,7 @@ fmt:
 clean:
 	rm -rf $(BIN) $(DIST_DIR)
 
-## h200-bundle: the binaries for tools/h200/h200-run.sh, cost.sh and new-figures.sh, gzipped into .carry/ (see docs/h200-runs.md)
+## h200-bundle: the binaries for tools/h200/h200-run.sh, cost.sh and new-figures.sh, gzipped into .carry/ (see docs/runs/h200-runs.md)
 h200-bundle: build
 	@mkdir -p .carry
 	$(GO) build -trimpath -ldflags='-s -w' -o .carry/scrapecost ./tools/h200/scrapecost
@@ -262,7 +262,7 @@ rules:
 	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml waste_test.yaml diagnosis_test.yaml holders_test.yaml dcgm-compat_test.yaml fleet_test.yaml
 
 ## rules-bench: the rules' evaluation cost per 1,000 GPUs on GPUS (50) simulated GPUs x 24 h backfilled into a
-## Prometheus TSDB (tools/rulesbench; docs/deploy.md "At scale"); a benchmark, not part of make test
+## Prometheus TSDB (tools/rulesbench; docs/operations/deploy.md "At scale"); a benchmark, not part of make test
 GPUS ?= 50
 RULES_BENCH_FLAGS ?=
 rules-bench:

@@ -11,7 +11,7 @@ import (
 // BenchmarkResourceSliceStore1000 measures what the informer keeps for
 // 1,000 ResourceSlices of 8 GPUs each (the store, with its uuid and device
 // indexes) as heap bytes, and the lookup a scrape makes per device
-// (docs/resources.md).
+// (docs/reference/resources.md).
 func BenchmarkResourceSliceStore1000(b *testing.B) {
 	w := newSliceWatcher(ResourceSlicesConfig{NodeName: "node1"}, DefaultDRADrivers(), nil)
 	build := func() cache.Indexer {

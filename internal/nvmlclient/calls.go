@@ -11,7 +11,7 @@ import "github.com/NVIDIA/go-nvml/pkg/nvml"
 // NOT_SUPPORTED, FUNCTION_NOT_FOUND and NO_PERMISSION are cached per call
 // and asked again with a backoff (support.go); meanwhile the row's figure
 // is absent, or its fallback row answers where it has one. Costs are p50
-// CPU per call on an H200 (driver 580, docs/h200-runs.md).
+// CPU per call on an H200 (driver 580, docs/runs/h200-runs.md).
 //
 // The plain figures, one NVML value each, are rows of plainReads
 // (plain.go); the rows here have readers of their own.

@@ -14,7 +14,7 @@ import (
 //     a time. NVML spins the CPU while the driver serializes calls of
 //     different GPUs: on an H200, nvmlGpmSampleGet costs 0.05 ms alone and
 //     1.77 ms beside another GPU's calls, the process list 0.01 ms and
-//     0.46 ms (docs/h200-runs.md), so reading the GPUs one after the other
+//     0.46 ms (docs/runs/h200-runs.md), so reading the GPUs one after the other
 //     costs the same wall time and much less CPU. Past maxHold the next in
 //     line goes ahead beside the stuck holder: a hung GPU delays the others
 //     by maxHold once, and never stops them.
@@ -22,7 +22,7 @@ import (
 //     time across the session's GPUs. On an H200 with driver 580,
 //     nvmlGpmMetricsGet on one GPU while nvmlGpmSampleGet ran on another
 //     crashed the process (SIGSEGV inside the library, in 1 of 4 40-scrape
-//     runs; docs/h200-runs.md). The lane already reads one GPU at a time;
+//     runs; docs/runs/h200-runs.md). The lane already reads one GPU at a time;
 //     the gate still holds when the lane passes over a stuck GPU. Past
 //     maxHold nobody goes ahead: every GPU gives up its GPM figures for the
 //     scrape at once, without waiting, until the hung call returns.

@@ -57,7 +57,7 @@ func TestH200NewFigures(t *testing.T) {
 		if has("nvmlDeviceGetPlatformInfo") {
 			p, ret := h.GetPlatformInfo()
 			// go-nvml asks version 1: the driver fills the v1 layout, so the
-			// v2 names below hold the v1 fields (see docs/architecture.md).
+			// v2 names below hold the v1 fields (see docs/design/architecture.md).
 			fmt.Fprintf(w, "nvmlDeviceGetPlatformInfo (go-nvml, version 1): %v, raw v2-named: ibGuid %x chassisSerial %x slot %d tray %d host %d peer %d module %d\n",
 				ret, p.IbGuid, p.ChassisSerialNumber, p.SlotNumber, p.TrayIndex, p.HostId, p.PeerType, p.ModuleId)
 		}

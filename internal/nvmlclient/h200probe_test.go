@@ -4,7 +4,7 @@ package nvmlclient
 
 // The H200 probe: raw NVML call costs on a real GPU, to explain where a
 // scrape's time goes. Built with `go test -c -tags h200probe` and run on the
-// GPU machine (see docs/h200-runs.md); never part of `make test`.
+// GPU machine (see docs/runs/h200-runs.md); never part of `make test`.
 
 import (
 	"context"
@@ -115,7 +115,7 @@ func TestH200Probe(t *testing.T) {
 // back for each process of GPU 0, every 0.5 s for 12 s, asked with
 // lastSeen = 0 and with lastSeen = now - 10 s (shareHorizon): how many
 // samples per PID, the newest one's age and its SM figure. It explains the
-// busy split of nvidia.gpu.process.busy.time (docs/h200-runs.md).
+// busy split of nvidia.gpu.process.busy.time (docs/runs/h200-runs.md).
 func TestH200ProcessShares(t *testing.T) {
 	lib := nvml.New()
 	if ret := lib.Init(); ret != nvml.SUCCESS {

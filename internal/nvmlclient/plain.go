@@ -17,7 +17,7 @@ import (
 // maps it to a metric and its attributes; the mock machines and the
 // simulated library answer a field from their data with no code, and a
 // getter through one line of their getter tables. Costs are p50 CPU per
-// call on an H200 (driver 580, docs/h200-runs.md).
+// call on an H200 (driver 580, docs/runs/h200-runs.md).
 var plainReads = [...]callSpec{
 	// Thermals and power, <0.05 ms each. Power and its limit stay on their
 	// getters: the field ids split average and instant power by

@@ -10,7 +10,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-// NVML keeps one utilization sample per process (docs/h200-runs.md): the
+// NVML keeps one utilization sample per process (docs/runs/h200-runs.md): the
 // newest, a smoothed recent figure whose value changes between reads even
 // at one timestamp. It is a share of the GPU's busy time, not of its SM
 // work. So a process's figure is its newest sample, an instant reading, and

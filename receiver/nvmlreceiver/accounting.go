@@ -24,7 +24,7 @@ import (
 //
 // Every second of a device's account lands in one of held, free or
 // unobserved (by reason), so that summed over the device's accounts they
-// give the wall-clock time since counting started (docs/waste.md): a
+// give the wall-clock time since counting started (docs/design/waste.md): a
 // window whose holder is not known is unobserved (read_failed), a stuck or
 // lost GPU's scrapes add their time as such, a window too long to vouch
 // for is a gap, and the time from the start of counting to a device's

@@ -156,7 +156,7 @@ type AccountingConfig struct {
 
 // DefaultIdleThreshold is 5 % activity: a training step that does any work
 // keeps SM activity well above it, and a process that only holds memory
-// reads 0 (docs/h200-runs.md).
+// reads 0 (docs/runs/h200-runs.md).
 const DefaultIdleThreshold = 0.05
 
 // minShareInterval bounds the share sampling: each sample is one

@@ -11,7 +11,7 @@ import (
 // claim, one claim shared by several pods listing each), on a resource of
 // the device and that holder: 1 / the number of holders, the holder's even
 // share of the device's held time. The held time itself is counted once,
-// on the device (docs/waste.md says how to split it).
+// on the device (docs/design/waste.md says how to split it).
 func recordHolders(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, holders []owner, newResource func(owner) *metadata.ResourceBuilder) {
 	if len(holders) == 0 {
 		return

@@ -77,7 +77,7 @@ func attribute(a *attribution.Attributor, deviceID string, procs []nvmlclient.Pr
 // shareAmong renormalises the busy shares, which NVML's layer made over
 // every listed process, over the processes kept at the cap: the GPU's busy
 // time is split among the processes reported, so that their parts still
-// sum to it (docs/waste.md). Where none of them had a share, none has one
+// sum to it (docs/design/waste.md). Where none of them had a share, none has one
 // now: the busy time is split evenly, as in a window without a sample.
 func shareAmong(kept []nvmlclient.Process) {
 	var total float64

@@ -39,7 +39,7 @@ func writeStarted(t *testing.T, root, pid, ticks string) {
 
 // GPU 2 of the mock is 12 % busy. Of its three processes the cap keeps
 // the two largest; the shares of those two are what the GPU's busy time
-// is split by, so that summed they give the GPU's (docs/waste.md).
+// is split by, so that summed they give the GPU's (docs/design/waste.md).
 func TestCappedProcessesShareTheGPUsBusyTime(t *testing.T) {
 	t.Parallel()
 	m := nvmltest.NewH200()

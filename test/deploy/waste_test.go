@@ -14,7 +14,7 @@ import (
 )
 
 // The recording rules of the waste accounting that other parts read (the
-// dashboard's Waste row, the e2e suite, docs/waste.md): a rename breaks
+// dashboard's Waste row, the e2e suite, docs/design/waste.md): a rename breaks
 // them, so the names are pinned here.
 func wasteRuleNames() []string {
 	var names []string

@@ -29,10 +29,10 @@ import (
 var prometheus3Path = flag.String("prometheus3", "", "path of a Prometheus 3 server binary (make e2e builds one into _build); empty: TestPrometheus3OTLP is skipped")
 
 // prom3Doc is the document whose config blocks the test runs.
-var prom3Doc = filepath.Join("..", "..", "docs", "prometheus-otlp.md")
+var prom3Doc = filepath.Join("..", "..", "docs", "operations", "prometheus-otlp.md")
 
 // docBlock returns the fenced YAML between <!-- name:start --> and
-// <!-- name:end --> of docs/prometheus-otlp.md.
+// <!-- name:end --> of docs/operations/prometheus-otlp.md.
 func docBlock(t *testing.T, name string) string {
 	t.Helper()
 	raw, err := os.ReadFile(prom3Doc)
@@ -241,7 +241,7 @@ func (r *otlpRecorder) counts() (int, []string) {
 
 // TestPrometheus3OTLP: otelcol-nvml on the dashboard's simulated GPUs,
 // pods and cgroups (dashboard_test.go) pushes OTLP with otlp_http to a real
-// Prometheus 3, configured with docs/prometheus-otlp.md's blocks (read from
+// Prometheus 3, configured with docs/operations/prometheus-otlp.md's blocks (read from
 // the document), with deploy/prometheus/rules.yaml loaded. The same
 // collector serves its prometheus exporter, the scraped path the rest of
 // the suite checks: every series it serves must be in Prometheus 3 with the
@@ -305,7 +305,7 @@ func TestPrometheus3OTLP(t *testing.T) {
     collection_interval: 1s
     # Over OTLP a costly counter has one sample per reading (the scrape
     # path stores one per scrape): 2s gives the dashboard's 10s rate windows
-    # (its $__rate_interval here) readings to rate, as docs/prometheus-otlp.md
+    # (its $__rate_interval here) readings to rate, as docs/operations/prometheus-otlp.md
     # tells teams to size theirs against the default 10s.
     counter_interval: 2s
     processes:

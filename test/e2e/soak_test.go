@@ -31,7 +31,7 @@ import (
 // with 14 return codes at 25 call sites, hangs from 50 ms to 20 s, a GPU
 // lost mid-run, processes coming and going and about 1,000 XID and ECC
 // events per 10 minutes. make test runs it for 60 s; make soak for 10
-// minutes (docs/soak.md records a run).
+// minutes (docs/runs/soak.md records a run).
 
 var (
 	soakDuration = flag.Duration("soak.duration", 60*time.Second, "how long TestSoak runs the collector")

@@ -219,7 +219,7 @@ func FuzzParseNode(f *testing.F) {
 // cgroup directory under testdata/demo/cgroup with a cpu.stat that has
 // usage_usec, and a rate in whole millicores within the container's CPU
 // limit (cpu.max). One container runs at 90 % of its limit or more, so the
-// demo shows input_bound (docs/waste.md).
+// demo shows input_bound (docs/design/waste.md).
 func TestDemoCPURates(t *testing.T) {
 	root := filepath.Join("..", "..", "testdata", "demo")
 	raw, err := os.ReadFile(filepath.Join(root, "cpu-rates"))

@@ -5,7 +5,7 @@
 # matmul on GPU $GPU_INDEX (default 0), as the 2026-12-01 single-GPU
 # baseline was measured. Arguments: label=DIR for each build to compare,
 # each DIR holding otelcol-nvml and receivercost.test, gzipped or not (see
-# docs/h200-runs.md). Leaves cost.md, cost.json and h200cost.tgz (every log)
+# docs/runs/h200-runs.md). Leaves cost.md, cost.json and h200cost.tgz (every log)
 # under $OUT. Changes no GPU setting.
 set -u
 : "${OUT:?set OUT to a folder for the results}"

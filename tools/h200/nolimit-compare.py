@@ -19,7 +19,7 @@ Known truths (PASS/FAIL):
   loader   the process at >= 0.9 core, activity < 0.5: input_bound
   batch50  activity >= 0.7 (0.965 measured before): gpu_bound
   sleep    the process under 0.1 core, activity < 0.05: idle
-  sync1    reported, not checked: the figure docs/waste.md's gpu_bound row
+  sync1    reported, not checked: the figure docs/design/waste.md's gpu_bound row
            cites, and which side of the gpu_bound bound it reads
 """
 import argparse

@@ -46,7 +46,7 @@ def _load(name, file):
 wc = _load("waste_compare", "waste-compare.py")
 fmt, within = wc.fmt, wc.within
 
-# The known truths (docs/h200-runs.md): the 50 %-duty matmul reads ~0.5
+# The known truths (docs/runs/h200-runs.md): the 50 %-duty matmul reads ~0.5
 # windowed utilization (0.474-0.488 measured) and 0.35-0.55 SM activity
 # (truth-compare.py; 0.439-0.452 measured); one spinning block reads ~1.0
 # (0.990-0.999) and under 0.02 SM activity (0.0076, 1 SM of 132).
@@ -58,7 +58,7 @@ RATE_TOL = 0.02           # waste-compare.py's --rate-tol and --active-tol
 IDLE_THRESHOLD = 0.05     # config.go DefaultIdleThreshold
 LINEAR_TOL = 0.25         # cost per GPU within 25 % of the 1-GPU figure
 AFFINE_RESIDUAL = 0.10    # an affine fit within 10 % of every count
-RUN_SPREAD_MS = 0.6       # the collector's CPU per second between runs of one build (docs/h200-runs.md)
+RUN_SPREAD_MS = 0.6       # the collector's CPU per second between runs of one build (docs/runs/h200-runs.md)
 SKIP_S = 3                # the truth window starts 3 s after the collector's warm-up
 
 
@@ -549,7 +549,7 @@ def render(res):
         if diffs:
             d = statistics.fmean(diffs)
             say("- The traces themselves (wall runs against cost runs): %s ms/s more CPU on average, %s this figure's "
-                "run-to-run spread of about ±%.1f ms/s (docs/h200-runs.md); the CPU figures above are without them" % (
+                "run-to-run spread of about ±%.1f ms/s (docs/runs/h200-runs.md); the CPU figures above are without them" % (
                     fmt(d, 2), "within" if abs(d) <= RUN_SPREAD_MS else "BEYOND", RUN_SPREAD_MS))
         say("- Method: CPU from /proc/<pid>/stat over the window (as cost.py), each second's from the threads' "
             "schedstat, in runs without traces; the per-N scrape wall time from the collector's own scrape spans "

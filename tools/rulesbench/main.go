@@ -1,5 +1,5 @@
 // Command rulesbench measures what the shipped Prometheus rules cost to
-// evaluate at fleet scale (make rules-bench; docs/deploy.md "At scale"):
+// evaluate at fleet scale (make rules-bench; docs/operations/deploy.md "At scale"):
 // it writes N GPUs x 24 h of the receiver's series in OpenMetrics (a
 // scrape of the demo, copied per simulated node with its own GPUs, pods
 // and processes, the holders replaced every few hours), backfills them

@@ -2,7 +2,7 @@
 # After the files are unpacked (dpkg postinst, rpm %post): systemd reads the
 # unit; an upgrade restarts a running collector on the new binary. A first
 # install enables and starts nothing: the admin does, after reading the
-# config (docs/deploy.md, "Bare metal and Slurm").
+# config (docs/operations/deploy.md, "Bare metal and Slurm").
 set -e
 # Only where systemd runs, and never into another root (dpkg --root).
 [ -z "${DPKG_ROOT:-}" ] && [ -d /run/systemd/system ] || exit 0

@@ -68,7 +68,7 @@ const (
 )
 
 // The recording rules of deploy/prometheus/rules.yaml the Waste row reads
-// (docs/waste.md). The deploy tests fail on a name rules.yaml does not
+// (docs/design/waste.md). The deploy tests fail on a name rules.yaml does not
 // record.
 const (
 	namespaceIdleHours = "namespace:nvidia_gpu_idle_hours:24h"
