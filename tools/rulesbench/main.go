@@ -102,6 +102,7 @@ func main() {
 	stop := serve(*prometheus, data, addr, filepath.Join(*dir, "empty.yaml"), "")
 	waitCompacted(data, 6)
 	stop()
+	compacted := readBlocks(data)
 	// Pass 1: no rules; backfill the records the 24h figures read.
 	if *backfill != "" {
 		recs := filepath.Join(*dir, "records.yaml")
@@ -121,13 +122,15 @@ func main() {
 			log.Printf("backfilled %d records (%s) in %s", n, *backfill, time.Since(t1).Round(time.Second))
 		}
 	}
-	stop = serve(*prometheus, data, addr, filepath.Join(*dir, "prometheus.yaml"), *rules)
+	measured := filepath.Join(*dir, "rules.yaml")
+	intervals := groupIntervals(*rules, measured)
+	stop = serve(*prometheus, data, addr, filepath.Join(*dir, "prometheus.yaml"), measured)
 	defer stop()
 	blocks, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
 	log.Printf("measuring on %d blocks", len(blocks))
 	groups := waitEvaluations(addr, *evals)
 	heads := headSeries(addr)
-	report(os.Stdout, cfg, groups, heads, rawBytes)
+	report(os.Stdout, cfg, groups, intervals, heads, rawBytes, compacted)
 }
 
 // waitCompacted waits until the TSDB has at most n blocks (24 h of a live
@@ -317,19 +320,30 @@ func headSeries(addr string) float64 {
 	return r.Data.HeadStats.NumSeries
 }
 
-func report(w io.Writer, cfg config, groups []group, heads float64, rawBytes int64) {
+func report(w io.Writer, cfg config, groups []group, intervals map[string]time.Duration, heads float64, rawBytes int64, blocks blockStats) {
 	per := 1000 / float64(cfg.gpus)
 	fmt.Fprintf(w, "%d GPUs (%d nodes of %d), %d h at %s (accounting counters before the last %s at %s), holders every %s\n",
 		cfg.gpus, cfg.nodes(), cfg.perNode, cfg.hours, cfg.step, cfg.recent, cfg.historyStep, cfg.holderLife)
 	fmt.Fprintf(w, "raw TSDB: %.1f MiB; series in the head: %.0f (%.1f per GPU)\n", float64(rawBytes)/(1<<20), heads, heads/float64(cfg.gpus))
-	var total float64
+	// A GPU-day at defaults: every series of the head's share of one GPU
+	// scraped at -step for 24 h, at the compacted blocks' bytes per sample.
+	samplesPerGPUDay := heads / float64(cfg.gpus) * 86400 / cfg.step.Seconds()
+	fmt.Fprintf(w, "compacted blocks: %d, %.1f MiB, %d samples, %.2f bytes per sample; a GPU-day at -step: %.0f samples, %.2f MiB\n",
+		blocks.blocks, float64(blocks.bytes)/(1<<20), blocks.samples, blocks.bytesPerSample(),
+		samplesPerGPUDay, samplesPerGPUDay*blocks.bytesPerSample()/(1<<20))
+	// Per evaluation: what one evaluation of every group costs. Per
+	// minute: each group's cost times its evaluations a minute (a group
+	// with interval 5m runs a fifth as often as a 1m one).
+	var total, perMinute float64
 	for _, g := range groups {
 		total += g.EvaluationTime
+		perMinute += g.EvaluationTime * float64(time.Minute) / float64(intervals[g.Name])
 	}
 	fmt.Fprintf(w, "\n%-60s %12s %16s\n", "group / rule", "ms", "ms per 1k GPUs")
-	fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", "ALL GROUPS", total*1000, total*1000*per)
+	fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", "ALL GROUPS, one evaluation each", total*1000, total*1000*per)
+	fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", "ALL GROUPS, average per minute", perMinute*1000, perMinute*1000*per)
 	for _, g := range groups {
-		fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", g.Name+fmt.Sprintf(" (every %gs)", g.Interval), g.EvaluationTime*1000, g.EvaluationTime*1000*per)
+		fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", g.Name+fmt.Sprintf(" (every %s)", intervals[g.Name]), g.EvaluationTime*1000, g.EvaluationTime*1000*per)
 		rs := append([]rule(nil), g.Rules...)
 		sort.SliceStable(rs, func(i, j int) bool { return rs[i].EvaluationTime > rs[j].EvaluationTime })
 		for i, r := range rs {
