@@ -51,6 +51,7 @@ func main() {
 		promtool   = flag.String("promtool", "/usr/bin/promtool", "promtool binary")
 		dir        = flag.String("dir", "", "work directory (default: a temporary one, removed)")
 		evals      = flag.Int("evals", 5, "evaluations of every group to measure; the median is reported")
+		reuse      = flag.Bool("reuse", false, "measure on the TSDB a previous run left in -dir (same -gpus), without writing it again: to compare two rule files on the same data, minutes apart (the data then ends that long before the evaluations)")
 	)
 	flag.IntVar(&cfg.gpus, "gpus", 50, "simulated GPUs")
 	flag.IntVar(&cfg.hours, "hours", 24, "hours of history")
@@ -66,6 +67,9 @@ func main() {
 		log.Fatal(err)
 	}
 	cfg.perNode = countGPUs(tmpl)
+	if *reuse && *dir == "" {
+		log.Fatal("-reuse needs -dir")
+	}
 	if *dir == "" {
 		d, err := os.MkdirTemp("", "rulesbench")
 		if err != nil {
@@ -78,10 +82,36 @@ func main() {
 	cfg.end = time.Now().Unix() / cfg.stepS() * cfg.stepS()
 	start := cfg.end - int64(cfg.hours)*3600
 
+	var rawBytes int64
+	var compacted blockStats
+	addr := freeAddr()
+	if *reuse {
+		if _, err := os.Stat(data); err != nil {
+			log.Fatal(err)
+		}
+		compacted = readBlocks(data)
+	} else {
+		rawBytes, compacted = build(cfg, tmpl, *dir, data, addr, start, *prometheus, *promtool, *rules, *backfill)
+	}
+	measured := filepath.Join(*dir, "rules.yaml")
+	intervals := groupIntervals(*rules, measured)
+	stop := serve(*prometheus, data, addr, filepath.Join(*dir, "prometheus.yaml"), measured)
+	defer stop()
+	blocks, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
+	log.Printf("measuring on %d blocks", len(blocks))
+	groups := waitEvaluations(addr, *evals)
+	heads := headSeries(addr)
+	report(os.Stdout, cfg, groups, intervals, heads, rawBytes, compacted)
+}
+
+// build writes the simulated fleet's 24 h into a TSDB in data, lets
+// Prometheus compact it and backfills the records named by backfill; it
+// returns the raw blocks' bytes and the compacted blocks' stats.
+func build(cfg config, tmpl []series, dir, data, addr string, start int64, prometheus, promtool, rules, backfill string) (int64, blockStats) {
 	t0 := time.Now()
 	const slice = 2 * 3600
 	for from := start - start%slice; from < cfg.end; from += slice {
-		om := filepath.Join(*dir, "slice.om")
+		om := filepath.Join(dir, "slice.om")
 		f, err := os.Create(om)
 		if err != nil {
 			log.Fatal(err)
@@ -90,47 +120,38 @@ func main() {
 			log.Fatal(err)
 		}
 		f.Close()
-		run(*promtool, "tsdb", "create-blocks-from", "openmetrics", om, data)
+		run(promtool, "tsdb", "create-blocks-from", "openmetrics", om, data)
 		os.Remove(om)
 	}
 	log.Printf("backfilled %d GPUs on %d nodes, %d h, in %s", cfg.gpus, cfg.nodes(), cfg.hours, time.Since(t0).Round(time.Second))
 	rawBytes := dirBytes(data)
 
-	addr := freeAddr()
 	// The raw blocks are 2h ones; let Prometheus compact them as it would
 	// have compacted 24 h of its own.
-	stop := serve(*prometheus, data, addr, filepath.Join(*dir, "empty.yaml"), "")
+	stop := serve(prometheus, data, addr, filepath.Join(dir, "empty.yaml"), "")
 	waitCompacted(data, 6)
 	stop()
 	compacted := readBlocks(data)
 	// Pass 1: no rules; backfill the records the 24h figures read.
-	if *backfill != "" {
-		recs := filepath.Join(*dir, "records.yaml")
-		if n := selectRecords(*rules, *backfill, recs); n > 0 {
-			stop := serve(*prometheus, data, addr, filepath.Join(*dir, "empty.yaml"), "")
+	if backfill != "" {
+		recs := filepath.Join(dir, "records.yaml")
+		if n := selectRecords(rules, backfill, recs); n > 0 {
+			stop := serve(prometheus, data, addr, filepath.Join(dir, "empty.yaml"), "")
 			t1 := time.Now()
-			run(*promtool, "tsdb", "create-blocks-from", "rules",
+			run(promtool, "tsdb", "create-blocks-from", "rules",
 				"--start", fmt.Sprint(start+3600), "--end", fmt.Sprint(cfg.end),
 				"--eval-interval", "5m", "--url", "http://"+addr, "--output-dir", data, recs)
 			stop()
 			// promtool writes one block per rule and range: let Prometheus
 			// merge the overlapping blocks first (a live ruler's records are
 			// in the head and compacted blocks, never overlapping ones).
-			stop = serve(*prometheus, data, addr, filepath.Join(*dir, "empty.yaml"), "")
+			stop = serve(prometheus, data, addr, filepath.Join(dir, "empty.yaml"), "")
 			waitCompacted(data, 6)
 			stop()
-			log.Printf("backfilled %d records (%s) in %s", n, *backfill, time.Since(t1).Round(time.Second))
+			log.Printf("backfilled %d records (%s) in %s", n, backfill, time.Since(t1).Round(time.Second))
 		}
 	}
-	measured := filepath.Join(*dir, "rules.yaml")
-	intervals := groupIntervals(*rules, measured)
-	stop = serve(*prometheus, data, addr, filepath.Join(*dir, "prometheus.yaml"), measured)
-	defer stop()
-	blocks, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
-	log.Printf("measuring on %d blocks", len(blocks))
-	groups := waitEvaluations(addr, *evals)
-	heads := headSeries(addr)
-	report(os.Stdout, cfg, groups, intervals, heads, rawBytes, compacted)
+	return rawBytes, compacted
 }
 
 // waitCompacted waits until the TSDB has at most n blocks (24 h of a live
