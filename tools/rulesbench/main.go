@@ -52,6 +52,7 @@ func main() {
 		dir        = flag.String("dir", "", "work directory (default: a temporary one, removed)")
 		evals      = flag.Int("evals", 5, "evaluations of every group to measure; the median is reported")
 		reuse      = flag.Bool("reuse", false, "measure on the TSDB a previous run left in -dir (same -gpus), without writing it again: to compare two rule files on the same data, minutes apart (the data then ends that long before the evaluations)")
+		drop       = flag.String("drop-labels", "", "comma-separated labels to leave off every series but the GPU's "+keptOn+" (to measure what keeping a GPU's constants off its series saves)")
 	)
 	flag.IntVar(&cfg.gpus, "gpus", 50, "simulated GPUs")
 	flag.IntVar(&cfg.hours, "hours", 24, "hours of history")
@@ -61,6 +62,11 @@ func main() {
 	flag.DurationVar(&cfg.holderLife, "holder-life", 6*time.Hour, "how long a pod and its processes hold their GPU before the next ones")
 	flag.Parse()
 	log.SetFlags(0)
+	for _, l := range strings.Split(*drop, ",") {
+		if l != "" {
+			dropped[l] = true
+		}
+	}
 
 	tmpl, err := readTemplate(*template)
 	if err != nil {
@@ -100,7 +106,7 @@ func main() {
 	blocks, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
 	log.Printf("measuring on %d blocks", len(blocks))
 	groups := waitEvaluations(addr, *evals)
-	heads := headSeries(addr)
+	heads := readHead(addr)
 	report(os.Stdout, cfg, groups, intervals, heads, rawBytes, compacted)
 }
 
@@ -329,23 +335,42 @@ func medianGroup(hist []group) group {
 	return g
 }
 
-func headSeries(addr string) float64 {
+type nameValue struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+}
+
+type headStats struct {
+	series float64
+	// labelBytes: the head's memory for each label name's values (the
+	// top 10 Prometheus lists).
+	labelBytes []nameValue
+}
+
+func readHead(addr string) headStats {
 	var r struct {
 		Data struct {
 			HeadStats struct {
 				NumSeries float64 `json:"numSeries"`
 			} `json:"headStats"`
+			MemoryInBytesByLabelName []nameValue `json:"memoryInBytesByLabelName"`
 		} `json:"data"`
 	}
 	getJSON("http://"+addr+"/api/v1/status/tsdb", &r)
-	return r.Data.HeadStats.NumSeries
+	return headStats{series: r.Data.HeadStats.NumSeries, labelBytes: r.Data.MemoryInBytesByLabelName}
 }
 
-func report(w io.Writer, cfg config, groups []group, intervals map[string]time.Duration, heads float64, rawBytes int64, blocks blockStats) {
+func report(w io.Writer, cfg config, groups []group, intervals map[string]time.Duration, head headStats, rawBytes int64, blocks blockStats) {
+	heads := head.series
 	per := 1000 / float64(cfg.gpus)
 	fmt.Fprintf(w, "%d GPUs (%d nodes of %d), %d h at %s (accounting counters before the last %s at %s), holders every %s\n",
 		cfg.gpus, cfg.nodes(), cfg.perNode, cfg.hours, cfg.step, cfg.recent, cfg.historyStep, cfg.holderLife)
 	fmt.Fprintf(w, "raw TSDB: %.1f MiB; series in the head: %.0f (%.1f per GPU)\n", float64(rawBytes)/(1<<20), heads, heads/float64(cfg.gpus))
+	fmt.Fprintf(w, "head memory by label name:")
+	for _, l := range head.labelBytes {
+		fmt.Fprintf(w, " %s %.0f kB,", l.Name, l.Value/1000)
+	}
+	fmt.Fprintln(w)
 	// A GPU-day at defaults: every series of the head's share of one GPU
 	// scraped at -step for 24 h, at the compacted blocks' bytes per sample.
 	samplesPerGPUDay := heads / float64(cfg.gpus) * 86400 / cfg.step.Seconds()
