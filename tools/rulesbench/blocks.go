@@ -48,3 +48,22 @@ func (st blockStats) bytesPerSample() float64 {
 	}
 	return float64(st.bytes) / float64(st.samples)
 }
+
+// dataEnd is the newest block's end (Unix milliseconds).
+func dataEnd(data string) int64 {
+	var end int64
+	metas, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
+	for _, m := range metas {
+		raw, err := os.ReadFile(m)
+		if err != nil {
+			continue
+		}
+		var meta struct {
+			MaxTime int64 `json:"maxTime"`
+		}
+		if json.Unmarshal(raw, &meta) == nil && meta.MaxTime > end {
+			end = meta.MaxTime
+		}
+	}
+	return end
+}

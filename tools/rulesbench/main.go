@@ -52,6 +52,7 @@ func main() {
 		dir        = flag.String("dir", "", "work directory (default: a temporary one, removed)")
 		evals      = flag.Int("evals", 5, "evaluations of every group to measure; the median is reported")
 		reuse      = flag.Bool("reuse", false, "measure on the TSDB a previous run left in -dir (same -gpus), without writing it again: to compare two rule files on the same data, minutes apart (the data then ends that long before the evaluations)")
+		ahead      = flag.Duration("ahead", 10*time.Minute, "how far past the start of the run the data ends: the evaluations come after the backfill, and run on data that reaches them (400 GPUs take some 25 minutes to backfill here)")
 		drop       = flag.String("drop-labels", "", "comma-separated labels to leave off every series but the GPU's "+keptOn+" (to measure what keeping a GPU's constants off its series saves)")
 	)
 	flag.IntVar(&cfg.gpus, "gpus", 50, "simulated GPUs")
@@ -85,7 +86,7 @@ func main() {
 		*dir = d
 	}
 	data := filepath.Join(*dir, "data")
-	cfg.end = time.Now().Unix() / cfg.stepS() * cfg.stepS()
+	cfg.end = time.Now().Add(*ahead).Unix() / cfg.stepS() * cfg.stepS()
 	start := cfg.end - int64(cfg.hours)*3600
 
 	var rawBytes int64
@@ -105,6 +106,9 @@ func main() {
 	defer stop()
 	blocks, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
 	log.Printf("measuring on %d blocks", len(blocks))
+	if late := time.Since(time.UnixMilli(dataEnd(data))); late > 0 {
+		log.Printf("WARNING: the data ended %s before the evaluations: their 5m and 1h windows hold less than the fleet's (raise -ahead)", late.Round(time.Second))
+	}
 	groups := waitEvaluations(addr, *evals)
 	heads := readHead(addr)
 	report(os.Stdout, cfg, groups, intervals, heads, rawBytes, compacted)
