@@ -52,7 +52,7 @@ func main() {
 		dir        = flag.String("dir", "", "work directory (default: a temporary one, removed)")
 		evals      = flag.Int("evals", 5, "evaluations of every group to measure; the median is reported")
 		reuse      = flag.Bool("reuse", false, "measure on the TSDB a previous run left in -dir (same -gpus), without writing it again: to compare two rule files on the same data, minutes apart (the data then ends that long before the evaluations)")
-		ahead      = flag.Duration("ahead", 10*time.Minute, "how far past the start of the run the data ends: the evaluations come after the backfill, and run on data that reaches them (400 GPUs take some 25 minutes to backfill here)")
+		ahead      = flag.Duration("ahead", 10*time.Minute, "how far past the start of the run the data ends: the evaluations start once the clock passes it, after the backfill, on windows the data fills (400 GPUs take some 25 minutes to backfill here)")
 		drop       = flag.String("drop-labels", "", "comma-separated labels to leave off every series but the GPU's "+keptOn+" (to measure what keeping a GPU's constants off its series saves)")
 	)
 	flag.IntVar(&cfg.gpus, "gpus", 50, "simulated GPUs")
@@ -100,13 +100,20 @@ func main() {
 	} else {
 		rawBytes, compacted = build(cfg, tmpl, *dir, data, addr, start, *prometheus, *promtool, *rules, *backfill)
 	}
+	// The data ends -ahead of the start: Prometheus appends its records
+	// only after the newest block, so the measurement starts once the
+	// clock has passed it, on windows that the data fills.
+	if wait := time.Until(time.UnixMilli(dataEnd(data))) + time.Second; wait > 0 {
+		log.Printf("waiting %s for the data's end", wait.Round(time.Second))
+		time.Sleep(wait)
+	}
 	measured := filepath.Join(*dir, "rules.yaml")
 	intervals := groupIntervals(*rules, measured)
 	stop := serve(*prometheus, data, addr, filepath.Join(*dir, "prometheus.yaml"), measured)
 	defer stop()
 	blocks, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
 	log.Printf("measuring on %d blocks", len(blocks))
-	if late := time.Since(time.UnixMilli(dataEnd(data))); late > 0 {
+	if late := time.Since(time.UnixMilli(dataEnd(data))); late > 30*time.Second {
 		log.Printf("WARNING: the data ended %s before the evaluations: their 5m and 1h windows hold less than the fleet's (raise -ahead)", late.Round(time.Second))
 	}
 	groups := waitEvaluations(addr, *evals)
