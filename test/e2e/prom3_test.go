@@ -81,7 +81,7 @@ func startPrometheus3(t *testing.T, otlpBlock string, ruleFiles ...string) *prom
 	p := &prometheus{addr: fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))}
 	cfg := "global:\n  evaluation_interval: 1s\n" + otlpBlock
 	if len(ruleFiles) > 0 {
-		cfg += "rule_files: [\"" + strings.Join(ruleFiles, "\", \"") + "\"]\n"
+		cfg += "rule_files: [\"" + strings.Join(everySecond(t, dir, ruleFiles), "\", \"") + "\"]\n"
 	}
 	p.proc = startProcess(t, "prometheus 3", nil, bin,
 		"--web.enable-otlp-receiver",

@@ -51,6 +51,9 @@ func main() {
 		promtool   = flag.String("promtool", "/usr/bin/promtool", "promtool binary")
 		dir        = flag.String("dir", "", "work directory (default: a temporary one, removed)")
 		evals      = flag.Int("evals", 5, "evaluations of every group to measure; the median is reported")
+		reuse      = flag.Bool("reuse", false, "measure on the TSDB a previous run left in -dir (same -gpus), without writing it again: to compare two rule files on the same data, minutes apart (the data then ends that long before the evaluations)")
+		ahead      = flag.Duration("ahead", 10*time.Minute, "how far past the start of the run the data ends: the evaluations start once the clock passes it, after the backfill, on windows the data fills (400 GPUs take some 25 minutes to backfill here)")
+		drop       = flag.String("drop-labels", "", "comma-separated labels to leave off every series but the GPU's "+keptOn+" (to measure what keeping a GPU's constants off its series saves)")
 	)
 	flag.IntVar(&cfg.gpus, "gpus", 50, "simulated GPUs")
 	flag.IntVar(&cfg.hours, "hours", 24, "hours of history")
@@ -60,12 +63,20 @@ func main() {
 	flag.DurationVar(&cfg.holderLife, "holder-life", 6*time.Hour, "how long a pod and its processes hold their GPU before the next ones")
 	flag.Parse()
 	log.SetFlags(0)
+	for _, l := range strings.Split(*drop, ",") {
+		if l != "" {
+			dropped[l] = true
+		}
+	}
 
 	tmpl, err := readTemplate(*template)
 	if err != nil {
 		log.Fatal(err)
 	}
 	cfg.perNode = countGPUs(tmpl)
+	if *reuse && *dir == "" {
+		log.Fatal("-reuse needs -dir")
+	}
 	if *dir == "" {
 		d, err := os.MkdirTemp("", "rulesbench")
 		if err != nil {
@@ -75,13 +86,49 @@ func main() {
 		*dir = d
 	}
 	data := filepath.Join(*dir, "data")
-	cfg.end = time.Now().Unix() / cfg.stepS() * cfg.stepS()
+	cfg.end = time.Now().Add(*ahead).Unix() / cfg.stepS() * cfg.stepS()
 	start := cfg.end - int64(cfg.hours)*3600
 
+	var rawBytes int64
+	var compacted blockStats
+	addr := freeAddr()
+	if *reuse {
+		if _, err := os.Stat(data); err != nil {
+			log.Fatal(err)
+		}
+		compacted = readBlocks(data)
+	} else {
+		rawBytes, compacted = build(cfg, tmpl, *dir, data, addr, start, *prometheus, *promtool, *rules, *backfill)
+	}
+	// The data ends -ahead of the start: Prometheus appends its records
+	// only after the newest block, so the measurement starts once the
+	// clock has passed it, on windows that the data fills.
+	if wait := time.Until(time.UnixMilli(dataEnd(data))) + time.Second; wait > 0 {
+		log.Printf("waiting %s for the data's end", wait.Round(time.Second))
+		time.Sleep(wait)
+	}
+	measured := filepath.Join(*dir, "rules.yaml")
+	intervals := groupIntervals(*rules, measured)
+	stop := serve(*prometheus, data, addr, filepath.Join(*dir, "prometheus.yaml"), measured)
+	defer stop()
+	blocks, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
+	log.Printf("measuring on %d blocks", len(blocks))
+	if late := time.Since(time.UnixMilli(dataEnd(data))); late > 30*time.Second {
+		log.Printf("WARNING: the data ended %s before the evaluations: their 5m and 1h windows hold less than the fleet's (raise -ahead)", late.Round(time.Second))
+	}
+	groups := waitEvaluations(addr, *evals)
+	heads := readHead(addr)
+	report(os.Stdout, cfg, groups, intervals, heads, rawBytes, compacted)
+}
+
+// build writes the simulated fleet's 24 h into a TSDB in data, lets
+// Prometheus compact it and backfills the records named by backfill; it
+// returns the raw blocks' bytes and the compacted blocks' stats.
+func build(cfg config, tmpl []series, dir, data, addr string, start int64, prometheus, promtool, rules, backfill string) (int64, blockStats) {
 	t0 := time.Now()
 	const slice = 2 * 3600
 	for from := start - start%slice; from < cfg.end; from += slice {
-		om := filepath.Join(*dir, "slice.om")
+		om := filepath.Join(dir, "slice.om")
 		f, err := os.Create(om)
 		if err != nil {
 			log.Fatal(err)
@@ -90,44 +137,38 @@ func main() {
 			log.Fatal(err)
 		}
 		f.Close()
-		run(*promtool, "tsdb", "create-blocks-from", "openmetrics", om, data)
+		run(promtool, "tsdb", "create-blocks-from", "openmetrics", om, data)
 		os.Remove(om)
 	}
 	log.Printf("backfilled %d GPUs on %d nodes, %d h, in %s", cfg.gpus, cfg.nodes(), cfg.hours, time.Since(t0).Round(time.Second))
 	rawBytes := dirBytes(data)
 
-	addr := freeAddr()
 	// The raw blocks are 2h ones; let Prometheus compact them as it would
 	// have compacted 24 h of its own.
-	stop := serve(*prometheus, data, addr, filepath.Join(*dir, "empty.yaml"), "")
+	stop := serve(prometheus, data, addr, filepath.Join(dir, "empty.yaml"), "")
 	waitCompacted(data, 6)
 	stop()
+	compacted := readBlocks(data)
 	// Pass 1: no rules; backfill the records the 24h figures read.
-	if *backfill != "" {
-		recs := filepath.Join(*dir, "records.yaml")
-		if n := selectRecords(*rules, *backfill, recs); n > 0 {
-			stop := serve(*prometheus, data, addr, filepath.Join(*dir, "empty.yaml"), "")
+	if backfill != "" {
+		recs := filepath.Join(dir, "records.yaml")
+		if n := selectRecords(rules, backfill, recs); n > 0 {
+			stop := serve(prometheus, data, addr, filepath.Join(dir, "empty.yaml"), "")
 			t1 := time.Now()
-			run(*promtool, "tsdb", "create-blocks-from", "rules",
+			run(promtool, "tsdb", "create-blocks-from", "rules",
 				"--start", fmt.Sprint(start+3600), "--end", fmt.Sprint(cfg.end),
 				"--eval-interval", "5m", "--url", "http://"+addr, "--output-dir", data, recs)
 			stop()
 			// promtool writes one block per rule and range: let Prometheus
 			// merge the overlapping blocks first (a live ruler's records are
 			// in the head and compacted blocks, never overlapping ones).
-			stop = serve(*prometheus, data, addr, filepath.Join(*dir, "empty.yaml"), "")
+			stop = serve(prometheus, data, addr, filepath.Join(dir, "empty.yaml"), "")
 			waitCompacted(data, 6)
 			stop()
-			log.Printf("backfilled %d records (%s) in %s", n, *backfill, time.Since(t1).Round(time.Second))
+			log.Printf("backfilled %d records (%s) in %s", n, backfill, time.Since(t1).Round(time.Second))
 		}
 	}
-	stop = serve(*prometheus, data, addr, filepath.Join(*dir, "prometheus.yaml"), *rules)
-	defer stop()
-	blocks, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
-	log.Printf("measuring on %d blocks", len(blocks))
-	groups := waitEvaluations(addr, *evals)
-	heads := headSeries(addr)
-	report(os.Stdout, cfg, groups, heads, rawBytes)
+	return rawBytes, compacted
 }
 
 // waitCompacted waits until the TSDB has at most n blocks (24 h of a live
@@ -305,31 +346,61 @@ func medianGroup(hist []group) group {
 	return g
 }
 
-func headSeries(addr string) float64 {
+type nameValue struct {
+	Name  string  `json:"name"`
+	Value float64 `json:"value"`
+}
+
+type headStats struct {
+	series float64
+	// labelBytes: the head's memory for each label name's values (the
+	// top 10 Prometheus lists).
+	labelBytes []nameValue
+}
+
+func readHead(addr string) headStats {
 	var r struct {
 		Data struct {
 			HeadStats struct {
 				NumSeries float64 `json:"numSeries"`
 			} `json:"headStats"`
+			MemoryInBytesByLabelName []nameValue `json:"memoryInBytesByLabelName"`
 		} `json:"data"`
 	}
 	getJSON("http://"+addr+"/api/v1/status/tsdb", &r)
-	return r.Data.HeadStats.NumSeries
+	return headStats{series: r.Data.HeadStats.NumSeries, labelBytes: r.Data.MemoryInBytesByLabelName}
 }
 
-func report(w io.Writer, cfg config, groups []group, heads float64, rawBytes int64) {
+func report(w io.Writer, cfg config, groups []group, intervals map[string]time.Duration, head headStats, rawBytes int64, blocks blockStats) {
+	heads := head.series
 	per := 1000 / float64(cfg.gpus)
 	fmt.Fprintf(w, "%d GPUs (%d nodes of %d), %d h at %s (accounting counters before the last %s at %s), holders every %s\n",
 		cfg.gpus, cfg.nodes(), cfg.perNode, cfg.hours, cfg.step, cfg.recent, cfg.historyStep, cfg.holderLife)
 	fmt.Fprintf(w, "raw TSDB: %.1f MiB; series in the head: %.0f (%.1f per GPU)\n", float64(rawBytes)/(1<<20), heads, heads/float64(cfg.gpus))
-	var total float64
+	fmt.Fprintf(w, "head memory by label name:")
+	for _, l := range head.labelBytes {
+		fmt.Fprintf(w, " %s %.0f kB,", l.Name, l.Value/1000)
+	}
+	fmt.Fprintln(w)
+	// A GPU-day at defaults: every series of the head's share of one GPU
+	// scraped at -step for 24 h, at the compacted blocks' bytes per sample.
+	samplesPerGPUDay := heads / float64(cfg.gpus) * 86400 / cfg.step.Seconds()
+	fmt.Fprintf(w, "compacted blocks: %d, %.1f MiB, %d samples, %.2f bytes per sample; a GPU-day at -step: %.0f samples, %.2f MiB\n",
+		blocks.blocks, float64(blocks.bytes)/(1<<20), blocks.samples, blocks.bytesPerSample(),
+		samplesPerGPUDay, samplesPerGPUDay*blocks.bytesPerSample()/(1<<20))
+	// Per evaluation: what one evaluation of every group costs. Per
+	// minute: each group's cost times its evaluations a minute (a group
+	// with interval 5m runs a fifth as often as a 1m one).
+	var total, perMinute float64
 	for _, g := range groups {
 		total += g.EvaluationTime
+		perMinute += g.EvaluationTime * float64(time.Minute) / float64(intervals[g.Name])
 	}
 	fmt.Fprintf(w, "\n%-60s %12s %16s\n", "group / rule", "ms", "ms per 1k GPUs")
-	fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", "ALL GROUPS", total*1000, total*1000*per)
+	fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", "ALL GROUPS, one evaluation each", total*1000, total*1000*per)
+	fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", "ALL GROUPS, average per minute", perMinute*1000, perMinute*1000*per)
 	for _, g := range groups {
-		fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", g.Name+fmt.Sprintf(" (every %gs)", g.Interval), g.EvaluationTime*1000, g.EvaluationTime*1000*per)
+		fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", g.Name+fmt.Sprintf(" (every %s)", intervals[g.Name]), g.EvaluationTime*1000, g.EvaluationTime*1000*per)
 		rs := append([]rule(nil), g.Rules...)
 		sort.SliceStable(rs, func(i, j int) bool { return rs[i].EvaluationTime > rs[j].EvaluationTime })
 		for i, r := range rs {

@@ -140,12 +140,22 @@ func rate(s series) float64 {
 	return 0
 }
 
+// dropped is the labels left off every series but keptOn's (-drop-labels:
+// a GPU's constants on one series per GPU, to join on, rather than on all).
+var (
+	dropped = map[string]bool{}
+	keptOn  = "hw_gpu_memory_limit_bytes"
+)
+
 // labelText is the series' label set for node n and holder generation g,
 // sorted, with the labels Prometheus and the chart add (job, instance,
 // k8s_node_name).
 func labelText(s series, node, gen int) string {
 	ls := make([]label, 0, len(s.labels)+3)
 	for _, l := range s.labels {
+		if dropped[l.name] && s.name != keptOn {
+			continue
+		}
 		switch {
 		case deviceIdentity[l.name]:
 			l.value = fmt.Sprintf("%s-n%d", l.value, node)
