@@ -228,8 +228,13 @@ func TestSlurmHolders(t *testing.T) {
     static_configs:
       - targets: [%q]
 `, b.promAddr), rules)
-	waitFor(t, 60*time.Second, "both jobs' held GPUs in Prometheus", func() bool {
-		return len(prom.tryQuery(`slurm_job:nvidia_gpu_held_gpus:5m`)) == 2
+	// The span starts once every figure it reads has a series: the user
+	// figures of the holders group read the waste group's records, which
+	// may come an evaluation later than the jobs'.
+	waitFor(t, 60*time.Second, "both jobs' and both users' figures in Prometheus", func() bool {
+		return len(prom.tryQuery(`slurm_job:nvidia_gpu_held_gpus:5m`)) == 2 &&
+			len(prom.tryQuery(`{__name__=~"slurm_job:nvidia_gpu_(held|busy|idle|active)_hours:1h"}`)) == 8 &&
+			len(prom.tryQuery(`{__name__=~"user:nvidia_gpu_(held|busy|idle|active)_hours:1h"}`)) == 8
 	}, a.proc, b.proc, prom.proc)
 	sp := newSpan(t, prom, a.proc, b.proc)
 
