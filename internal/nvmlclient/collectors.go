@@ -10,8 +10,13 @@ import (
 
 // A Device reads its GPU through a list of collectors, each one part of
 // the read that owns that part's state: its baselines, its windows, what
-// it carries from one read to the next. Read runs them in order on one
-// reading (reading.go), which alone makes NVML calls; a panic in one
+// it carries from one read to the next. No collector reads another's
+// state, nor what another wrote into the Sample: what several need is
+// decided before they run (the readPlan, the reading's scrapeInput), and
+// the one figure made of two collectors' answers (a MIG device's processes
+// from the parent's list) is joined after them (Read). So the order of the
+// list carries no data (TestCollectorOrderCarriesNoData). Read runs them
+// on one reading (reading.go), which alone makes NVML calls; a panic in one
 // collector's own code fails that collector alone.
 type collector interface {
 	// prime takes the part's baselines, once, before the first read.
@@ -20,19 +25,11 @@ type collector interface {
 	read(r *reading, s *Sample)
 }
 
-// The collectors, in the order a read runs them.
+// The collectors.
 type (
-	// gpmCollector: GPM's activity and traffic over the scrape window
-	// (gpm.go). First: the general utilization of a GPU with GPM comes
-	// from it.
-	gpmCollector struct{ gpmState }
-	// utilizationCollector: the engines' and memory controller's
-	// utilization over the window since the previous read (sampling.go).
-	utilizationCollector struct {
-		windows      [samplingCount]window
-		lastRead     time.Time // the device clock's time of the previous read, for the codec windows
-		memCtrlOnGPM bool      // read the memory controller window on GPUs with GPM too
-	}
+	// activityCollector: GPM's activity and traffic, and the engines'
+	// and memory controller's utilization, over the window since the
+	// previous read (activity.go).
 	// getterCollector: the memory, and every plain getter of the read
 	// table (fields.go).
 	getterCollector struct{}
@@ -53,7 +50,8 @@ type (
 	healthCollector struct{}
 	// migCollector: the MIG devices of a GPU in MIG mode (mig.go).
 	migCollector struct {
-		devices []*migDevice
+		processes bool // WithProcesses
+		devices   []*migDevice
 		// mu guards devices against Inventory: the reads that change
 		// devices run under the device's use.
 		mu sync.Mutex
@@ -77,6 +75,6 @@ func (*counterState) prime(*Device)     {}
 
 // newCollectors gives d its collectors.
 func (d *Device) newCollectors() {
-	d.parts.gpm, d.parts.util, d.parts.procs, d.parts.mig, d.parts.counters = &gpmCollector{}, &utilizationCollector{}, &processCollector{}, &migCollector{}, &counterState{}
-	d.parts.list = []collector{d.parts.gpm, d.parts.util, &getterCollector{}, d.parts.procs, &fieldCollector{}, &healthCollector{}, d.parts.mig, d.parts.counters}
+	d.parts.activity, d.parts.procs, d.parts.mig, d.parts.counters = &activityCollector{}, &processCollector{}, &migCollector{}, &counterState{}
+	d.parts.list = []collector{d.parts.activity, &getterCollector{}, d.parts.procs, &fieldCollector{}, &healthCollector{}, d.parts.mig, d.parts.counters}
 }

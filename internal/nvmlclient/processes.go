@@ -3,7 +3,9 @@
 package nvmlclient
 
 import (
+	"maps"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -171,7 +173,8 @@ func (pc *processCollector) read(r *reading, s *Sample) {
 	shares, sharesOK := pc.shares.take(byPID)
 	pc.listed.Store(len(byPID) > 0)
 	s.ProcessesListed = true
-	for _, p := range byPID {
+	for _, pid := range slices.Sorted(maps.Keys(byPID)) { // by PID: the same Sample from the same answers
+		p := byPID[pid]
 		if utilOK {
 			u := newest[p.PID]
 			p.SMUtil = some(percentToFraction(float64(u.SmUtil)))
