@@ -41,7 +41,7 @@ func (a *activityCollector) prime(d *Device) {
 	}
 	a.gpmGeneral = d.plan.figures.Has(FigUtilization)
 	a.gpm.pending = true
-	d.startGPM(&a.gpm, d.handle.GpmSampleGet, "")
+	a.gpm.startGated(d, d.handle.GpmSampleGet, "")
 }
 
 // read takes the GPM window, then the utilization:
@@ -59,7 +59,7 @@ func (a *activityCollector) read(r *reading, s *Sample) {
 	d := r.d
 	switch {
 	case a.gpm.pending:
-		d.startGPM(&a.gpm, d.handle.GpmSampleGet, "") // the start takes the window's first sample
+		a.gpm.startGated(d, d.handle.GpmSampleGet, "") // the start takes the window's first sample
 	case a.gpm.supported:
 		s.GPM = r.gpmWindow(&a.gpm, d.plan.gpm.requests, d.handle.GpmSampleGet)
 		if s.GPM != nil && !s.GPM.Activity[GPMGraphicsActivity].OK {

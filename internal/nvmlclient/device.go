@@ -331,29 +331,3 @@ func (d *Device) logOnce(key string, log func(*zap.Logger)) {
 		log(d.logger)
 	}
 }
-
-func (*getterCollector) read(r *reading, s *Sample) {
-	r.readMemory(s)
-	r.readPlain(s)
-}
-
-func (r *reading) readMemory(s *Sample) {
-	var used, total, reserved Opt[uint64]
-	if r.do(callMemoryInfo, func() (ret nvml.Return) {
-		used, total, reserved, ret = memoryOf(r.d.handle, r.d.symbols.memoryInfoV2)
-		return ret
-	}) {
-		s.MemoryUsedBytes, s.MemoryTotalBytes, s.MemoryReservedBytes = used, total, reserved
-	}
-}
-
-// memoryOf reads a GPU's or MIG device's memory: with v2, used leaves out
-// what the driver reserves; v1 has no reserved figure.
-func memoryOf(h nvml.Device, v2 bool) (used, total, reserved Opt[uint64], ret nvml.Return) {
-	if v2 {
-		m, ret := h.GetMemoryInfo_v2()
-		return some(m.Used), some(m.Total), some(m.Reserved), ret
-	}
-	m, ret := h.GetMemoryInfo()
-	return some(m.Used), some(m.Total), Opt[uint64]{}, ret
-}

@@ -80,9 +80,9 @@ func planGPM(figs Figures) gpmPlan {
 	return p
 }
 
-// probeGPM says whether the GPU has GPM, when a GPM figure is asked for.
-// A GPU without is logged once and carries on without GPM.
-func (d *Device) probeGPM() (has bool) {
+// probe says whether d's GPU has GPM, when a GPM figure is asked for. A
+// GPU without is logged once and carries on without GPM.
+func (gpmPlan) probe(d *Device) (has bool) {
 	if !d.plan.wanted[callGPMSampleGet] {
 		return false
 	}
@@ -105,10 +105,11 @@ func (d *Device) probeGPM() (has bool) {
 	return true
 }
 
-// startGPM starts g's samples under the GPM gate. Where the gate stays held
-// past its allowance, g stays pending and the next read tries again. mig
-// names the MIG device whose GPU instance g samples (empty: the GPU).
-func (d *Device) startGPM(g *gpmState, take func(nvml.GpmSample) nvml.Return, mig string) {
+// startGated starts g's samples of d's GPU (or of its MIG device mig's GPU
+// instance, when mig is not empty) under the session's GPM gate. Where the
+// gate stays held past its allowance, g stays pending and the next read
+// tries again.
+func (g *gpmState) startGated(d *Device, take func(nvml.GpmSample) nvml.Return, mig string) {
 	gate := d.sess.gpm.enter()
 	if gate == nil {
 		d.logOnce("gpm-deferred/"+mig, func(l *zap.Logger) {

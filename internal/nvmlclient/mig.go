@@ -5,6 +5,7 @@ package nvmlclient
 import (
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -22,6 +23,22 @@ import (
 // on the MIG device of its lowest compute instance id (the instance's
 // "first" device), and left absent on the others, so that a sum over MIG
 // devices counts each GPU instance's memory once.
+
+// migCollector reads the MIG devices of a GPU in MIG mode.
+type migCollector struct {
+	processes bool // WithProcesses
+	devices   []*migDevice
+	// mu guards devices against Inventory: the reads that change
+	// devices run under the device's use.
+	mu sync.Mutex
+	// listedAt is when the layout was last read, by the device clock;
+	// stale says a MIG device answered as destroyed since.
+	listedAt time.Time
+	stale    bool
+	// retired holds the GPM samples of MIG devices gone while the
+	// GPM gate was held: freed at Close.
+	retired []*migDevice
+}
 
 // migDevice is one MIG device of a Device, touched only under its device's use (use.go).
 type migDevice struct {
@@ -99,7 +116,7 @@ func (mc *migCollector) relist(d *Device) {
 			mc.retire(d, m) // no longer its instance's first
 		case !m.gpm.supported && !m.gpm.pending && d.plan.gpm.hasGPM:
 			m.gpm.pending = true
-			d.startGPM(&m.gpm, d.migSampleGet(m), m.info.UUID)
+			m.gpm.startGated(d, d.migSampleGet(m), m.info.UUID)
 		}
 	}
 	mc.setDevices(found)
@@ -278,7 +295,7 @@ func (mc *migCollector) read(r *reading, s *Sample) {
 		}
 		switch {
 		case m.gpm.pending:
-			r.d.startGPM(&m.gpm, r.d.migSampleGet(m), m.info.UUID)
+			m.gpm.startGated(r.d, r.d.migSampleGet(m), m.info.UUID)
 		case m.gpm.supported:
 			ms.GPM = r.gpmWindow(&m.gpm, r.d.plan.gpm.requests, r.d.migSampleGet(m))
 		}

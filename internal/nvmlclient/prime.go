@@ -60,7 +60,7 @@ func (d *Device) prime() {
 	if raw, ret := d.sess.raw.device(d.Info.UUID); ret == nvml.SUCCESS {
 		d.raw = raw
 	}
-	d.plan.gpm.hasGPM = d.probeGPM() // before the collectors, which read it
+	d.plan.gpm.hasGPM = d.plan.gpm.probe(d) // before the collectors, which read it
 	for _, c := range d.parts.list {
 		c.prime(d)
 	}
