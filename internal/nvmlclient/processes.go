@@ -3,7 +3,7 @@
 package nvmlclient
 
 import (
-	"maps"
+	"cmp"
 	"math"
 	"slices"
 	"sync"
@@ -186,8 +186,7 @@ func (pc *processCollector) read(r *reading, s *Sample) {
 	shares, sharesOK := pc.shares.take(byPID)
 	pc.listed.Store(len(byPID) > 0)
 	s.ProcessesListed = true
-	for _, pid := range slices.Sorted(maps.Keys(byPID)) { // by PID: the same Sample from the same answers
-		p := byPID[pid]
+	for _, p := range byPID {
 		if utilOK {
 			u := newest[p.PID]
 			p.SMUtil = some(percentToFraction(float64(u.SmUtil)))
@@ -200,6 +199,8 @@ func (pc *processCollector) read(r *reading, s *Sample) {
 		}
 		s.Processes = append(s.Processes, *p)
 	}
+	// By PID, not the map's order: the same answers make the same Sample.
+	slices.SortFunc(s.Processes, func(a, b Process) int { return cmp.Compare(a.PID, b.PID) })
 }
 
 // SampleShares takes one sample of the processes' shares of the GPU's busy
