@@ -49,7 +49,7 @@ func (cs *counterState) read(r *reading, s *Sample) {
 	cs.mu.Unlock()
 	switch {
 	case first && cs.busy.CompareAndSwap(false, true):
-		d.takeCounters()
+		cs.take(d)
 	case due && cs.busy.CompareAndSwap(false, true):
 		// Close waits for it, as for every call in flight (inflight.go),
 		// and never shuts NVML down under it; once Close has begun, no
@@ -62,7 +62,7 @@ func (cs *counterState) read(r *reading, s *Sample) {
 			defer d.sess.calls.end()
 			// In line after the GPUs this scrape is reading (the lane).
 			defer d.sess.lane.enter().leave()
-			d.takeCounters()
+			cs.take(d)
 		}()
 	}
 	cs.mu.Lock()
@@ -94,10 +94,9 @@ func (cs *counterState) read(r *reading, s *Sample) {
 	s.CountersTime = cs.at
 }
 
-// takeCounters reads the counters once; busy is held by the caller and
-// released here.
-func (d *Device) takeCounters() {
-	cs := d.parts.counters
+// take reads the counters once; busy is held by the caller and released
+// here.
+func (cs *counterState) take(d *Device) {
 	defer cs.busy.Store(false)
 	cs.mu.Lock()
 	cs.started = d.plan.now()
@@ -142,6 +141,8 @@ func (d *Device) takeCounters() {
 		cs.at, cs.fresh = at, fresh
 	}
 }
+
+func (*counterState) prime(*Device) {}
 
 // keptCounter is one counter's reading as the scrapes report it.
 type keptCounter struct {

@@ -50,6 +50,7 @@ type readPlan struct {
 	figures Figures
 	leftOut func(Figures) int
 	now     func() time.Time // times GPM windows, backoffs and the energy cadence
+	gpm     gpmPlan          // what the GPU's and its MIG devices' GPM windows ask for
 }
 
 // callBook is what the device's calls answered.
@@ -70,12 +71,12 @@ type callBook struct {
 	panics       atomic.Int64 // recovered inside reads (panics.go)
 }
 
-// collectorSet is the device's collectors: list, in the order a read runs
-// them, and by name those whose state another part reads.
+// collectorSet is the device's collectors: list, as a read runs them, and
+// by name those that configure, the share sampler, Inventory or Close
+// reach.
 type collectorSet struct {
 	list     []collector
-	gpm      *gpmCollector
-	util     *utilizationCollector
+	activity *activityCollector
 	procs    *processCollector
 	mig      *migCollector
 	counters *counterState
@@ -128,8 +129,9 @@ func (d *Device) configure(o options) {
 	if o.now != nil {
 		d.plan.now = o.now
 	}
-	d.parts.util.memCtrlOnGPM = o.memCtrlOnGPM
+	d.parts.activity.memCtrlOnGPM = o.memCtrlOnGPM
 	d.parts.procs.on = o.processes
+	d.parts.mig.processes = o.processes
 	d.parts.counters.interval = o.counterInterval
 	d.plan.figures = o.figures
 	if o.leftOut != nil {
@@ -150,6 +152,7 @@ func (d *Device) configure(o options) {
 		gpm = gpm || d.plan.figures.Any(g.figures)
 	}
 	d.plan.wanted[callGPMSampleGet], d.plan.wanted[callGPMMetricsGet] = gpm, gpm
+	d.plan.gpm = planGPM(d.plan.figures)
 }
 
 // Lost reports whether NVML has said this GPU is lost.
@@ -170,13 +173,14 @@ func (d *Device) Read() (Sample, error) {
 	d.prime()
 
 	s := Sample{Time: d.plan.now()} // the device clock: windows and counters agree with GPM's
-	r := &reading{d: d}
+	r := &reading{d: d, in: d.scrapeInput()}
 	for _, c := range d.parts.list {
 		if r.lost {
 			break
 		}
 		r.guard(c, &s)
 	}
+	joinParentProcesses(&s, r.fromParent)
 	d.book.support.flushLogs(d.logger)
 
 	if r.lost || d.state.lost.Load() {
@@ -311,7 +315,7 @@ func (d *Device) leftOutBy(failed []*CallError) int {
 	for _, f := range failed {
 		figs |= readTable[f.call].figures
 		if f.call == callGPMSampleGet || f.call == callGPMMetricsGet {
-			figs |= d.parts.gpm.figures
+			figs |= d.plan.gpm.figures
 		}
 	}
 	return max(d.plan.leftOut(figs&d.plan.figures), 1)
@@ -326,30 +330,4 @@ func (d *Device) logOnce(key string, log func(*zap.Logger)) {
 	if d.book.once.Once(key) {
 		log(d.logger)
 	}
-}
-
-func (*getterCollector) read(r *reading, s *Sample) {
-	r.readMemory(s)
-	r.readPlain(s)
-}
-
-func (r *reading) readMemory(s *Sample) {
-	var used, total, reserved Opt[uint64]
-	if r.do(callMemoryInfo, func() (ret nvml.Return) {
-		used, total, reserved, ret = memoryOf(r.d.handle, r.d.symbols.memoryInfoV2)
-		return ret
-	}) {
-		s.MemoryUsedBytes, s.MemoryTotalBytes, s.MemoryReservedBytes = used, total, reserved
-	}
-}
-
-// memoryOf reads a GPU's or MIG device's memory: with v2, used leaves out
-// what the driver reserves; v1 has no reserved figure.
-func memoryOf(h nvml.Device, v2 bool) (used, total, reserved Opt[uint64], ret nvml.Return) {
-	if v2 {
-		m, ret := h.GetMemoryInfo_v2()
-		return some(m.Used), some(m.Total), some(m.Reserved), ret
-	}
-	m, ret := h.GetMemoryInfo()
-	return some(m.Used), some(m.Total), Opt[uint64]{}, ret
 }

@@ -17,12 +17,14 @@
 //     it answers (plain.go: one row per plain figure, whose constant
 //     figures_gen.go is generated from it); support.go caches NOT_SUPPORTED
 //     answers, for a while; reading.go is one read's bookkeeping;
-//   - device.go reads one Sample (sample.go) per GPU per scrape; fields.go
-//     reads the field-value batch, sampling.go averages the utilization
-//     samples since the previous read, processes.go lists processes with
-//     NVML's newest utilization sample of each, gpm.go computes GPM activity and traffic
-//     over the window, health.go reads ECC, row remapping, clock events and
-//     PCIe, mig.go lists MIG devices and reads each;
+//   - device.go reads one Sample (sample.go) per GPU per scrape through its
+//     collectors (collectors.go), each in one file with its plan, state and
+//     read: activity.go (GPM's activity and traffic over the window,
+//     gpm.go, and the utilization samples since the previous read,
+//     sampling.go), getters.go (the memory and the plain getters),
+//     processes.go (processes with NVML's newest utilization sample of
+//     each), fields.go (the field-value batch), health.go (row remapping),
+//     mig.go (lists MIG devices and reads each);
 //   - counters.go reads the costly rows (energy, violation time, the PCIe
 //     throughput) on their own cadence, off the scrape path; stats.go times
 //     every call;

@@ -11,6 +11,12 @@ import "github.com/NVIDIA/go-nvml/pkg/nvml"
 // Each field carries its own return code, so one unsupported field leaves
 // only its figure out, and is cached like any unsupported call.
 
+// fieldCollector reads the field rows of the read table read at every
+// scrape, in one batch.
+type fieldCollector struct{ batch fieldBatch }
+
+func (*fieldCollector) prime(*Device) {}
+
 // fieldBatch is one batch, reused from read to read.
 type fieldBatch struct {
 	values []nvml.FieldValue
@@ -129,26 +135,4 @@ func fold(spec *callSpec, fields []nvml.FieldValue) (v float64, ret nvml.Return,
 		}
 	}
 	return v, ret, links
-}
-
-// readGetters makes the plain getter rows of the read table that are (or
-// are not) costly, and hands each value that answered to got, in the
-// Sample's unit.
-func (r *reading) readGetters(costly bool, got func(call, float64)) {
-	h := r.d.handle
-	for c := range readTable {
-		spec := &readTable[c]
-		if spec.get == nil || spec.land == nil || spec.costly != costly {
-			continue
-		}
-		var v float64
-		if r.do(call(c), func() (ret nvml.Return) { v, ret = spec.get(h); return }) {
-			got(call(c), spec.value(v))
-		}
-	}
-}
-
-// readPlain reads the plain getters of the scrape into s.
-func (r *reading) readPlain(s *Sample) {
-	r.readGetters(false, func(c call, v float64) { readTable[c].land(s, v) })
 }

@@ -29,18 +29,12 @@ type gpmState struct {
 	// pending says the start is yet to be made: another GPU held the GPM
 	// gate past its allowance when this one primed. Each read tries again,
 	// so that a transient stall costs a read's GPM, not the session's.
-	pending bool
-	// requests are the GPM metrics asked of each window: only those that
-	// feed an enabled metric. readsGeneral says graphics utilization also
-	// stands for the general utilization.
-	requests     []gpmRequest
-	figures      Figures // the asked-for figures the requests answer
-	readsGeneral bool
-	prev, cur    nvml.GpmSample
-	prevTime     time.Time
-	havePrev     bool
-	totals       [gpmTrafficCount]float64
-	seenTotals   [gpmTrafficCount]bool
+	pending    bool
+	prev, cur  nvml.GpmSample
+	prevTime   time.Time
+	havePrev   bool
+	totals     [gpmTrafficCount]float64
+	seenTotals [gpmTrafficCount]bool
 	// mig names the MIG device whose GPU instance this samples (empty:
 	// the GPU), for the log.
 	mig string
@@ -54,14 +48,27 @@ type gpmRequest struct {
 	traffic bool
 }
 
-// planGPM lists the GPM metrics that answer an asked-for figure.
-func (d *Device) planGPM() {
-	g := d.parts.gpm
-	g.requests, g.figures = nil, 0
+// gpmPlan is what every GPM window of a device asks for, decided once
+// (configure, and hasGPM at priming) and only read afterwards: by the
+// activity collector for the GPU and by the MIG collector for its GPU
+// instances.
+type gpmPlan struct {
+	// requests are the GPM metrics asked of each window: only those that
+	// feed an enabled metric; figures, the asked-for figures they answer.
+	requests []gpmRequest
+	figures  Figures
+	// hasGPM says the GPU has GPM and a GPM figure is asked for: probed
+	// once, when the device primes, before its collectors do.
+	hasGPM bool
+}
+
+// planGPM lists the GPM metrics that answer one of figs.
+func planGPM(figs Figures) gpmPlan {
+	var p gpmPlan
 	add := func(gm gpmMetric, index int, traffic bool) {
-		if on := gm.figures & d.plan.figures; on != 0 {
-			g.figures |= on
-			g.requests = append(g.requests, gpmRequest{id: gm.id, index: index, traffic: traffic})
+		if on := gm.figures & figs; on != 0 {
+			p.figures |= on
+			p.requests = append(p.requests, gpmRequest{id: gm.id, index: index, traffic: traffic})
 		}
 	}
 	for a, gm := range gpmActivityMetrics {
@@ -70,42 +77,39 @@ func (d *Device) planGPM() {
 	for t, gm := range gpmTrafficMetrics {
 		add(gm, t, true)
 	}
-	g.readsGeneral = d.plan.figures.Has(FigUtilization)
+	return p
 }
 
-// prime checks GPM support, when a GPM figure is asked for, and allocates
-// the two samples, then takes the first one, so that the first read
-// already has a window. Unsupported devices are logged once and carry on
-// without GPM.
-func (g *gpmCollector) prime(d *Device) {
+// probe says whether d's GPU has GPM, when a GPM figure is asked for. A
+// GPU without is logged once and carries on without GPM.
+func (gpmPlan) probe(d *Device) (has bool) {
 	if !d.plan.wanted[callGPMSampleGet] {
-		return
+		return false
 	}
 	defer func() {
 		if p := recover(); p != nil {
 			d.logger.Warn("GPM setup failed; GPM metrics are absent for this GPU", zap.Any("panic", p))
-			g.supported = false
+			has = false
 		}
 	}()
 	if !d.symbols.gpm {
 		d.logger.Info("This NVML has no GPM; SM activity and the other GPM metrics are absent (needs a driver of R520 or newer)")
-		return
+		return false
 	}
 	support, ret := d.handle.GpmQueryDeviceSupport()
 	if ret != nvml.SUCCESS || support.IsSupportedDevice == 0 {
 		d.logger.Info("GPU has no GPM (Hopper and newer have it); SM activity and the other GPM metrics are absent",
 			zap.String("nvml.return", ret.Error()))
-		return
+		return false
 	}
-	d.planGPM()
-	g.pending = true
-	d.startGPM(&g.gpmState, d.handle.GpmSampleGet, "")
+	return true
 }
 
-// startGPM starts g's samples under the GPM gate. Where the gate stays held
-// past its allowance, g stays pending and the next read tries again. mig
-// names the MIG device whose GPU instance g samples (empty: the GPU).
-func (d *Device) startGPM(g *gpmState, take func(nvml.GpmSample) nvml.Return, mig string) {
+// startGated starts g's samples of d's GPU (or of its MIG device mig's GPU
+// instance, when mig is not empty) under the session's GPM gate. Where the
+// gate stays held past its allowance, g stays pending and the next read
+// tries again.
+func (g *gpmState) startGated(d *Device, take func(nvml.GpmSample) nvml.Return, mig string) {
 	gate := d.sess.gpm.enter()
 	if gate == nil {
 		d.logOnce("gpm-deferred/"+mig, func(l *zap.Logger) {
@@ -149,19 +153,7 @@ func (g *gpmState) free() {
 			*s = nil
 		}
 	}
-	g.supported, g.pending, g.readsGeneral = false, false, false
-}
-
-// read takes the device's GPM sample and computes the window.
-func (g *gpmCollector) read(r *reading, s *Sample) {
-	if g.pending {
-		r.d.startGPM(&g.gpmState, r.d.handle.GpmSampleGet, "")
-		return // the start takes the window's first sample
-	}
-	if !g.supported {
-		return
-	}
-	s.GPM = r.gpmWindow(&g.gpmState, g.requests, r.d.handle.GpmSampleGet)
+	g.supported, g.pending = false, false
 }
 
 // gpmWindow takes a sample with take and computes the requested metrics over
@@ -209,9 +201,6 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 			continue
 		}
 		if m.NvmlReturn != uint32(nvml.SUCCESS) {
-			if rq.id == nvml.GPM_METRIC_GRAPHICS_UTIL && g.readsGeneral {
-				g.readsGeneral = false // the GPU's sample window answers instead
-			}
 			ret := nvml.Return(m.NvmlReturn)
 			r.d.logOnce(fmt.Sprintf("gpm/%s/%d", g.mig, rq.id), func(l *zap.Logger) {
 				l.Info("GPM metric not available on this GPU; it is left out", zap.String("mig.uuid", g.mig),

@@ -20,6 +20,12 @@ var clockEventBits = [clockEventReasonCount]uint64{
 	ReasonDisplayClocks:        nvml.ClocksEventReasonDisplayClockSetting,
 }
 
+// healthCollector reads the remapped rows; the other health figures are
+// plain rows of the read table.
+type healthCollector struct{}
+
+func (*healthCollector) prime(*Device) {}
+
 // landClockEvents sets each reason from the bits of
 // nvmlDeviceGetCurrentClocksEventReasons.
 func landClockEvents(s *Sample, bits float64) {

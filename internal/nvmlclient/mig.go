@@ -5,6 +5,7 @@ package nvmlclient
 import (
 	"fmt"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -22,6 +23,22 @@ import (
 // on the MIG device of its lowest compute instance id (the instance's
 // "first" device), and left absent on the others, so that a sum over MIG
 // devices counts each GPU instance's memory once.
+
+// migCollector reads the MIG devices of a GPU in MIG mode.
+type migCollector struct {
+	processes bool // WithProcesses
+	devices   []*migDevice
+	// mu guards devices against Inventory: the reads that change
+	// devices run under the device's use.
+	mu sync.Mutex
+	// listedAt is when the layout was last read, by the device clock;
+	// stale says a MIG device answered as destroyed since.
+	listedAt time.Time
+	stale    bool
+	// retired holds the GPM samples of MIG devices gone while the
+	// GPM gate was held: freed at Close.
+	retired []*migDevice
+}
 
 // migDevice is one MIG device of a Device, touched only under its device's use (use.go).
 type migDevice struct {
@@ -42,8 +59,8 @@ type migDevice struct {
 const migRelist = time.Minute
 
 // prime lists the MIG devices of a GPU in MIG mode, and starts the GPM
-// of their GPU instances. A GPU not in MIG mode, or a driver without MIG,
-// has none. It runs after the GPU's GPM collector primed.
+// of their GPU instances where the GPU has GPM (readPlan.gpm). A GPU not in
+// MIG mode, or a driver without MIG, has none.
 func (mc *migCollector) prime(d *Device) {
 	mc.relist(d)
 }
@@ -93,18 +110,13 @@ func (mc *migCollector) relist(d *Device) {
 		mc.setDevices(found)
 		return
 	}
-	if len(found) > 0 {
-		// NVML has no whole-GPU utilization in MIG mode; GPM is read per
-		// GPU instance.
-		d.parts.gpm.readsGeneral = false
-	}
 	for _, m := range found {
 		switch {
 		case !m.first:
 			mc.retire(d, m) // no longer its instance's first
-		case !m.gpm.supported && !m.gpm.pending && d.symbols.gpm && (d.parts.gpm.supported || d.parts.gpm.pending):
+		case !m.gpm.supported && !m.gpm.pending && d.plan.gpm.hasGPM:
 			m.gpm.pending = true
-			d.startGPM(&m.gpm, d.migSampleGet(m), m.info.UUID)
+			m.gpm.startGated(d, d.migSampleGet(m), m.info.UUID)
 		}
 	}
 	mc.setDevices(found)
@@ -116,6 +128,13 @@ func (mc *migCollector) setDevices(devices []*migDevice) {
 	mc.mu.Lock()
 	mc.devices = devices
 	mc.mu.Unlock()
+}
+
+// count is how many MIG devices the GPU has.
+func (mc *migCollector) count() int {
+	mc.mu.Lock()
+	defer mc.mu.Unlock()
+	return len(mc.devices)
 }
 
 // infos lists the MIG devices, for Inventory.
@@ -276,38 +295,40 @@ func (mc *migCollector) read(r *reading, s *Sample) {
 		}
 		switch {
 		case m.gpm.pending:
-			r.d.startGPM(&m.gpm, r.d.migSampleGet(m), m.info.UUID)
+			m.gpm.startGated(r.d, r.d.migSampleGet(m), m.info.UUID)
 		case m.gpm.supported:
-			ms.GPM = r.gpmWindow(&m.gpm, r.d.parts.gpm.requests, r.d.migSampleGet(m))
+			ms.GPM = r.gpmWindow(&m.gpm, r.d.plan.gpm.requests, r.d.migSampleGet(m))
 		}
-		if r.d.parts.procs.on {
-			var gone bool
-			if ms.Processes, gone = r.migProcesses(m, s.Processes); gone {
+		if mc.processes {
+			var own, gone bool
+			if ms.Processes, own, gone = r.migProcesses(m); gone {
 				mc.stale = true
 				continue
+			} else if !own {
+				r.fromParent = append(r.fromParent, len(s.MIG))
 			}
 		}
 		s.MIG = append(s.MIG, ms)
 	}
 }
 
-// migProcesses returns the processes on one MIG device. The parent's list
-// carries every process with its instance ids, but only for a privileged
-// caller; the MIG device's own list needs no privilege, so it is asked
-// first, as any call of the read (timed, a panic its own failure, "not
-// supported" or "no permission" cached for the GPU, whose MIG devices share
-// the driver's answer, and asked again with a backoff).
-// Where it gives nothing, the parent's list answers. Its entries lack
-// utilization, which NVML does not give in MIG mode.
-// gone says the MIG device answered as destroyed.
-func (r *reading) migProcesses(m *migDevice, parent []Process) (out []Process, gone bool) {
+// migProcesses returns the processes on one MIG device from its own list.
+// The parent's list carries every process with its instance ids, but only
+// for a privileged caller; the MIG device's own list needs no privilege, so
+// it is asked first, as any call of the read (timed, a panic its own
+// failure, "not supported" or "no permission" cached for the GPU, whose MIG
+// devices share the driver's answer, and asked again with a backoff).
+// Where it gives nothing (own is false), the parent's list answers, joined
+// by Read after every collector (joinParentProcesses). gone says the MIG
+// device answered as destroyed.
+func (r *reading) migProcesses(m *migDevice) (out []Process, own, gone bool) {
 	var infos []nvml.ProcessInfo
 	ret, made := r.call(callMIGProcesses, func() (ret nvml.Return) {
 		infos, ret = runningProcesses(m.raw, m.handle, false)
 		return ret
 	})
 	if made && migGone(ret) {
-		return nil, true
+		return nil, false, true
 	}
 	// A plain failure is asked again at the next read, and costs nothing
 	// meanwhile: the parent's list answers.
@@ -316,12 +337,21 @@ func (r *reading) migProcesses(m *migDevice, parent []Process) (out []Process, g
 			out = append(out, Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
 				GPUInstanceID: m.info.GPUInstanceID, ComputeInstanceID: m.info.ComputeInstanceID})
 		}
-		return out, false
+		return out, true, false
 	}
-	for _, p := range parent {
-		if p.GPUInstanceID == m.info.GPUInstanceID && p.ComputeInstanceID == m.info.ComputeInstanceID {
-			out = append(out, p)
+	return nil, false, false
+}
+
+// joinParentProcesses gives each MIG device of s listed in fromParent the
+// processes of the parent's list that carry its instance ids. Its entries
+// lack utilization, which NVML does not give in MIG mode.
+func joinParentProcesses(s *Sample, fromParent []int) {
+	for _, i := range fromParent {
+		ms := &s.MIG[i]
+		for _, p := range s.Processes {
+			if p.GPUInstanceID == ms.Info.GPUInstanceID && p.ComputeInstanceID == ms.Info.ComputeInstanceID {
+				ms.Processes = append(ms.Processes, p)
+			}
 		}
 	}
-	return out, false
 }

@@ -45,12 +45,15 @@ func WithShareInterval(d time.Duration) Option { return func(o *options) { o.sha
 
 // WithEventWait sets how long one wait for NVML's events lasts (at least
 // 1 ms): the watcher sees a stop between waits, so this bounds how long
-// stopping it takes. Tests shorten it.
+// stopping it takes. The receiver passes its lifecycle bound.
 func WithEventWait(d time.Duration) Option {
 	return func(o *options) { o.eventWait = max(d, time.Millisecond) }
 }
 
-// WithClock replaces the wall clock that times GPM windows, for tests.
+// WithClock sets the clock that times the device's reads: Sample.Time,
+// GPM windows, the utilization windows' spans, backoffs and the counters'
+// cadence. The receiver passes its own, so that its accounts' windows and
+// the samples are read off one clock.
 func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
 
 // DefaultCounterInterval is how often the costly counters are read unless

@@ -60,6 +60,7 @@ func (d *Device) prime() {
 	if raw, ret := d.sess.raw.device(d.Info.UUID); ret == nvml.SUCCESS {
 		d.raw = raw
 	}
+	d.plan.gpm.hasGPM = d.plan.gpm.probe(d) // before the collectors, which read it
 	for _, c := range d.parts.list {
 		c.prime(d)
 	}
@@ -71,7 +72,7 @@ func (d *Device) prime() {
 
 // release frees what priming allocated in NVML (GPM samples).
 func (d *Device) release() {
-	d.parts.gpm.free()
+	d.parts.activity.gpm.free()
 	for _, m := range append(d.parts.mig.devices, d.parts.mig.retired...) {
 		m.gpm.free()
 	}

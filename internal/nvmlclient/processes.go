@@ -3,8 +3,11 @@
 package nvmlclient
 
 import (
+	"cmp"
 	"math"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -22,6 +25,18 @@ import (
 // sample of a busy process moves every 0.4-0.6 s, that of a lightly loaded
 // one with gaps of up to 5 s; an older sample is of a process gone idle.
 const shareHorizon = 10 * time.Second
+
+// processCollector reads the process lists, their utilization and busy
+// shares.
+type processCollector struct {
+	on     bool // WithProcesses
+	shares processShares
+	// listed says the newest read listed a process: the share sampler
+	// samples only such GPUs.
+	listed atomic.Bool
+}
+
+func (*processCollector) prime(*Device) {}
 
 // processShares is the per-device state of the share sampling.
 type processShares struct {
@@ -184,6 +199,8 @@ func (pc *processCollector) read(r *reading, s *Sample) {
 		}
 		s.Processes = append(s.Processes, *p)
 	}
+	// By PID, not the map's order: the same answers make the same Sample.
+	slices.SortFunc(s.Processes, func(a, b Process) int { return cmp.Compare(a.PID, b.PID) })
 }
 
 // SampleShares takes one sample of the processes' shares of the GPU's busy

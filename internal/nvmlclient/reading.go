@@ -15,9 +15,26 @@ import (
 // answer.
 type reading struct {
 	d        *Device
+	in       scrapeInput
 	failed   []*CallError
 	lost     bool
 	lostCall call
+	// fromParent lists the Sample's MIG devices whose processes come from
+	// the parent's list, joined once every collector has run.
+	fromParent []int
+}
+
+// scrapeInput is what a Read decides before its collectors run, the same
+// for all of them and read only: a collector never looks at another's
+// state.
+type scrapeInput struct {
+	// migMode says the GPU had MIG devices when the read began.
+	migMode bool
+}
+
+// scrapeInput decides a Read's input.
+func (d *Device) scrapeInput() scrapeInput {
+	return scrapeInput{migMode: d.parts.mig.count() > 0}
 }
 
 // available reports whether c is to be made now: a metric it feeds is

@@ -37,7 +37,7 @@ type eventCounter struct {
 	set          receiver.Settings
 	logger       *zap.Logger
 	client       *nvmlclient.Client
-	bounds       *lifecycleBounds
+	bounds       lifecycleBounds
 	logsConsumer consumer.Logs // nil outside a logs pipeline
 
 	mu      sync.Mutex
@@ -58,7 +58,7 @@ type eventCounter struct {
 	lb   *metadata.LogsBuilder
 }
 
-func newEventCounter(cfg *Config, set receiver.Settings, client *nvmlclient.Client, bounds *lifecycleBounds) *eventCounter {
+func newEventCounter(cfg *Config, set receiver.Settings, client *nvmlclient.Client, bounds lifecycleBounds) *eventCounter {
 	return &eventCounter{cfg: cfg, set: set, logger: set.Logger, client: client, bounds: bounds,
 		xids: map[string]map[int64]int64{}, logged: logonce.New(maxLoggedKeys), emit: make(chan struct{}, 1)}
 }

@@ -132,8 +132,7 @@ func TestLateEventOfAStoppedWatcherIsDropped(t *testing.T) {
 	var oldFreed atomic.Bool
 	sets := stuckEventSet(m, stuck, &oldFreed)
 	lost := lossSwitch(m)
-	ts := newTestScraper(t, m)
-	ts.bounds = shortBounds
+	ts := newBoundedTestScraper(t, m, shortBounds)
 	logs := new(consumertest.LogsSink)
 	ts.events.logsConsumer = logs
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
@@ -199,8 +198,7 @@ func TestNoEventIsConsumedAfterShutdown(t *testing.T) {
 	stuck := newStuckCall(t)
 	var freed atomic.Bool
 	stuckEventSet(m, stuck, &freed)
-	ts := newTestScraper(t, m)
-	ts.bounds = shortBounds
+	ts := newBoundedTestScraper(t, m, shortBounds)
 	logs := new(consumertest.LogsSink)
 	ts.events.logsConsumer = logs
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))

@@ -51,8 +51,8 @@ func TestH200ScrapeCost(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.CollectionInterval = interval
 	set := receivertest.NewNopSettings(metadata.Type)
-	client := nvmlclient.NewSystem("", set.Logger, clientOptions(cfg)...)
-	s := newScraper(cfg, set, client)
+	client := nvmlclient.NewSystem("", set.Logger, append(clientOptions(cfg), systemTiming.clientOptions()...)...)
+	s := newScraper(cfg, set, client, systemTiming)
 	ctx := context.Background()
 	if err := s.start(ctx, componenttest.NewNopHost()); err != nil {
 		t.Skip("no NVML:", err)

@@ -28,7 +28,7 @@ import (
 // shortBounds are the lifecycle bounds of these tests: each waits for
 // them to pass.
 var shortBounds = lifecycleBounds{shutdown: 200 * time.Millisecond, start: 500 * time.Millisecond,
-	reset: 200 * time.Millisecond, register: 250 * time.Millisecond}
+	reset: 200 * time.Millisecond, register: 250 * time.Millisecond, eventWait: 5 * time.Millisecond}
 
 // within runs f and fails the test when it takes longer than d.
 func within(t *testing.T, d time.Duration, what string, f func()) {
@@ -85,8 +85,7 @@ func TestShutdownIsBoundedWhileACallHangs(t *testing.T) {
 	stuck := newStuckCall(t)
 	m.GPUs[2].GetTotalEnergyConsumptionFunc = func() (uint64, nvml.Return) { stuck.block(); return 1, nvml.SUCCESS }
 	total, underCall := countShutdowns(m, &stuck.running)
-	ts := newTestScraper(t, m)
-	ts.bounds = shortBounds
+	ts := newBoundedTestScraper(t, m, shortBounds)
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -101,8 +100,7 @@ func TestShutdownIsBoundedWhileACallHangs(t *testing.T) {
 	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("Not shutting NVML down").Len(), "skipped, in one log line")
 
 	// A reload: the new receiver reports, beside the old one's stuck call.
-	ts2 := newTestScraper(t, m)
-	ts2.bounds = shortBounds
+	ts2 := newBoundedTestScraper(t, m, shortBounds)
 	within(t, shortBounds.start+500*time.Millisecond, "Start after a reload", func() {
 		require.NoError(t, ts2.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
 	})
@@ -130,8 +128,7 @@ func TestShutdownIsBoundedWhileRegistrationHangs(t *testing.T) {
 	stuck := newStuckCall(t)
 	m.GPUs[5].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { stuck.block(); return nvml.SUCCESS }
 	total, underCall := countShutdowns(m, &stuck.running)
-	ts := newTestScraper(t, m)
-	ts.bounds = shortBounds
+	ts := newBoundedTestScraper(t, m, shortBounds)
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
 	require.Eventually(t, stuck.running.Load, 5*time.Second, 5*time.Millisecond)
 	within(t, shortBounds.shutdown+time.Second, "Shutdown", func() {
@@ -153,8 +150,7 @@ func TestStartDoesNotWaitForAHungGPU(t *testing.T) {
 		stuck.block()
 		return getSamples(st, last)
 	}
-	ts := newTestScraper(t, m, func(c *Config) { c.CollectionInterval, c.Timeout = time.Second, 300*time.Millisecond })
-	ts.bounds = shortBounds
+	ts := newBoundedTestScraper(t, m, shortBounds, func(c *Config) { c.CollectionInterval, c.Timeout = time.Second, 300*time.Millisecond })
 	within(t, shortBounds.start+time.Second, "Start", func() {
 		require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
 	})
@@ -179,8 +175,7 @@ func TestHungRegistrationKeepsTheOtherGPUsEvents(t *testing.T) {
 	stuck := newStuckCall(t)
 	m.GPUs[3].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { stuck.block(); return nvml.SUCCESS }
 	m.GPUs[6].RegisterEventsFunc = func(uint64, nvml.EventSet) nvml.Return { return nvml.ERROR_UNKNOWN }
-	ts := newTestScraper(t, m)
-	ts.bounds = shortBounds
+	ts := newBoundedTestScraper(t, m, shortBounds)
 	logs := new(consumertest.LogsSink)
 	ts.events.logsConsumer = logs
 	ts.start(t)
@@ -215,8 +210,7 @@ func TestEveryGPULostWhileRegistrationHangs(t *testing.T) {
 	m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
 	total, underCall := countShutdowns(m, &stuck.running)
 	lost := lossSwitch(m)
-	ts := newTestScraper(t, m)
-	ts.bounds = shortBounds
+	ts := newBoundedTestScraper(t, m, shortBounds)
 	ts.start(t)
 	require.Eventually(t, stuck.running.Load, 5*time.Second, 5*time.Millisecond)
 
@@ -273,8 +267,7 @@ func TestStuckReadIsReportedInComponentStatus(t *testing.T) {
 	t.Parallel()
 	m := nvmltest.NewH200()
 	stuck := newStuckCall(t)
-	ts := newTestScraper(t, m)
-	ts.bounds = shortBounds
+	ts := newBoundedTestScraper(t, m, shortBounds)
 	host := &statusHost{Host: componenttest.NewNopHost()}
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), host))
 	t.Cleanup(func() { require.NoError(t, ts.shutdown(context.Background())) })
@@ -306,8 +299,7 @@ func TestLostGPUsAreNotReinitializedEveryScrape(t *testing.T) {
 	m := nvmltest.NewH200()
 	var inits atomic.Int32
 	m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
-	ts := newTestScraper(t, m)
-	ts.bounds = shortBounds
+	ts := newBoundedTestScraper(t, m, shortBounds)
 	ts.start(t)
 	lost := lossSwitch(m)
 	lost.Store(true)
@@ -346,8 +338,7 @@ func TestGPUsLostAfterDataAreRetriedSoon(t *testing.T) {
 	var inits atomic.Int32
 	m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
 	lost := lossSwitch(m)
-	ts := newTestScraper(t, m)
-	ts.bounds = shortBounds
+	ts := newBoundedTestScraper(t, m, shortBounds)
 	ts.start(t)
 	for range 2 {
 		ts.clock.Advance(10 * time.Second)
@@ -422,8 +413,7 @@ func TestCountersAfterReinitCarryANewStartTime(t *testing.T) {
 func TestSecondShutdownOfOneSideKeepsTheOther(t *testing.T) {
 	t.Parallel()
 	m := nvmltest.NewH200()
-	ts := newTestScraper(t, m)
-	ts.bounds = shortBounds
+	ts := newBoundedTestScraper(t, m, shortBounds)
 	ts.hasMetrics = true
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost())) // the metrics side
 	lr := &logsReceiver{s: ts.nvmlScraper}
@@ -468,8 +458,7 @@ func TestRestartCountsFromTheNewStartTime(t *testing.T) {
 	t.Parallel()
 	m := nvmltest.NewH200()
 	m.GPUs[3].SetProcesses(proc(4343, 1<<20), proc(4242, 4<<30), proc(5555, 2<<30))
-	ts := newTestScraper(t, m, func(c *Config) { c.Processes.MaxPerGPU = 2 })
-	ts.bounds = shortBounds
+	ts := newBoundedTestScraper(t, m, shortBounds, func(c *Config) { c.Processes.MaxPerGPU = 2 })
 	require.NoError(t, ts.nvmlScraper.start(context.Background(), componenttest.NewNopHost()))
 	m.XID(4, 79)
 	require.Eventually(t, func() bool { return len(ts.events.counts(nvmltest.UUID(4))) == 1 }, 5*time.Second, time.Millisecond)
@@ -533,9 +522,9 @@ func TestEveryGPULostScrapeKeepsItsDeadline(t *testing.T) {
 			var inits atomic.Int32
 			m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
 			lost := lossSwitch(m)
-			ts := newTestScraper(t, m)
-			ts.bounds = shortBounds
-			ts.bounds.reset = time.Second // stop and Close: up to 2 s on the scrape's goroutine before the fix
+			bounds := shortBounds
+			bounds.reset = time.Second // stop and Close: up to 2 s on the scrape's goroutine before the fix
+			ts := newBoundedTestScraper(t, m, bounds)
 			ts.start(t)
 			ts.scrapeOK(t) // data
 			ts.events.mu.Lock()
@@ -576,11 +565,10 @@ func TestLogsOnlyReceiverResetsWhenEveryGPUIsLost(t *testing.T) {
 	var inits atomic.Int32
 	m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
 	lost := lossSwitch(m)
-	ts := newTestScraper(t, m, func(c *Config) {
+	ts := newBoundedTestScraper(t, m, shortBounds, func(c *Config) {
 		c.CollectionInterval = 20 * time.Millisecond
 		c.Timeout = time.Second
 	})
-	ts.bounds = shortBounds
 	logs := new(consumertest.LogsSink)
 	ts.events.logsConsumer = logs
 	lr := &logsReceiver{s: ts.nvmlScraper} // hasMetrics is false: logs alone
@@ -609,11 +597,10 @@ func TestLogsOnlyShutdownDoesNotWaitForAHungProbe(t *testing.T) {
 	t.Parallel()
 	m := nvmltest.NewH200()
 	stuck := newStuckCall(t)
-	ts := newTestScraper(t, m, func(c *Config) {
+	ts := newBoundedTestScraper(t, m, shortBounds, func(c *Config) {
 		c.CollectionInterval = 20 * time.Millisecond
 		c.Timeout = time.Minute
 	})
-	ts.bounds = shortBounds
 	var hang atomic.Bool
 	m.GPUs[0].GetTemperatureFunc = func(nvml.TemperatureSensors) (uint32, nvml.Return) {
 		if hang.Load() {

@@ -25,7 +25,7 @@ func TestWithoutCgoNVMLIsUnavailable(t *testing.T) {
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.Logger = zap.New(core)
 	cfg := createDefaultConfig().(*Config)
-	s := newScraper(cfg, set, nvmlclient.NewSystem(cfg.LibraryPath, set.Logger, clientOptions(cfg)...))
+	s := newScraper(cfg, set, nvmlclient.NewSystem(cfg.LibraryPath, set.Logger, append(clientOptions(cfg), systemTiming.clientOptions()...)...), systemTiming)
 	require.NoError(t, s.start(context.Background(), componenttest.NewNopHost()))
 	for range 3 {
 		md, err := s.scrape(context.Background())

@@ -69,13 +69,15 @@ const (
 	logsSide
 )
 
-func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *nvmlScraper {
+// newScraper builds the scraper of cfg on client, which keeps time by tm
+// (client built with tm.clientOptions).
+func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client, tm timing) *nvmlScraper {
 	s := &nvmlScraper{
 		cfg:      cfg,
 		set:      set,
 		logger:   set.Logger,
 		reporter: newReporter(cfg),
-		bounds:   defaultBounds,
+		bounds:   tm.bounds,
 		logged:   logonce.New(maxLoggedKeys),
 	}
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
@@ -90,8 +92,8 @@ func newScraper(cfg *Config, set receiver.Settings, client *nvmlclient.Client) *
 		otelattr.String("receiver", set.ID.String()),
 		otelattr.String("scraper", metadata.Type.String()),
 	))
-	s.session = newSession(cfg, set.Logger, client, &s.bounds)
-	s.events = newEventCounter(cfg, set, client, &s.bounds)
+	s.session = newSession(cfg, set.Logger, client, tm)
+	s.events = newEventCounter(cfg, set, client, tm.bounds)
 	s.session.onOpen = func() {
 		// The minor numbers match DRA's gpu-<minor> names where the
 		// ResourceSlices cannot be read; known from the first scrape on.

@@ -50,6 +50,14 @@ func newTestSettings() receiver.Settings {
 // from testdata/proc.
 func newTestScraper(t testing.TB, m *nvmltest.Machine, mods ...func(*Config)) *testScraper {
 	t.Helper()
+	bounds := defaultBounds
+	bounds.eventWait = 5 * time.Millisecond // a stop is seen within 5 ms
+	return newBoundedTestScraper(t, m, bounds, mods...)
+}
+
+// newBoundedTestScraper is newTestScraper with the lifecycle bounds b.
+func newBoundedTestScraper(t testing.TB, m *nvmltest.Machine, b lifecycleBounds, mods ...func(*Config)) *testScraper {
+	t.Helper()
 	cfg := createDefaultConfig().(*Config)
 	procRoot, err := filepath.Abs(filepath.Join("testdata", "proc"))
 	require.NoError(t, err)
@@ -63,8 +71,8 @@ func newTestScraper(t testing.TB, m *nvmltest.Machine, mods ...func(*Config)) *t
 	set := receivertest.NewNopSettings(metadata.Type)
 	set.Logger = zap.New(core)
 	clock := nvmltest.NewClock(time.Date(2026, 11, 30, 0, 0, 0, 0, time.UTC))
-	s := newScraper(cfg, set, nvmlclient.New(m, set.Logger, append(clientOptions(cfg), nvmlclient.WithClock(clock.Now), nvmlclient.WithEventWait(5*time.Millisecond))...))
-	s.session.now = clock.Now
+	tm := timing{now: clock.Now, bounds: b}
+	s := newScraper(cfg, set, nvmlclient.New(m, set.Logger, append(clientOptions(cfg), tm.clientOptions()...)...), tm)
 	return &testScraper{nvmlScraper: s, machine: m, logs: logs, clock: clock}
 }
 

@@ -20,7 +20,7 @@ import (
 // driver); none of them runs on Start's, a scrape's or Shutdown's goroutine
 // beyond a deadline.
 
-// lifecycleBounds are those deadlines; tests shorten them.
+// lifecycleBounds are those deadlines.
 type lifecycleBounds struct {
 	// shutdown bounds Shutdown, whatever NVML does: calls still running
 	// then are left behind, and NVML is not shut down under them.
@@ -35,16 +35,39 @@ type lifecycleBounds struct {
 	// registration hangs is named in one log line, and the others keep
 	// their events.
 	register time.Duration
+	// eventWait is how long one wait for NVML's events lasts: the watcher
+	// sees a stop between waits, so this bounds how long stopping it takes
+	// (nvmlclient.WithEventWait).
+	eventWait time.Duration
 }
 
-var defaultBounds = lifecycleBounds{shutdown: 5 * time.Second, start: 2 * time.Second, reset: time.Second, register: 5 * time.Second}
+var defaultBounds = lifecycleBounds{shutdown: 5 * time.Second, start: 2 * time.Second, reset: time.Second, register: 5 * time.Second,
+	eventWait: nvmlclient.DefaultEventWait}
+
+// timing is how a scraper keeps time with NVML: one clock, which also
+// times the client's reads (nvmlclient.WithClock), so that a sample's time
+// and the account windows it is counted in are read off the same clock,
+// and the deadlines of each step.
+type timing struct {
+	now    func() time.Time
+	bounds lifecycleBounds
+}
+
+// systemTiming is a collector's: the wall clock and the default bounds.
+var systemTiming = timing{now: time.Now, bounds: defaultBounds}
+
+// clientOptions are the client's side of tm: the same clock, and the event
+// wait that bounds stopping the watcher.
+func (tm timing) clientOptions() []nvmlclient.Option {
+	return []nvmlclient.Option{nvmlclient.WithClock(tm.now), nvmlclient.WithEventWait(tm.bounds.eventWait)}
+}
 
 type nvmlSession struct {
 	cfg    *Config
 	logger *zap.Logger
 	client *nvmlclient.Client
 	now    func() time.Time
-	bounds *lifecycleBounds
+	bounds lifecycleBounds
 	// onOpen runs once NVML is up, on the opener's goroutine.
 	onOpen func()
 
@@ -75,8 +98,8 @@ type nvmlSession struct {
 	openedAt time.Time
 }
 
-func newSession(cfg *Config, logger *zap.Logger, client *nvmlclient.Client, bounds *lifecycleBounds) *nvmlSession {
-	return &nvmlSession{cfg: cfg, logger: logger, client: client, now: time.Now, bounds: bounds, causes: logonce.New(1)}
+func newSession(cfg *Config, logger *zap.Logger, client *nvmlclient.Client, tm timing) *nvmlSession {
+	return &nvmlSession{cfg: cfg, logger: logger, client: client, now: tm.now, bounds: tm.bounds, causes: logonce.New(1)}
 }
 
 // nvmlKey is the one key of nvmlSession.causes.

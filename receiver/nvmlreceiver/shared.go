@@ -25,8 +25,8 @@ func sharedScraper(cfg *Config, set receiver.Settings) *nvmlScraper {
 	if s, ok := shared.m[cfg]; ok {
 		return s
 	}
-	client := nvmlclient.NewSystem(cfg.LibraryPath, set.Logger, clientOptions(cfg)...)
-	s := newScraper(cfg, set, client)
+	client := nvmlclient.NewSystem(cfg.LibraryPath, set.Logger, append(clientOptions(cfg), systemTiming.clientOptions()...)...)
+	s := newScraper(cfg, set, client, systemTiming)
 	s.onLastStop = func() {
 		shared.Lock()
 		defer shared.Unlock()
