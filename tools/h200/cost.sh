@@ -9,6 +9,7 @@
 # under $OUT. Changes no GPU setting.
 set -u
 : "${OUT:?set OUT to a folder for the results}"
+mkdir -p "$OUT"
 : "${COST_SECONDS:=45}"
 GPU_INDEX=${GPU_INDEX:-0}
 RUN_DIR=${RUN_DIR:-/tmp/h200cost}

@@ -5,6 +5,7 @@
 # It changes no GPU setting: it only reads, and runs a PyTorch workload.
 set -u
 : "${OUT:?set OUT to a folder for the results}"
+mkdir -p "$OUT"
 CARRY=.carry
 export RUN_DIR=/tmp/h200run
 rm -rf "$RUN_DIR" && mkdir -p "$RUN_DIR"
