@@ -9,7 +9,7 @@
 //     library that is missing or not NVML before nvmlInit), inventory.go
 //     takes the inventory (info.go), symbols.go checks which newer entry
 //     points the library has, prime.go takes each GPU's baselines;
-//   - inflight.go counts the calls inside NVML, so that Close never shuts
+//   - guard/inflight.go counts the calls inside NVML, so that Close never shuts
 //     NVML down under one; panics.go recovers a read that panics;
 //     rawcalls.go and listcalls.go make the list calls with bounded
 //     buffers;

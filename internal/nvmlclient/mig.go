@@ -40,7 +40,7 @@ type migCollector struct {
 	retired []*migDevice
 }
 
-// migDevice is one MIG device of a Device, touched only under its device's use (use.go).
+// migDevice is one MIG device of a Device, touched only under its device's use (guard/use.go).
 type migDevice struct {
 	info   MIGInfo
 	handle nvml.Device
@@ -155,12 +155,12 @@ func (mc *migCollector) retire(d *Device, m *migDevice) {
 		m.gpm.pending = false
 		return
 	}
-	gate := d.sess.gpm.enter()
+	gate := d.sess.gpm.Enter()
 	if gate == nil {
 		mc.retired = append(mc.retired, m)
 		return
 	}
-	defer gate.leave()
+	defer gate.Leave()
 	m.gpm.free()
 }
 
