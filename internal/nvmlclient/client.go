@@ -13,6 +13,7 @@ import (
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
 )
 
 // Client owns one NVML session: Open initializes NVML and takes the inventory,
@@ -51,7 +52,7 @@ type session struct {
 	calls *guard.Inflight // the session's NVML calls in flight
 	lane  *guard.Guard    // one GPU's reads at a time across the session
 	gpm   *guard.Guard    // one GPM call sequence at a time across the session's GPUs
-	raw   *rawLib         // the bounded list calls; nil on go-nvml's mocks
+	raw   *raw.Lib        // the bounded list calls; nil on go-nvml's mocks
 	lost  *logonce.Log
 }
 
@@ -127,16 +128,16 @@ func (c *Client) initialize(selectors []string) (Inventory, []*Device, *guard.In
 		// library missing, the process would die on an unresolved symbol.
 		return Inventory{}, nil, nil, initError(ret)
 	}
-	var raw *rawLib
+	var rawLib *raw.Lib
 	if c.system {
-		raw = loadRawLib(c.libraryPath)
+		rawLib = raw.Load(c.libraryPath)
 	}
 	inv, devices, err := takeInventory(c.lib, c.logger, selectors, c.opts)
 	if err != nil {
 		c.lib.Shutdown()
 		return inv, nil, nil, err
 	}
-	sess := &session{calls: calls, lane: guard.NewLane(), gpm: guard.NewGPMGate(), raw: raw, lost: c.lost}
+	sess := &session{calls: calls, lane: guard.NewLane(), gpm: guard.NewGPMGate(), raw: rawLib, lost: c.lost}
 	for _, d := range devices {
 		d.sess = sess
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
 )
 
 // Device reads one GPU. Reads of one device never overlap: a read that is
@@ -22,7 +23,7 @@ type Device struct {
 
 	lib     nvml.Interface
 	handle  nvml.Device
-	raw     rawDevice // the C handle, for the bounded list calls (prime.go)
+	raw     raw.Device // the C handle, for the bounded list calls (prime.go)
 	symbols symbols
 	logger  *zap.Logger
 

@@ -11,7 +11,7 @@
 //     points the library has, prime.go takes each GPU's baselines;
 //   - guard/inflight.go counts the calls inside NVML, so that Close never shuts
 //     NVML down under one; panics.go recovers a read that panics;
-//     rawcalls.go and listcalls.go make the list calls with bounded
+//     raw/raw.go and listcalls.go make the list calls with bounded
 //     buffers;
 //   - calls.go and plain.go are the read table: each NVML call, the figures
 //     it answers (plain.go: one row per plain figure, whose constant

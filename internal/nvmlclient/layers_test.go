@@ -23,6 +23,7 @@ const importPath = "github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 // generate, imported by nobody; it stands beside the layers.
 var layerRanks = map[string]int{
 	"guard":              0, // the call order: lane, GPM gate, one use, calls in flight
+	"raw":                0, // the bounded list calls, straight to the library
 	".":                  1, // the read table, the readings, the collectors, the Client
 	"internal/figuregen": 1,
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
 	"go.uber.org/zap"
 )
 
@@ -44,8 +45,8 @@ type migCollector struct {
 type migDevice struct {
 	info   MIGInfo
 	handle nvml.Device
-	raw    rawDevice // the C handle, for the bounded list calls
-	gpm    gpmState  // per GPU instance, on the first MIG device of it only
+	raw    raw.Device // the C handle, for the bounded list calls
+	gpm    gpmState   // per GPU instance, on the first MIG device of it only
 	// first marks the GPU instance's lowest compute instance: the MIG
 	// device that reads the instance's memory and GPM.
 	first bool
@@ -98,7 +99,7 @@ func (mc *migCollector) relist(d *Device) {
 		}
 		changed = true
 		f.info.Profile = d.migProfile(f.handle, int(f.info.GPUInstanceID))
-		if raw, ret := d.sess.raw.device(f.info.UUID); ret == nvml.SUCCESS {
+		if raw, ret := d.sess.raw.Device(f.info.UUID); ret == nvml.SUCCESS {
 			f.raw = raw
 		}
 	}

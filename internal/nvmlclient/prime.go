@@ -59,7 +59,7 @@ func (d *Device) prime() {
 	if d.state.primed.Load() {
 		return
 	}
-	if raw, ret := d.sess.raw.device(d.Info.UUID); ret == nvml.SUCCESS {
+	if raw, ret := d.sess.raw.Device(d.Info.UUID); ret == nvml.SUCCESS {
 		d.raw = raw
 	}
 	d.plan.gpm.hasGPM = d.plan.gpm.probe(d) // before the collectors, which read it

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
 )
 
 // NVML keeps one utilization sample per process (docs/runs/h200-runs.md): the
@@ -131,7 +132,7 @@ func (pc *processCollector) read(r *reading, s *Sample) {
 	var infos []nvml.ProcessInfo
 	list := func(c call, graphics bool) bool {
 		ret, made := r.call(c, func() (ret nvml.Return) { infos, ret = runningProcesses(r.d.raw, h, graphics); return })
-		if made && ret == errTooMany {
+		if made && ret == raw.ErrTooMany {
 			tooMany = true
 			r.tooManyProcesses(c)
 			return false
