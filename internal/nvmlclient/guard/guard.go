@@ -57,7 +57,7 @@ func NewLane() *Guard { return &Guard{maxHold: LaneMaxHold, passOver: true} }
 // NewGPMGate is the guard of the session's GPM call sequences.
 func NewGPMGate() *Guard { return &Guard{maxHold: GPMGateWait} }
 
-// Enter waits for the guard and returns the ticket that holds it (leave
+// Enter waits for the guard and returns the ticket that holds it (Leave
 // gives it up). It is nil when the guard does not pass over and its holder
 // is past maxHold: the caller goes without.
 func (g *Guard) Enter() *Ticket {

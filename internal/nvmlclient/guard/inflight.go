@@ -9,16 +9,16 @@ import (
 
 // Inflight counts the NVML calls running on one session (from nvmlInit to
 // nvmlShutdown): reads, priming, event registration and waits. nvmlShutdown
-// under a running call can crash the process, so Close waits for them, and
-// gives up rather than shut NVML down under a stuck one. Once Close has
-// begun, no call may begin: a read or priming that was scheduled before
-// Close but starts after it would call NVML after nvmlShutdown, or prime a
-// GPU while Close frees its GPM samples.
+// under a running call can crash the process, so the Client's Close waits
+// for them (Wait), and gives up rather than shut NVML down under a stuck
+// one. Once Close has begun, no call may begin: a read or priming that was
+// scheduled before Close but starts after it would call NVML after
+// nvmlShutdown, or prime a GPU while Close frees its GPM samples.
 type Inflight struct {
 	mu     sync.Mutex
 	n      int
 	idle   chan struct{} // closed when n drops to 0
-	closed bool          // Close has begun: begin refuses
+	closed bool          // Close has begun: Begin refuses
 }
 
 // NewInflight is an idle count.
@@ -43,7 +43,7 @@ func (f *Inflight) Begin() bool {
 	return true
 }
 
-// Close makes every later begin refuse.
+// Close makes every later Begin refuse.
 func (f *Inflight) Close() {
 	f.mu.Lock()
 	f.closed = true
