@@ -119,7 +119,7 @@ check-generated: $(MDATAGEN)
 ## unit: go test -race ./... (this module, test/docs among it), and the receiver without cgo
 unit:
 	$(GO) test -race -count=1 ./...
-	CGO_ENABLED=0 $(GO) test -count=1 ./receiver/... ./internal/nvmlclient/ ./internal/attribution/
+	CGO_ENABLED=0 $(GO) test -count=1 ./receiver/... ./internal/nvmlclient/... ./internal/attribution/
 
 ## build: build the otelcol-nvml distribution with ocb
 build: $(OTELCOL)
@@ -139,7 +139,7 @@ smoke: build
 
 ## bench: the scrape benchmark over the 8-GPU dgxh200 mock
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./$(RECEIVER)/ ./internal/nvmlclient/
+	$(GO) test -run '^$$' -bench . -benchmem ./$(RECEIVER)/ ./internal/nvmlclient/...
 
 ## fmt: gofmt -w every Go file
 fmt:

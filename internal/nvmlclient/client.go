@@ -12,6 +12,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
 )
 
 // Client owns one NVML session: Open initializes NVML and takes the inventory,
@@ -32,7 +34,7 @@ type Client struct {
 	opening bool
 	inv     Inventory
 	devices []*Device
-	calls   *inflight // the calls of the open session
+	calls   *guard.Inflight // the calls of the open session
 	sampler *shareSampler
 	// lost remembers, across the sessions of the client, the GPUs logged
 	// lost: while every GPU stays lost the receiver re-initializes NVML
@@ -47,10 +49,10 @@ const maxLostLogged = 256
 
 // session is what the GPUs of one NVML session share.
 type session struct {
-	calls *inflight // the session's NVML calls in flight
-	lane  *guard    // one GPU's reads at a time across the session
-	gpm   *guard    // one GPM call sequence at a time across the session's GPUs
-	raw   *rawLib   // the bounded list calls; nil on go-nvml's mocks
+	calls *guard.Inflight // the session's NVML calls in flight
+	lane  *guard.Guard    // one GPU's reads at a time across the session
+	gpm   *guard.Guard    // one GPM call sequence at a time across the session's GPUs
+	raw   *raw.Lib        // the bounded list calls; nil on go-nvml's mocks
 	lost  *logonce.Log
 }
 
@@ -109,7 +111,7 @@ func (c *Client) Open(selectors []string) error {
 	return nil
 }
 
-func (c *Client) initialize(selectors []string) (Inventory, []*Device, *inflight, error) {
+func (c *Client) initialize(selectors []string) (Inventory, []*Device, *guard.Inflight, error) {
 	if c.system {
 		// A library that is missing, or is not NVML, must be refused here:
 		// go-nvml would call nvmlInit in it and the process would die on an
@@ -118,24 +120,24 @@ func (c *Client) initialize(selectors []string) (Inventory, []*Device, *inflight
 			return Inventory{}, nil, nil, err
 		}
 	}
-	calls := newInflight()
-	calls.begin() // a new session's: it always begins
-	defer calls.end()
+	calls := guard.NewInflight()
+	calls.Begin() // a new session's: it always begins
+	defer calls.End()
 	if ret := c.lib.Init(); ret != nvml.SUCCESS {
 		// After a failed Init no other NVML function may be called: with the
 		// library missing, the process would die on an unresolved symbol.
 		return Inventory{}, nil, nil, initError(ret)
 	}
-	var raw *rawLib
+	var rawLib *raw.Lib
 	if c.system {
-		raw = loadRawLib(c.libraryPath)
+		rawLib = raw.Load(c.libraryPath)
 	}
 	inv, devices, err := takeInventory(c.lib, c.logger, selectors, c.opts)
 	if err != nil {
 		c.lib.Shutdown()
 		return inv, nil, nil, err
 	}
-	sess := &session{calls: calls, lane: newLane(), gpm: newGPMGate(), raw: raw, lost: c.lost}
+	sess := &session{calls: calls, lane: guard.NewLane(), gpm: guard.NewGPMGate(), raw: rawLib, lost: c.lost}
 	for _, d := range devices {
 		d.sess = sess
 	}
@@ -167,16 +169,16 @@ func (c *Client) Close(ctx context.Context) error {
 		}
 		return nil
 	}
-	calls.close()
-	if calls.wait(ctx) {
+	calls.Close()
+	if calls.Wait(ctx) {
 		return shutdown()
 	}
-	n := calls.count()
+	n := calls.Count()
 	go func() {
-		calls.wait(context.Background())
+		calls.Wait(context.Background())
 		_ = shutdown()
 	}()
-	return &InFlightError{Calls: n}
+	return &guard.InFlightError{Calls: n}
 }
 
 // Inventory returns what was found at the last Open; MIG devices are

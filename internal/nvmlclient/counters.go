@@ -51,17 +51,17 @@ func (cs *counterState) read(r *reading, s *Sample) {
 	case first && cs.busy.CompareAndSwap(false, true):
 		cs.take(d)
 	case due && cs.busy.CompareAndSwap(false, true):
-		// Close waits for it, as for every call in flight (inflight.go),
+		// Close waits for it, as for every call in flight (guard/inflight.go),
 		// and never shuts NVML down under it; once Close has begun, no
 		// read starts.
-		if !d.sess.calls.begin() {
+		if !d.sess.calls.Begin() {
 			cs.busy.Store(false)
 			break
 		}
 		go func() {
-			defer d.sess.calls.end()
+			defer d.sess.calls.End()
 			// In line after the GPUs this scrape is reading (the lane).
-			defer d.sess.lane.enter().leave()
+			defer d.sess.lane.Enter().Leave()
 			cs.take(d)
 		}()
 	}

@@ -11,22 +11,24 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
 )
 
 // Device reads one GPU. Reads of one device never overlap: a read that is
 // still stuck in NVML makes the next one return ErrBusy instead of piling up
-// goroutines (use.go).
+// goroutines (guard/use.go).
 type Device struct {
 	Info DeviceInfo
 
 	lib     nvml.Interface
 	handle  nvml.Device
-	raw     rawDevice // the C handle, for the bounded list calls (prime.go)
+	raw     raw.Device // the C handle, for the bounded list calls (prime.go)
 	symbols symbols
 	logger  *zap.Logger
 
-	sess  *session  // what the session's GPUs share: the lane, the GPM gate, the calls in flight
-	use   deviceUse // one use of the handle at a time: a read, priming, a check or a share sample
+	sess  *session        // what the session's GPUs share: the lane, the GPM gate, the calls in flight
+	use   guard.DeviceUse // one use of the handle at a time: a read, priming, a check or a share sample
 	state deviceState
 
 	plan readPlan // what is asked of the GPU, and by which clock

@@ -9,9 +9,9 @@
 //     library that is missing or not NVML before nvmlInit), inventory.go
 //     takes the inventory (info.go), symbols.go checks which newer entry
 //     points the library has, prime.go takes each GPU's baselines;
-//   - inflight.go counts the calls inside NVML, so that Close never shuts
+//   - guard/inflight.go counts the calls inside NVML, so that Close never shuts
 //     NVML down under one; panics.go recovers a read that panics;
-//     rawcalls.go and listcalls.go make the list calls with bounded
+//     raw/raw.go and listcalls.go make the list calls with bounded
 //     buffers;
 //   - calls.go and plain.go are the read table: each NVML call, the figures
 //     it answers (plain.go: one row per plain figure, whose constant

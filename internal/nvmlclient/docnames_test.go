@@ -20,8 +20,7 @@ import (
 // name; so is the first word of a declaration's doc comment, which must be
 // the declaration's own name when it is one of the package's names.
 func TestCommentsNameWhatExists(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	require.NoError(t, err)
+	files := treeFiles(t, true)
 	files = slices.DeleteFunc(files, func(f string) bool { return f == "docnames_test.go" }) // its examples
 	assert.Empty(t, staleNames(t, files))
 }

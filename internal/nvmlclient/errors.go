@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
 )
 
 // ErrGPULost is returned by Device.Read once NVML has said the GPU is lost.
@@ -82,3 +84,10 @@ func (e *UnavailableError) Unwrap() error { return e.Err }
 
 // ErrNotOpen is returned when the client is used before a successful Open.
 var ErrNotOpen = errors.New("NVML is not initialized")
+
+// InFlightError says that Close left NVML initialized because calls were
+// still running inside it (guard.InFlightError).
+type InFlightError = guard.InFlightError
+
+// IsInFlight reports whether err is an InFlightError.
+func IsInFlight(err error) bool { return guard.IsInFlight(err) }

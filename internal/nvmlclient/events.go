@@ -10,6 +10,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
 )
 
 const watchedEvents = nvml.EventTypeXidCriticalError | nvml.EventTypeSingleBitEccError | nvml.EventTypeDoubleBitEccError
@@ -23,10 +25,10 @@ func (c *Client) WatchEvents(ctx context.Context, onEvent func(Event), registerT
 	c.mu.Lock()
 	open, devices, lib, calls := c.open, c.devices, c.lib, c.calls
 	c.mu.Unlock()
-	if !open || !calls.begin() {
+	if !open || !calls.Begin() {
 		return ErrNotOpen
 	}
-	defer calls.end()
+	defer calls.End()
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("panic in the NVML event loop: %v", p)
@@ -91,19 +93,19 @@ func (c *Client) WatchEvents(ctx context.Context, onEvent func(Event), registerT
 // registerEvents registers each device on its own goroutine and waits for
 // them at most timeout. It returns the registered devices and how many
 // registrations are still running.
-func registerEvents(logger *zap.Logger, devices []*Device, set nvml.EventSet, calls *inflight, timeout time.Duration) (map[string]DeviceInfo, int) {
+func registerEvents(logger *zap.Logger, devices []*Device, set nvml.EventSet, calls *guard.Inflight, timeout time.Duration) (map[string]DeviceInfo, int) {
 	type result struct {
 		d      *Device
 		reason string // empty: registered
 	}
 	results := make(chan result, len(devices))
 	for _, d := range devices {
-		if !calls.begin() {
+		if !calls.Begin() {
 			results <- result{d, "the session is closing"}
 			continue
 		}
 		go func() {
-			defer calls.end()
+			defer calls.End()
 			defer func() {
 				if p := recover(); p != nil {
 					results <- result{d, fmt.Sprintf("panic: %v", p)}

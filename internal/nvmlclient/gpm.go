@@ -110,7 +110,7 @@ func (gpmPlan) probe(d *Device) (has bool) {
 // gate stays held past its allowance, g stays pending and the next read
 // tries again.
 func (g *gpmState) startGated(d *Device, take func(nvml.GpmSample) nvml.Return, mig string) {
-	gate := d.sess.gpm.enter()
+	gate := d.sess.gpm.Enter()
 	if gate == nil {
 		d.logOnce("gpm-deferred/"+mig, func(l *zap.Logger) {
 			l.Info("Another GPU's GPM call is still running; GPM starts at a later read of this GPU (logged once)",
@@ -118,7 +118,7 @@ func (g *gpmState) startGated(d *Device, take func(nvml.GpmSample) nvml.Return, 
 		})
 		return
 	}
-	defer gate.leave() // also when the driver's call panics
+	defer gate.Leave() // also when the driver's call panics
 	g.pending, g.mig = false, mig
 	if ret := g.start(d.lib, take, d.plan.now); ret != nvml.SUCCESS {
 		d.logger.Warn("nvmlGpmSampleAlloc failed; GPM metrics are absent for this GPU", zap.String("nvml.return", ret.Error()),
@@ -165,12 +165,12 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 	if g.havePrev && now.Sub(g.prevTime) < minGPMWindow {
 		return nil // too short to mean anything; keep the older sample
 	}
-	gate := r.d.sess.gpm.enter()
+	gate := r.d.sess.gpm.Enter()
 	if gate == nil {
 		r.fail(callGPMSampleGet, nvml.ERROR_TIMEOUT, "another GPU's GPM call is still running")
 		return nil
 	}
-	defer gate.leave()
+	defer gate.Leave()
 	if !r.do(callGPMSampleGet, func() nvml.Return { return take(g.cur) }) {
 		g.havePrev = false
 		return nil

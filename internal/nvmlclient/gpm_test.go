@@ -16,6 +16,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
@@ -159,31 +160,6 @@ func TestGPMCallsNeverOverlapAcrossGPUs(t *testing.T) {
 	assert.Zero(t, calls.overlaps.Load(), "GPM calls of two GPUs ran at once")
 }
 
-func TestGPMGateGivesUpOnAHungHolder(t *testing.T) {
-	const allowance = 20 * time.Millisecond
-	g := &guard{maxHold: allowance}
-	enter := func() bool {
-		return g.enter() != nil
-	}
-	holder := g.enter()
-	require.NotNil(t, holder)
-	start := time.Now()
-	assert.False(t, enter(), "held: a second GPU gives up after what is left of the holder's allowance")
-	assert.GreaterOrEqual(t, time.Since(start), allowance/2)
-	start = time.Now()
-	assert.False(t, enter(), "the holder is past its allowance: nobody waits on it again")
-	assert.Less(t, time.Since(start), allowance)
-	holder.leave()
-	holder = g.enter()
-	require.NotNil(t, holder, "released: free again")
-	g.maxHold = time.Minute
-	go func() { time.Sleep(2 * time.Millisecond); holder.leave() }()
-	next := g.enter()
-	require.NotNil(t, next, "a holder that releases in time hands the gate over")
-	next.leave()
-	assert.Empty(t, g.queue, "who gave up left the line")
-}
-
 // One GPU hung inside a GPM call delays the other GPUs' reads by the
 // gate's allowance once; later scrapes leave their GPM out at once, and the
 // rest of their figures arrive.
@@ -198,7 +174,7 @@ func TestHungGPMCallDelaysTheOtherGPUsOnce(t *testing.T) {
 	go func() { defer close(done); _, _ = c.Devices()[0].Read() }()
 	<-entered
 	defer func() { close(hung); <-done }()
-	for scrape, limit := range []time.Duration{laneMaxHold + 4*gpmGateWait, gpmGateWait} {
+	for scrape, limit := range []time.Duration{guard.LaneMaxHold + 4*guard.GPMGateWait, guard.GPMGateWait} {
 		clock.Advance(time.Second)
 		start := time.Now()
 		var wg sync.WaitGroup
@@ -223,10 +199,10 @@ func TestGPMStartsAfterATransientGateStall(t *testing.T) {
 	c := New(m, zap.NewNop(), WithClock(clock.Now))
 	require.NoError(t, c.Open(nil))
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	stalled := c.Devices()[0].sess.gpm.enter()
+	stalled := c.Devices()[0].sess.gpm.Enter()
 	require.NotNil(t, stalled, "another GPU's GPM call, stalled")
 	c.PrimeAll()
-	stalled.leave()
+	stalled.Leave()
 	for _, i := range []int{0, 1} {
 		d := c.Devices()[i]
 		clock.Advance(time.Second)

@@ -172,7 +172,7 @@ func TestH200ProcessShares(t *testing.T) {
 
 // TestH200ProcessSharesRaw reads GPU 0's process utilization every 0.5 s
 // for 15 s both through go-nvml and through the bounded call the receiver
-// makes (rawcalls.go), with lastSeen = now - 10 s, and the receiver's own
+// makes (raw/raw.go), with lastSeen = now - 10 s, and the receiver's own
 // reading of each process (Read), to tell a difference of the call from
 // one of NVML's answer.
 func TestH200ProcessSharesRaw(t *testing.T) {
@@ -193,8 +193,8 @@ func TestH200ProcessSharesRaw(t *testing.T) {
 	for i := 0; i < 30; i++ {
 		since := d.shareSince()
 		gs, gr := d.handle.GetProcessUtilization(since)
-		rs, rr := d.raw.processUtilization(since)
-		fmt.Printf("t=%4.1fs raw=%v go-nvml %s | raw %s", float64(i)/2, d.raw.ok(), show(gs, gr), show(rs, rr))
+		rs, rr := d.raw.ProcessUtilization(since)
+		fmt.Printf("t=%4.1fs raw=%v go-nvml %s | raw %s", float64(i)/2, d.raw.OK(), show(gs, gr), show(rs, rr))
 		if s, err := d.Read(); err == nil || s.ProcessesListed {
 			for _, p := range s.Processes {
 				fmt.Printf(" | read %d: util %.2f share %v", p.PID, p.SMUtil.Value, p.BusyShare)

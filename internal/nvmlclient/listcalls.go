@@ -4,17 +4,18 @@ package nvmlclient
 
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
 	"go.uber.org/zap"
 )
 
-// The list calls go through rawcalls.go where the library is a real one
+// The list calls go through raw/raw.go where the library is a real one
 // (bounded buffers); go-nvml's mocks answer them through the interface.
 
-// runningProcesses lists h's compute or graphics processes; errTooMany
+// runningProcesses lists h's compute or graphics processes; raw.ErrTooMany
 // past MaxProcessesPerGPU.
-func runningProcesses(raw rawDevice, h nvml.Device, graphics bool) ([]nvml.ProcessInfo, nvml.Return) {
-	if raw.ok() {
-		return raw.runningProcesses(graphics)
+func runningProcesses(c raw.Device, h nvml.Device, graphics bool) ([]nvml.ProcessInfo, nvml.Return) {
+	if c.OK() {
+		return c.RunningProcesses(graphics, MaxProcessesPerGPU)
 	}
 	var infos []nvml.ProcessInfo
 	var ret nvml.Return
@@ -24,7 +25,7 @@ func runningProcesses(raw rawDevice, h nvml.Device, graphics bool) ([]nvml.Proce
 		infos, ret = h.GetComputeRunningProcesses()
 	}
 	if ret == nvml.SUCCESS && len(infos) > MaxProcessesPerGPU {
-		return nil, errTooMany
+		return nil, raw.ErrTooMany
 	}
 	return infos, ret
 }
@@ -32,8 +33,8 @@ func runningProcesses(raw rawDevice, h nvml.Device, graphics bool) ([]nvml.Proce
 // processUtilization reads the process samples newer than lastSeen;
 // NOT_FOUND when there is none.
 func (d *Device) processUtilization(lastSeen uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
-	if d.raw.ok() {
-		return d.raw.processUtilization(lastSeen)
+	if d.raw.OK() {
+		return d.raw.ProcessUtilization(lastSeen)
 	}
 	samples, ret := d.handle.GetProcessUtilization(lastSeen)
 	if ret == nvml.ERROR_INSUFFICIENT_SIZE && len(samples) == 0 {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
 	"go.uber.org/zap"
 )
 
@@ -40,12 +41,12 @@ type migCollector struct {
 	retired []*migDevice
 }
 
-// migDevice is one MIG device of a Device, touched only under its device's use (use.go).
+// migDevice is one MIG device of a Device, touched only under its device's use (guard/use.go).
 type migDevice struct {
 	info   MIGInfo
 	handle nvml.Device
-	raw    rawDevice // the C handle, for the bounded list calls
-	gpm    gpmState  // per GPU instance, on the first MIG device of it only
+	raw    raw.Device // the C handle, for the bounded list calls
+	gpm    gpmState   // per GPU instance, on the first MIG device of it only
 	// first marks the GPU instance's lowest compute instance: the MIG
 	// device that reads the instance's memory and GPM.
 	first bool
@@ -98,7 +99,7 @@ func (mc *migCollector) relist(d *Device) {
 		}
 		changed = true
 		f.info.Profile = d.migProfile(f.handle, int(f.info.GPUInstanceID))
-		if raw, ret := d.sess.raw.device(f.info.UUID); ret == nvml.SUCCESS {
+		if raw, ret := d.sess.raw.Device(f.info.UUID); ret == nvml.SUCCESS {
 			f.raw = raw
 		}
 	}
@@ -155,12 +156,12 @@ func (mc *migCollector) retire(d *Device, m *migDevice) {
 		m.gpm.pending = false
 		return
 	}
-	gate := d.sess.gpm.enter()
+	gate := d.sess.gpm.Enter()
 	if gate == nil {
 		mc.retired = append(mc.retired, m)
 		return
 	}
-	defer gate.leave()
+	defer gate.Leave()
 	m.gpm.free()
 }
 

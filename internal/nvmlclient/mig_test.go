@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
@@ -181,7 +182,7 @@ func TestMIGGPMPanicReleasesTheGate(t *testing.T) {
 	s, err := c.Devices()[1].Read()
 	assert.NoError(t, err)
 	assert.NotNil(t, s.GPM, "GPU 1 keeps its GPM")
-	assert.Less(t, time.Since(start), gpmGateWait, "and does not wait on the gate")
+	assert.Less(t, time.Since(start), guard.GPMGateWait, "and does not wait on the gate")
 }
 
 // A MIG device's own process list that fails once (not a lasting "not

@@ -6,11 +6,13 @@ import (
 	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
 )
 
 // Priming takes a GPU's baselines: the newest utilization samples (so that the first read averages from then on), the GPM sample
 // pair and the MIG inventory. These are per-GPU calls that can hang, so
-// they are not part of Open: each GPU primes under its own use (use.go), on
+// they are not part of Open: each GPU primes under its own use (guard/use.go), on
 // the first Prime or Read, and a GPU still priming is skipped by scrapes
 // like one whose read is still running.
 
@@ -28,28 +30,28 @@ func (d *Device) Prime() error {
 
 // enter begins a use of the device's NVML handle: a read, priming or a
 // check. It takes the device (ErrBusy while another use runs, or a share
-// sample past its bound: use.go), counts the call in the session's
+// sample past its bound: guard/use.go), counts the call in the session's
 // (ErrNotOpen once Close has begun) and waits for the session's lane.
 // ErrGPULost once the GPU is lost.
-func (d *Device) enter() (lane *ticket, err error) {
+func (d *Device) enter() (lane *guard.Ticket, err error) {
 	if d.state.lost.Load() {
 		return nil, ErrGPULost
 	}
-	if !d.use.take() {
+	if !d.use.Take() {
 		return nil, ErrBusy
 	}
-	if !d.sess.calls.begin() {
-		d.use.release()
+	if !d.sess.calls.Begin() {
+		d.use.Release()
 		return nil, ErrNotOpen // the session is closing
 	}
-	return d.sess.lane.enter(), nil
+	return d.sess.lane.Enter(), nil
 }
 
 // exit ends what enter began.
-func (d *Device) exit(lane *ticket) {
-	lane.leave()
-	d.sess.calls.end()
-	d.use.release()
+func (d *Device) exit(lane *guard.Ticket) {
+	lane.Leave()
+	d.sess.calls.End()
+	d.use.Release()
 }
 
 // prime runs under the device's use.
@@ -57,7 +59,7 @@ func (d *Device) prime() {
 	if d.state.primed.Load() {
 		return
 	}
-	if raw, ret := d.sess.raw.device(d.Info.UUID); ret == nvml.SUCCESS {
+	if raw, ret := d.sess.raw.Device(d.Info.UUID); ret == nvml.SUCCESS {
 		d.raw = raw
 	}
 	d.plan.gpm.hasGPM = d.plan.gpm.probe(d) // before the collectors, which read it

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
 )
 
 // NVML keeps one utilization sample per process (docs/runs/h200-runs.md): the
@@ -131,7 +132,7 @@ func (pc *processCollector) read(r *reading, s *Sample) {
 	var infos []nvml.ProcessInfo
 	list := func(c call, graphics bool) bool {
 		ret, made := r.call(c, func() (ret nvml.Return) { infos, ret = runningProcesses(r.d.raw, h, graphics); return })
-		if made && ret == errTooMany {
+		if made && ret == raw.ErrTooMany {
 			tooMany = true
 			r.tooManyProcesses(c)
 			return false
@@ -208,18 +209,18 @@ func (pc *processCollector) read(r *reading, s *Sample) {
 // priming runs (that read samples them itself), before priming, and on a
 // lost GPU: it reports whether a sample was taken.
 func (d *Device) SampleShares() bool {
-	if !d.parts.procs.on || !d.state.primed.Load() || d.state.lost.Load() || !d.sess.calls.begin() {
+	if !d.parts.procs.on || !d.state.primed.Load() || d.state.lost.Load() || !d.sess.calls.Begin() {
 		return false
 	}
-	defer d.sess.calls.end()
+	defer d.sess.calls.End()
 	// The lane first, then the device: the device is held for the call
 	// alone, and a scrape that finds it held waits for that call only
-	// (use.go), never for the lane's line.
-	defer d.sess.lane.enter().leave()
-	if d.use.takeForShare() == nil {
+	// (guard/use.go), never for the lane's line.
+	defer d.sess.lane.Enter().Leave()
+	if d.use.TakeForShare() == nil {
 		return false
 	}
-	defer d.use.release()
+	defer d.use.Release()
 	r := &reading{d: d}
 	var samples []nvml.ProcessUtilizationSample
 	ret, made := r.call(callProcessUtilization, func() (ret nvml.Return) {

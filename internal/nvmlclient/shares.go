@@ -12,7 +12,7 @@ import (
 // time is true over a scrape interval longer than NVML's smoothing. Each
 // sample is one nvmlDeviceGetProcessUtilization per GPU (about 1.9 ms of
 // CPU on an H200), made through the lane like any read; a scrape that
-// arrives during one waits for it (use.go).
+// arrives during one waits for it (guard/use.go).
 type shareSampler struct {
 	stop chan struct{}
 	done sync.WaitGroup

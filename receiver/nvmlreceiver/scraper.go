@@ -25,7 +25,7 @@ import (
 // nvmlScraper is one configured receiver: an NVML session (session.go),
 // the event counter (events.go) and the reporter (reporter.go), driven by
 // the scrapes. Each scrape starts every GPU's read at once (the client lets
-// them into the driver one at a time, nvmlclient's guard.go) and never waits past its
+// them into the driver one at a time, nvmlclient's guard/guard.go) and never waits past its
 // deadline, whatever NVML does.
 type nvmlScraper struct {
 	cfg      *Config

@@ -1,4 +1,4 @@
-package nvmlclient
+package guard
 
 import (
 	"context"
@@ -7,29 +7,30 @@ import (
 	"sync"
 )
 
-// inflight counts the NVML calls running on one session (from nvmlInit to
+// Inflight counts the NVML calls running on one session (from nvmlInit to
 // nvmlShutdown): reads, priming, event registration and waits. nvmlShutdown
-// under a running call can crash the process, so Close waits for them, and
-// gives up rather than shut NVML down under a stuck one. Once Close has
-// begun, no call may begin: a read or priming that was scheduled before
-// Close but starts after it would call NVML after nvmlShutdown, or prime a
-// GPU while Close frees its GPM samples.
-type inflight struct {
+// under a running call can crash the process, so the Client's Close waits
+// for them (Wait), and gives up rather than shut NVML down under a stuck
+// one. Once Close has begun, no call may begin: a read or priming that was
+// scheduled before Close but starts after it would call NVML after
+// nvmlShutdown, or prime a GPU while Close frees its GPM samples.
+type Inflight struct {
 	mu     sync.Mutex
 	n      int
 	idle   chan struct{} // closed when n drops to 0
-	closed bool          // Close has begun: begin refuses
+	closed bool          // Close has begun: Begin refuses
 }
 
-func newInflight() *inflight {
+// NewInflight is an idle count.
+func NewInflight() *Inflight {
 	ch := make(chan struct{})
 	close(ch)
-	return &inflight{idle: ch}
+	return &Inflight{idle: ch}
 }
 
-// begin counts a call about to run, and reports false (counting nothing)
+// Begin counts a call about to run, and reports false (counting nothing)
 // once Close has begun.
-func (f *inflight) begin() bool {
+func (f *Inflight) Begin() bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.closed {
@@ -42,14 +43,15 @@ func (f *inflight) begin() bool {
 	return true
 }
 
-// close makes every later begin refuse.
-func (f *inflight) close() {
+// Close makes every later Begin refuse.
+func (f *Inflight) Close() {
 	f.mu.Lock()
 	f.closed = true
 	f.mu.Unlock()
 }
 
-func (f *inflight) end() {
+// End counts a call that has returned.
+func (f *Inflight) End() {
 	f.mu.Lock()
 	f.n--
 	if f.n == 0 {
@@ -58,15 +60,15 @@ func (f *inflight) end() {
 	f.mu.Unlock()
 }
 
-// count is the number of calls running now.
-func (f *inflight) count() int {
+// Count is the number of calls running now.
+func (f *Inflight) Count() int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.n
 }
 
-// wait waits until no call runs, or until ctx is done: false then.
-func (f *inflight) wait(ctx context.Context) bool {
+// Wait waits until no call runs, or until ctx is done: false then.
+func (f *Inflight) Wait(ctx context.Context) bool {
 	f.mu.Lock()
 	idle := f.idle
 	f.mu.Unlock()

@@ -1,11 +1,11 @@
-package nvmlclient
+package guard
 
 import (
 	"sync"
 	"time"
 )
 
-// guard is a mutex that passes over a hung holder: callers take it one at
+// Guard is a mutex that passes over a hung holder: callers take it one at
 // a time, in the order they asked, and a holder that keeps it past maxHold
 // is taken to be stuck in NVML. What the next in line does then is the
 // guard's kind:
@@ -26,38 +26,42 @@ import (
 //     the gate still holds when the lane passes over a stuck GPU. Past
 //     maxHold nobody goes ahead: every GPU gives up its GPM figures for the
 //     scrape at once, without waiting, until the hung call returns.
-type guard struct {
+type Guard struct {
 	maxHold  time.Duration
 	passOver bool
 
 	mu     sync.Mutex
-	holder *ticket // nil while the guard is free
-	queue  []*ticket
+	holder *Ticket // nil while the guard is free
+	queue  []*Ticket
 }
 
-type ticket struct {
-	g     *guard
+// Ticket is a place in the guard's line, and its hold once its turn comes.
+type Ticket struct {
+	g     *Guard
 	turn  chan struct{} // closed when the ticket holds the guard; nil for one that never waited
 	since time.Time     // when it took the guard; zero while it waits
 }
 
 const (
-	// laneMaxHold is well above a normal read of one GPU (3-5 ms on an
+	// LaneMaxHold is well above a normal read of one GPU (3-5 ms on an
 	// H200, p99 about 20 ms with a slow firmware answer) and well below a
 	// scrape.
-	laneMaxHold = 50 * time.Millisecond
-	// gpmGateWait is well above a GPM call sequence (a few milliseconds).
-	gpmGateWait = 100 * time.Millisecond
+	LaneMaxHold = 50 * time.Millisecond
+	// GPMGateWait is well above a GPM call sequence (a few milliseconds).
+	GPMGateWait = 100 * time.Millisecond
 )
 
-func newLane() *guard    { return &guard{maxHold: laneMaxHold, passOver: true} }
-func newGPMGate() *guard { return &guard{maxHold: gpmGateWait} }
+// NewLane is the guard of the session's reads, one GPU at a time.
+func NewLane() *Guard { return &Guard{maxHold: LaneMaxHold, passOver: true} }
 
-// enter waits for the guard and returns the ticket that holds it (leave
+// NewGPMGate is the guard of the session's GPM call sequences.
+func NewGPMGate() *Guard { return &Guard{maxHold: GPMGateWait} }
+
+// Enter waits for the guard and returns the ticket that holds it (Leave
 // gives it up). It is nil when the guard does not pass over and its holder
 // is past maxHold: the caller goes without.
-func (g *guard) enter() *ticket {
-	t := &ticket{g: g}
+func (g *Guard) Enter() *Ticket {
+	t := &Ticket{g: g}
 	g.mu.Lock()
 	if g.holder == nil && len(g.queue) == 0 {
 		// Free: no line to wait in, no channel to wake it.
@@ -94,7 +98,7 @@ func (g *guard) enter() *ticket {
 // advance hands the guard to the next in line when it is free, or, for a
 // guard that passes over, when its holder has kept it past maxHold. Called
 // under mu.
-func (g *guard) advance(now time.Time) {
+func (g *Guard) advance(now time.Time) {
 	if g.holder != nil && (!g.passOver || now.Sub(g.holder.since) < g.maxHold) {
 		return
 	}
@@ -111,7 +115,7 @@ func (g *guard) advance(now time.Time) {
 }
 
 // drop takes t, which gives up, out of the line. Called under mu.
-func (g *guard) drop(t *ticket) {
+func (g *Guard) drop(t *Ticket) {
 	for i, q := range g.queue {
 		if q == t {
 			g.queue = append(g.queue[:i], g.queue[i+1:]...)
@@ -120,9 +124,9 @@ func (g *guard) drop(t *ticket) {
 	}
 }
 
-// leave gives the guard up. A holder that was passed over as stuck leaves
+// Leave gives the guard up. A holder that was passed over as stuck leaves
 // a guard it no longer holds: nothing to do.
-func (t *ticket) leave() {
+func (t *Ticket) Leave() {
 	g := t.g
 	g.mu.Lock()
 	defer g.mu.Unlock()

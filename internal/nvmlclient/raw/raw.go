@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvmlclient
+package raw
 
 /*
 #cgo LDFLAGS: -ldl
@@ -51,18 +51,18 @@ const maxProcessSamples = 1 << 16
 // a list that keeps growing between them is given up for the scrape.
 const listAttempts = 3
 
-// rawLib holds the entry points that the client calls itself rather than
+// Lib holds the entry points that the client calls itself rather than
 // through go-nvml, whose wrappers of these loop without bound or re-slice
 // past their buffer (GetProcessUtilization: "slice bounds out of range
 // [:10] with capacity 5" when samples arrive between its size query and
 // its fill, as NVML then writes the larger count back).
-type rawLib struct {
+type Lib struct {
 	byUUID, computeProcs, graphicsProcs, procUtil unsafe.Pointer
 }
 
-// loadRawLib looks the entry points up in the library go-nvml loaded from
+// Load looks the entry points up in the library go-nvml loaded from
 // path; nil when it has none of them (go-nvml's mocks).
-func loadRawLib(path string) *rawLib {
+func Load(path string) *Lib {
 	if path == "" {
 		path = "libnvidia-ml.so.1"
 	}
@@ -79,7 +79,7 @@ func loadRawLib(path string) *rawLib {
 		}
 		return nil
 	}
-	r := &rawLib{
+	r := &Lib{
 		byUUID: sym("nvmlDeviceGetHandleByUUID"),
 		// v2 and v3 share nvmlProcessInfo_t, which nvml.ProcessInfo mirrors.
 		computeProcs:  sym("nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"),
@@ -92,32 +92,33 @@ func loadRawLib(path string) *rawLib {
 	return r
 }
 
-// rawDevice is one GPU's handle as the C library knows it.
-type rawDevice struct {
-	lib    *rawLib
+// Device is one GPU's handle as the C library knows it.
+type Device struct {
+	lib    *Lib
 	handle unsafe.Pointer
 }
 
-// device resolves uuid to its C handle.
-func (r *rawLib) device(uuid string) (rawDevice, nvml.Return) {
+// Device resolves uuid to its C handle.
+func (r *Lib) Device(uuid string) (Device, nvml.Return) {
 	if r == nil {
-		return rawDevice{}, nvml.ERROR_FUNCTION_NOT_FOUND
+		return Device{}, nvml.ERROR_FUNCTION_NOT_FOUND
 	}
 	cu := C.CString(uuid)
 	defer C.free(unsafe.Pointer(cu))
 	var h unsafe.Pointer
 	ret := nvml.Return(C.nvml_by_uuid(r.byUUID, cu, &h))
-	return rawDevice{lib: r, handle: h}, ret
+	return Device{lib: r, handle: h}, ret
 }
 
-func (d rawDevice) ok() bool { return d.lib != nil && d.handle != nil }
+// OK reports whether d has a handle to call with.
+func (d Device) OK() bool { return d.lib != nil && d.handle != nil }
 
-// errTooMany is what runningProcesses answers past MaxProcessesPerGPU.
-const errTooMany = nvml.Return(-2) // -1 is reading.go's panicked
+// ErrTooMany is what RunningProcesses answers past its limit.
+const ErrTooMany = nvml.Return(-2) // -1 is nvmlclient's panicked (reading.go)
 
-// runningProcesses lists the compute or graphics processes with a buffer of
-// at most MaxProcessesPerGPU entries: errTooMany past it.
-func (d rawDevice) runningProcesses(graphics bool) ([]nvml.ProcessInfo, nvml.Return) {
+// RunningProcesses lists the compute or graphics processes with a buffer of
+// at most most entries: ErrTooMany past it.
+func (d Device) RunningProcesses(graphics bool, most int) ([]nvml.ProcessInfo, nvml.Return) {
 	fn := d.lib.computeProcs
 	if graphics {
 		fn = d.lib.graphicsProcs
@@ -133,11 +134,11 @@ func (d rawDevice) runningProcesses(graphics bool) ([]nvml.ProcessInfo, nvml.Ret
 			return []nvml.ProcessInfo{}, nvml.SUCCESS
 		case ret != nvml.SUCCESS && ret != nvml.ERROR_INSUFFICIENT_SIZE:
 			return nil, ret
-		case int(count) > MaxProcessesPerGPU:
-			return nil, errTooMany
+		case int(count) > most:
+			return nil, ErrTooMany
 		}
 		// Room for a few that start between the query and the fill.
-		infos := make([]nvml.ProcessInfo, min(int(count)+int(count)/8+8, MaxProcessesPerGPU))
+		infos := make([]nvml.ProcessInfo, min(int(count)+int(count)/8+8, most))
 		n := C.uint(len(infos))
 		ret = nvml.Return(C.nvml_procs(fn, d.handle, &n, unsafe.Pointer(&infos[0])))
 		if ret == nvml.SUCCESS && int(n) <= len(infos) {
@@ -149,9 +150,9 @@ func (d rawDevice) runningProcesses(graphics bool) ([]nvml.ProcessInfo, nvml.Ret
 	return nil, nvml.ERROR_INSUFFICIENT_SIZE
 }
 
-// processUtilization reads the samples newer than lastSeen: NOT_FOUND when
+// ProcessUtilization reads the samples newer than lastSeen: NOT_FOUND when
 // there are none.
-func (d rawDevice) processUtilization(lastSeen uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
+func (d Device) ProcessUtilization(lastSeen uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {
 	fn := d.lib.procUtil
 	if fn == nil {
 		return nil, nvml.ERROR_FUNCTION_NOT_FOUND
