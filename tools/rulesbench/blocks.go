@@ -15,27 +15,42 @@ type blockStats struct {
 	series  int64
 }
 
-func readBlocks(data string) blockStats {
-	var st blockStats
-	metas, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
-	for _, m := range metas {
-		raw, err := os.ReadFile(m)
+// blockMeta is what the bench reads of a block's meta.json.
+type blockMeta struct {
+	dir     string
+	MaxTime int64 `json:"maxTime"`
+	Stats   struct {
+		NumSamples int64 `json:"numSamples"`
+		NumSeries  int64 `json:"numSeries"`
+	} `json:"stats"`
+}
+
+// blockMetas reads every persisted block's meta.json under data; a block
+// being written or removed meanwhile is passed over.
+func blockMetas(data string) []blockMeta {
+	var out []blockMeta
+	paths, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
 		if err != nil {
 			continue
 		}
-		var meta struct {
-			Stats struct {
-				NumSamples int64 `json:"numSamples"`
-				NumSeries  int64 `json:"numSeries"`
-			} `json:"stats"`
-		}
+		meta := blockMeta{dir: filepath.Dir(p)}
 		if json.Unmarshal(raw, &meta) != nil {
 			continue
 		}
+		out = append(out, meta)
+	}
+	return out
+}
+
+func readBlocks(data string) blockStats {
+	var st blockStats
+	for _, meta := range blockMetas(data) {
 		st.blocks++
 		st.samples += meta.Stats.NumSamples
 		st.series += meta.Stats.NumSeries
-		st.bytes += dirBytes(filepath.Dir(m))
+		st.bytes += dirBytes(meta.dir)
 	}
 	return st
 }
@@ -52,18 +67,8 @@ func (st blockStats) bytesPerSample() float64 {
 // dataEnd is the newest block's end (Unix milliseconds).
 func dataEnd(data string) int64 {
 	var end int64
-	metas, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
-	for _, m := range metas {
-		raw, err := os.ReadFile(m)
-		if err != nil {
-			continue
-		}
-		var meta struct {
-			MaxTime int64 `json:"maxTime"`
-		}
-		if json.Unmarshal(raw, &meta) == nil && meta.MaxTime > end {
-			end = meta.MaxTime
-		}
+	for _, meta := range blockMetas(data) {
+		end = max(end, meta.MaxTime)
 	}
 	return end
 }
