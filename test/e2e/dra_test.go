@@ -143,6 +143,20 @@ func growth(pts []point, uuid, metric, pod, claim string, from time.Time) (grew,
 	return last.Value - first.Value, last.Time.Sub(first.Time).Seconds(), n >= 2
 }
 
+// draSettings is the receiver's settings for a DRA node: PodResources on
+// sock, the node's ResourceSlices read with kubeconfig.
+func draSettings(sock, node, kubeconfig string) string {
+	return receiverSettings + fmt.Sprintf(`kubernetes:
+  enabled: true
+  pod_resources_socket: %s
+  refresh_interval: 1s
+  node_name: %s
+  dra:
+    resource_slices:
+      kubeconfig: %s
+`, sock, node, kubeconfig)
+}
+
 // TestDRA runs the DRA scenarios against a real kube-apiserver and etcd,
 // with the kubelet's PodResources serving dynamic_resources:
 //
@@ -173,17 +187,7 @@ func TestDRA(t *testing.T) {
 	be := startBackend(t, bin)
 	sock := servePodResources(t, draKubelet())
 	scenario := draScenario().write(t)
-	kube := func(kubeconfig string) string {
-		return receiverSettings + fmt.Sprintf(`kubernetes:
-  enabled: true
-  pod_resources_socket: %s
-  refresh_interval: 1s
-  node_name: %s
-  dra:
-    resource_slices:
-      kubeconfig: %s
-`, sock, draNode, kubeconfig)
-	}
+	kube := func(kubeconfig string) string { return draSettings(sock, draNode, kubeconfig) }
 	col := startCollector(t, "otelcol-nvml", scenario, be, kube(api.kubeconfig(t, "admin", adminToken)))
 	fallbackBE := startBackend(t, bin)
 	fallback := startCollector(t, "otelcol-nvml-fallback", scenario, fallbackBE, kube(api.kubeconfig(t, "nobody", nobodyToken)))

@@ -354,15 +354,8 @@ func startQuotaScenario(t *testing.T, api *kubeAPI) *quotaRun {
 			kubelet.PodResources = append(kubelet.PodResources, pod)
 		}
 	}
-	col := startCollector(t, "otelcol-nvml-quota", s.write(t), nil, receiverSettings+fmt.Sprintf(`kubernetes:
-  enabled: true
-  pod_resources_socket: %s
-  refresh_interval: 1s
-  node_name: %s
-  dra:
-    resource_slices:
-      kubeconfig: %s
-`, servePodResources(t, kubelet), quotaNode, api.kubeconfig(t, "admin", adminToken)))
+	col := startCollector(t, "otelcol-nvml-quota", s.write(t), nil,
+		draSettings(servePodResources(t, kubelet), quotaNode, api.kubeconfig(t, "admin", adminToken)))
 	return &quotaRun{col: col, prom: startPrometheusScraping(t, col.promAddr, kubeStateMetricsQuota(t), rules)}
 }
 
