@@ -53,6 +53,13 @@ func TestH200NewFigures(t *testing.T) {
 		if has("nvmlDeviceGetMarginTemperature") {
 			m, ret := h.GetMarginTemperature()
 			fmt.Fprintf(w, "nvmlDeviceGetMarginTemperature: %v, margin %d C (version %#x)\n", ret, m.MarginTemperature, m.Version)
+			var ds []time.Duration
+			for range 30 {
+				t0 := time.Now()
+				h.GetMarginTemperature()
+				ds = append(ds, time.Since(t0))
+			}
+			fmt.Fprintf(w, "nvmlDeviceGetMarginTemperature x30: %s\n", p50max(ds))
 		}
 		if has("nvmlDeviceGetPlatformInfo") {
 			p, ret := h.GetPlatformInfo()
@@ -69,6 +76,21 @@ func TestH200NewFigures(t *testing.T) {
 			kib, ret := h.GetPcieThroughput(c.c)
 			fmt.Fprintf(w, "nvmlDeviceGetPcieThroughput(%s): %v, %d KiB/s, took %v\n", c.name, ret, kib, time.Since(t0).Round(time.Microsecond))
 		}
+		// What the per-link rows cost when the GPU has no NVLink: both
+		// fields over every link scope, in one batch.
+		var batch []nvml.FieldValue
+		for _, id := range []uint32{nvml.FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS, nvml.FI_DEV_NVLINK_COUNT_EFFECTIVE_BER} {
+			for l := range uint32(nvml.NVLINK_MAX_LINKS) {
+				batch = append(batch, nvml.FieldValue{FieldId: id, ScopeId: l})
+			}
+		}
+		var bs []time.Duration
+		for range 30 {
+			t0 := time.Now()
+			h.GetFieldValues(batch)
+			bs = append(bs, time.Since(t0))
+		}
+		fmt.Fprintf(w, "GetFieldValues(%d NVLink scopes) x30: %s\n", len(batch), p50max(bs))
 		count := []nvml.FieldValue{{FieldId: nvml.FI_DEV_NVLINK_LINK_COUNT}}
 		ret = h.GetFieldValues(count)
 		fmt.Fprintf(w, "FI_DEV_NVLINK_LINK_COUNT: %v/%v, %v\n", ret, nvml.Return(count[0].NvmlReturn), fieldNumber(count[0]))

@@ -25,8 +25,10 @@ var plainReads = [...]callSpec{
 	// reports on every GPU.
 	{fig: FigTemperature, name: "nvmlDeviceGetTemperature",
 		get: getter(func(h nvml.Device) (uint32, nvml.Return) { return h.GetTemperature(nvml.TEMPERATURE_GPU) })},
-	// The headroom below the slowdown temperature, in °C.
-	{fig: FigMarginTemperature, name: "nvmlDeviceGetMarginTemperature", symbol: "nvmlDeviceGetMarginTemperature",
+	// The headroom below the slowdown temperature, in °C. Costly: 0.85 ms
+	// a call on the H200 (p50, driver 580), a sixth of a whole scrape; it
+	// moves with the temperature, slowly, so the counters' cadence does.
+	{fig: FigMarginTemperature, name: "nvmlDeviceGetMarginTemperature", symbol: "nvmlDeviceGetMarginTemperature", costly: true,
 		get: getter(func(h nvml.Device) (int, nvml.Return) {
 			m, ret := h.GetMarginTemperature()
 			return int(m.MarginTemperature), ret
