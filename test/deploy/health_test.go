@@ -62,23 +62,7 @@ func chartHealthCollector(t *testing.T, nvml map[string]any, env ...string) (str
 	args := append([]string{"--config=" + path}, c.Args[1:]...) // and the pod's feature gates
 	cmd := exec.Command(binFlag(t, "otelcol", *otelcolPath), args...)
 	cmd.Env = append(append(os.Environ(), "POD_IP="+podIP), env...)
-	out := &syncBuffer{}
-	cmd.Stdout, cmd.Stderr = out, out
-	require.NoError(t, cmd.Start())
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		if t.Failed() {
-			t.Logf("collector output:\n%s", out.String())
-		}
-	})
+	_, done := startUntilCleanup(t, cmd)
 	probe := c.LivenessProbe.HTTPGet
 	port := containerPort(t, c, probe.Port.String())
 	exited := func() bool {
@@ -159,6 +143,31 @@ func TestChartHealthCheckTurnsRedOnAFailedReceiver(t *testing.T) {
 }
 
 // syncBuffer collects a child's output.
+// startUntilCleanup starts the collector cmd with its output in a buffer,
+// and stops it when the test ends (SIGTERM, then a kill after 10 s),
+// printing its output if the test failed. done gets cmd.Wait's result.
+func startUntilCleanup(t *testing.T, cmd *exec.Cmd) (*syncBuffer, chan error) {
+	t.Helper()
+	out := &syncBuffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	require.NoError(t, cmd.Start())
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+		if t.Failed() {
+			t.Logf("---- collector output ----\n%s", out.String())
+		}
+	})
+	return out, done
+}
+
 type syncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer

@@ -275,23 +275,7 @@ func TestPackageDebInstall(t *testing.T) {
 		cmd := exec.Command("chroot", append([]string{fmt.Sprintf("--userspec=%d:%d", uid, gid), root}, argv...)...)
 		cmd.Env = environ
 		cmd.Dir = "/"
-		logs := &syncBuffer{}
-		cmd.Stdout, cmd.Stderr = logs, logs
-		require.NoError(t, cmd.Start())
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		t.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-done:
-			case <-time.After(10 * time.Second):
-				_ = cmd.Process.Kill()
-				<-done
-			}
-			if t.Failed() {
-				t.Logf("---- collector output ----\n%s", logs.String())
-			}
-		})
+		logs, done := startUntilCleanup(t, cmd)
 
 		client := &http.Client{Timeout: 2 * time.Second}
 		var metrics string
