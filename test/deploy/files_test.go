@@ -3,6 +3,7 @@ package deploy
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
@@ -38,4 +39,69 @@ func TestKubernetesManifests(t *testing.T) {
 	data, err := os.ReadFile(path)
 	require.NoError(t, err)
 	decodeAll(t, data)
+}
+
+// TestPromtoolFilesOrderEveryGroup: promtool evaluates the groups of a rule
+// file in no set order at each evaluation time unless the test file gives
+// group_eval_order, and the groups read each other's records (the waste
+// groups read the resampled counters, the holders the diagnosis's
+// increases). Every promtool test file of rules.yaml lists every group of
+// it, each after the groups it reads, so that a new group cannot make a
+// test pass or fail by chance.
+func TestPromtoolFilesOrderEveryGroup(t *testing.T) {
+	type ruleFile struct {
+		Groups []struct {
+			Name  string `json:"name"`
+			Rules []struct {
+				Record string `json:"record"`
+				Expr   string `json:"expr"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "rules.yaml"))
+	require.NoError(t, err)
+	var rules ruleFile
+	require.NoError(t, yaml.Unmarshal(data, &rules))
+	var names []string
+	recordedIn := map[string]string{}
+	for _, g := range rules.Groups {
+		names = append(names, g.Name)
+		for _, r := range g.Rules {
+			if r.Record != "" {
+				recordedIn[r.Record] = g.Name
+			}
+		}
+	}
+	tests, err := filepath.Glob(filepath.Join(repoRoot, "deploy", "prometheus", "*_test.yaml"))
+	require.NoError(t, err)
+	checked := 0
+	for _, path := range tests {
+		data, err := os.ReadFile(path)
+		require.NoError(t, err)
+		var file struct {
+			RuleFiles      []string `json:"rule_files"`
+			GroupEvalOrder []string `json:"group_eval_order"`
+		}
+		require.NoError(t, yaml.Unmarshal(data, &file), path)
+		if len(file.RuleFiles) != 1 || file.RuleFiles[0] != "rules.yaml" {
+			continue
+		}
+		checked++
+		name := filepath.Base(path)
+		assert.ElementsMatch(t, names, file.GroupEvalOrder, "%s: group_eval_order lists every group of rules.yaml", name)
+		rank := map[string]int{}
+		for i, g := range file.GroupEvalOrder {
+			rank[g] = i
+		}
+		for _, g := range rules.Groups {
+			for _, r := range g.Rules {
+				for rec, from := range recordedIn {
+					if from != g.Name && strings.Contains(r.Expr, rec) {
+						assert.Less(t, rank[from], rank[g.Name], "%s: group %s reads %s of group %s, so comes after it", name, g.Name, rec, from)
+					}
+				}
+			}
+		}
+	}
+	assert.Equal(t, 6, checked, "the promtool test files of rules.yaml")
 }

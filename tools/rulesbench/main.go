@@ -46,7 +46,7 @@ func main() {
 		cfg        config
 		template   = flag.String("template", "tools/rulesbench/testdata/demo.prom", "a scrape of one node's collector (the demo's)")
 		rules      = flag.String("rules", "deploy/prometheus/rules.yaml", "the rule file to measure")
-		backfill   = flag.String("backfill-records", `:1h$`, "regexp of the recording rules whose history is backfilled before the measurement (the 24h figures read it)")
+		backfill   = flag.String("backfill-records", `^series:`, "regexp of the recording rules whose history is backfilled before the measurement, each at its group's interval (the 1h and 24h figures read the resampled counters)")
 		prometheus = flag.String("prometheus", "/usr/bin/prometheus", "Prometheus server binary")
 		promtool   = flag.String("promtool", "/usr/bin/promtool", "promtool binary")
 		dir        = flag.String("dir", "", "work directory (default: a temporary one, removed)")
@@ -156,7 +156,7 @@ func build(cfg config, tmpl []series, dir, data, addr string, start int64, prome
 			stop := serve(prometheus, data, addr, filepath.Join(dir, "empty.yaml"), "")
 			t1 := time.Now()
 			run(promtool, "tsdb", "create-blocks-from", "rules",
-				"--start", fmt.Sprint(start+3600), "--end", fmt.Sprint(cfg.end),
+				"--start", fmt.Sprint(start+60), "--end", fmt.Sprint(cfg.end),
 				"--eval-interval", "5m", "--url", "http://"+addr, "--output-dir", data, recs)
 			stop()
 			// promtool writes one block per rule and range: let Prometheus

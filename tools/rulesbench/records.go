@@ -9,9 +9,10 @@ import (
 )
 
 // selectRecords writes the recording rules of the rule file whose names
-// match re into out, one group, for promtool's rule backfill; it returns
-// how many. A rule that reads another record gets none of its history
-// (promtool backfills each rule from the raw series alone).
+// match re into out, each in a group with its own group's interval (which
+// promtool's rule backfill evaluates it at, as Prometheus would have), and
+// returns how many. A rule that reads another record gets none of its
+// history (promtool backfills each rule from the raw series alone).
 func selectRecords(rules, re, out string) int {
 	data, err := os.ReadFile(rules)
 	if err != nil {
@@ -19,30 +20,43 @@ func selectRecords(rules, re, out string) int {
 	}
 	var file struct {
 		Groups []struct {
-			Rules []map[string]any `yaml:"rules"`
+			Name     string           `yaml:"name"`
+			Interval string           `yaml:"interval,omitempty"`
+			Rules    []map[string]any `yaml:"rules"`
 		} `yaml:"groups"`
 	}
 	if err := yaml.Unmarshal(data, &file); err != nil {
 		log.Fatal(err)
 	}
 	match := regexp.MustCompile(re)
-	var picked []map[string]any
+	var groups []any
+	n := 0
 	for _, g := range file.Groups {
+		var picked []map[string]any
 		for _, r := range g.Rules {
 			if name, ok := r["record"].(string); ok && match.MatchString(name) {
 				picked = append(picked, r)
 			}
 		}
+		if len(picked) == 0 {
+			continue
+		}
+		out := map[string]any{"name": g.Name, "rules": picked}
+		if g.Interval != "" {
+			out["interval"] = g.Interval
+		}
+		groups = append(groups, out)
+		n += len(picked)
 	}
-	if len(picked) == 0 {
+	if n == 0 {
 		return 0
 	}
-	outData, err := yaml.Marshal(map[string]any{"groups": []any{map[string]any{"name": "backfill", "rules": picked}}})
+	outData, err := yaml.Marshal(map[string]any{"groups": groups})
 	if err != nil {
 		log.Fatal(err)
 	}
 	if err := os.WriteFile(out, outData, 0o644); err != nil {
 		log.Fatal(err)
 	}
-	return len(picked)
+	return n
 }
