@@ -17,7 +17,7 @@
 //     it answers (plain.go: one row per plain figure, whose constant
 //     figures_gen.go is generated from it); support.go caches NOT_SUPPORTED
 //     answers, for a while; reading.go is one read's bookkeeping;
-//   - device.go reads one Sample (sample.go) per GPU per scrape through its
+//   - device.go reads one Sample (figure/sample.go) per GPU per scrape through its
 //     collectors (collectors.go), each in one file with its plan, state and
 //     read: activity.go (GPM's activity and traffic over the window,
 //     gpm.go, and the utilization samples since the previous read,

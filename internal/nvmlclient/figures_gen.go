@@ -2,36 +2,37 @@
 
 package nvmlclient
 
-// The plain figures: one per row of plainReads, in its order.
+import "github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+
+// The plain figures, as the receiver names them.
 const (
-	FigTemperature             Figure = firstPlainFigure + iota // nvmlDeviceGetTemperature
-	FigMarginTemperature                                        // nvmlDeviceGetMarginTemperature
-	FigMemoryTemperature                                        // nvmlDeviceGetFieldValues(FI_DEV_MEMORY_TEMP)
-	FigPower                                                    // nvmlDeviceGetPowerUsage
-	FigPowerLimit                                               // nvmlDeviceGetEnforcedPowerLimit
-	FigClockSM                                                  // nvmlDeviceGetClockInfo(SM)
-	FigClockMemory                                              // nvmlDeviceGetClockInfo(MEM)
-	FigClockGraphics                                            // nvmlDeviceGetClockInfo(GRAPHICS)
-	FigClockVideo                                               // nvmlDeviceGetClockInfo(VIDEO)
-	FigPerformanceState                                         // nvmlDeviceGetPerformanceState
-	FigFanSpeed                                                 // nvmlDeviceGetFanSpeed
-	FigEnergy                                                   // nvmlDeviceGetTotalEnergyConsumption
-	FigViolationPower                                           // nvmlDeviceGetFieldValues(PERF_POLICY_POWER)
-	FigViolationThermal                                         // nvmlDeviceGetFieldValues(PERF_POLICY_THERMAL)
-	FigViolationSyncBoost                                       // nvmlDeviceGetFieldValues(PERF_POLICY_SYNC_BOOST)
-	FigViolationBoardLimit                                      // nvmlDeviceGetFieldValues(PERF_POLICY_BOARD_LIMIT)
-	FigViolationLowUtilization                                  // nvmlDeviceGetFieldValues(PERF_POLICY_LOW_UTILIZATION)
-	FigViolationReliability                                     // nvmlDeviceGetFieldValues(PERF_POLICY_RELIABILITY)
-	FigPCIeReplays                                              // nvmlDeviceGetFieldValues(PCIE_REPLAY_COUNTER)
-	FigNVLinkCRCFlit                                            // nvmlDeviceGetFieldValues(NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL)
-	FigNVLinkCRCData                                            // nvmlDeviceGetFieldValues(NVLINK_CRC_DATA_ERROR_COUNT_TOTAL)
-	FigNVLinkReplay                                             // nvmlDeviceGetFieldValues(NVLINK_REPLAY_ERROR_COUNT_TOTAL)
-	FigNVLinkRecovery                                           // nvmlDeviceGetFieldValues(NVLINK_RECOVERY_ERROR_COUNT_TOTAL)
-	FigNVLinkSymbolErrors                                       // nvmlDeviceGetFieldValues(NVLINK_COUNT_SYMBOL_ERRORS)
-	FigNVLinkEffectiveBER                                       // nvmlDeviceGetFieldValues(NVLINK_COUNT_EFFECTIVE_BER)
-	FigPCIeThroughputTX                                         // nvmlDeviceGetPcieThroughput(TX_BYTES)
-	FigPCIeThroughputRX                                         // nvmlDeviceGetPcieThroughput(RX_BYTES)
-	FigPCIeGeneration                                           // nvmlDeviceGetCurrPcieLinkGeneration
-	FigPCIeWidth                                                // nvmlDeviceGetCurrPcieLinkWidth
-	figureCount
+	FigTemperature             = figure.Temperature
+	FigMarginTemperature       = figure.MarginTemperature
+	FigMemoryTemperature       = figure.MemoryTemperature
+	FigPower                   = figure.Power
+	FigPowerLimit              = figure.PowerLimit
+	FigClockSM                 = figure.ClockSM
+	FigClockMemory             = figure.ClockMemory
+	FigClockGraphics           = figure.ClockGraphics
+	FigClockVideo              = figure.ClockVideo
+	FigPerformanceState        = figure.PerformanceState
+	FigFanSpeed                = figure.FanSpeed
+	FigEnergy                  = figure.Energy
+	FigViolationPower          = figure.ViolationPower
+	FigViolationThermal        = figure.ViolationThermal
+	FigViolationSyncBoost      = figure.ViolationSyncBoost
+	FigViolationBoardLimit     = figure.ViolationBoardLimit
+	FigViolationLowUtilization = figure.ViolationLowUtilization
+	FigViolationReliability    = figure.ViolationReliability
+	FigPCIeReplays             = figure.PCIeReplays
+	FigNVLinkCRCFlit           = figure.NVLinkCRCFlit
+	FigNVLinkCRCData           = figure.NVLinkCRCData
+	FigNVLinkReplay            = figure.NVLinkReplay
+	FigNVLinkRecovery          = figure.NVLinkRecovery
+	FigNVLinkSymbolErrors      = figure.NVLinkSymbolErrors
+	FigNVLinkEffectiveBER      = figure.NVLinkEffectiveBER
+	FigPCIeThroughputTX        = figure.PCIeThroughputTX
+	FigPCIeThroughputRX        = figure.PCIeThroughputRX
+	FigPCIeGeneration          = figure.PCIeGeneration
+	FigPCIeWidth               = figure.PCIeWidth
 )

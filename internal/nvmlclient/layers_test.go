@@ -22,6 +22,7 @@ const importPath = "github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 // only packages of a lower rank. figuregen is a generator run by go
 // generate, imported by nobody; it stands beside the layers.
 var layerRanks = map[string]int{
+	"figure":             0, // what can be asked for, and what a read gives: Figure, Sample
 	"guard":              0, // the call order: lane, GPM gate, one use, calls in flight
 	"raw":                0, // the bounded list calls, straight to the library
 	".":                  1, // the read table, the readings, the collectors, the Client

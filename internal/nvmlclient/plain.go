@@ -3,12 +3,13 @@
 package nvmlclient
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 	"math"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 )
 
-//go:generate go run ./internal/figuregen plain.go figures_gen.go
+//go:generate go run ./internal/figuregen plain.go figure/figures_gen.go figures_gen.go
 
 // The plain read table: one row per plain figure, one NVML value each, a
 // getter or one field of the per-GPU nvmlDeviceGetFieldValues batch. Its
@@ -23,81 +24,81 @@ var plainReads = [...]callSpec{
 	// getters: the field ids split average and instant power by
 	// architecture, while the getter is what nvidia-smi's power.draw
 	// reports on every GPU.
-	{fig: FigTemperature, name: "nvmlDeviceGetTemperature",
+	{fig: figure.Temperature, name: "nvmlDeviceGetTemperature",
 		get: getter(func(h nvml.Device) (uint32, nvml.Return) { return h.GetTemperature(nvml.TEMPERATURE_GPU) })},
 	// The headroom below the slowdown temperature, in °C. Costly: 0.85 ms
 	// a call on the H200 (p50, driver 580), a sixth of a whole scrape; it
 	// moves with the temperature, slowly, so the counters' cadence does.
-	{fig: FigMarginTemperature, name: "nvmlDeviceGetMarginTemperature", symbol: "nvmlDeviceGetMarginTemperature", costly: true,
+	{fig: figure.MarginTemperature, name: "nvmlDeviceGetMarginTemperature", symbol: "nvmlDeviceGetMarginTemperature", costly: true,
 		get: getter(func(h nvml.Device) (int, nvml.Return) {
 			m, ret := h.GetMarginTemperature()
 			return int(m.MarginTemperature), ret
 		})},
 	// The HBM's; absent on boards without a memory sensor.
-	{fig: FigMemoryTemperature, name: "nvmlDeviceGetFieldValues(FI_DEV_MEMORY_TEMP)", field: nvml.FI_DEV_MEMORY_TEMP},
-	{fig: FigPower, name: "nvmlDeviceGetPowerUsage", get: getter(nvml.Device.GetPowerUsage), per: 1000},
-	{fig: FigPowerLimit, name: "nvmlDeviceGetEnforcedPowerLimit", get: getter(nvml.Device.GetEnforcedPowerLimit), per: 1000},
+	{fig: figure.MemoryTemperature, name: "nvmlDeviceGetFieldValues(FI_DEV_MEMORY_TEMP)", field: nvml.FI_DEV_MEMORY_TEMP},
+	{fig: figure.Power, name: "nvmlDeviceGetPowerUsage", get: getter(nvml.Device.GetPowerUsage), per: 1000},
+	{fig: figure.PowerLimit, name: "nvmlDeviceGetEnforcedPowerLimit", get: getter(nvml.Device.GetEnforcedPowerLimit), per: 1000},
 	// Clocks, in Hz from MHz, <0.05 ms each.
-	{fig: FigClockSM, name: "nvmlDeviceGetClockInfo(SM)", get: clockGetter(nvml.CLOCK_SM), per: 1e-6},
-	{fig: FigClockMemory, name: "nvmlDeviceGetClockInfo(MEM)", get: clockGetter(nvml.CLOCK_MEM), per: 1e-6},
-	{fig: FigClockGraphics, name: "nvmlDeviceGetClockInfo(GRAPHICS)", get: clockGetter(nvml.CLOCK_GRAPHICS), per: 1e-6},
-	{fig: FigClockVideo, name: "nvmlDeviceGetClockInfo(VIDEO)", get: clockGetter(nvml.CLOCK_VIDEO), per: 1e-6},
-	{fig: FigPerformanceState, name: "nvmlDeviceGetPerformanceState",
+	{fig: figure.ClockSM, name: "nvmlDeviceGetClockInfo(SM)", get: clockGetter(nvml.CLOCK_SM), per: 1e-6},
+	{fig: figure.ClockMemory, name: "nvmlDeviceGetClockInfo(MEM)", get: clockGetter(nvml.CLOCK_MEM), per: 1e-6},
+	{fig: figure.ClockGraphics, name: "nvmlDeviceGetClockInfo(GRAPHICS)", get: clockGetter(nvml.CLOCK_GRAPHICS), per: 1e-6},
+	{fig: figure.ClockVideo, name: "nvmlDeviceGetClockInfo(VIDEO)", get: clockGetter(nvml.CLOCK_VIDEO), per: 1e-6},
+	{fig: figure.PerformanceState, name: "nvmlDeviceGetPerformanceState",
 		get:   getter(func(h nvml.Device) (uint32, nvml.Return) { p, ret := h.GetPerformanceState(); return uint32(p), ret }),
 		valid: func(v float64) bool { return nvml.Pstates(v) != nvml.PSTATE_UNKNOWN }},
 	// A fraction 0..1.
-	{fig: FigFanSpeed, name: "nvmlDeviceGetFanSpeed", get: getter(nvml.Device.GetFanSpeed), per: 100},
+	{fig: figure.FanSpeed, name: "nvmlDeviceGetFanSpeed", get: getter(nvml.Device.GetFanSpeed), per: 100},
 
 	// Energy in joules costs 3.3-7 ms a call: it is read on the counters'
 	// cadence.
-	{fig: FigEnergy, name: "nvmlDeviceGetTotalEnergyConsumption", costly: true, cumulative: true,
+	{fig: figure.Energy, name: "nvmlDeviceGetTotalEnergyConsumption", costly: true, cumulative: true,
 		get: getter(nvml.Device.GetTotalEnergyConsumption), per: 1000},
 	// The six violation counters cost 0.8-1.3 ms each as getters and
 	// 1.0 ms as one field batch; PCIe replays 0.43 ms as getter or field
 	// alike, +0.24 ms in the batch: together one field batch of 1.25 ms on
 	// the counters' cadence (counters.go). In seconds, from nanoseconds
 	// like GetViolationStatus (checked on an H200).
-	{fig: FigViolationPower, name: "nvmlDeviceGetFieldValues(PERF_POLICY_POWER)",
+	{fig: figure.ViolationPower, name: "nvmlDeviceGetFieldValues(PERF_POLICY_POWER)",
 		field: nvml.FI_DEV_PERF_POLICY_POWER, per: 1e9, costly: true, cumulative: true},
-	{fig: FigViolationThermal, name: "nvmlDeviceGetFieldValues(PERF_POLICY_THERMAL)",
+	{fig: figure.ViolationThermal, name: "nvmlDeviceGetFieldValues(PERF_POLICY_THERMAL)",
 		field: nvml.FI_DEV_PERF_POLICY_THERMAL, per: 1e9, costly: true, cumulative: true},
-	{fig: FigViolationSyncBoost, name: "nvmlDeviceGetFieldValues(PERF_POLICY_SYNC_BOOST)",
+	{fig: figure.ViolationSyncBoost, name: "nvmlDeviceGetFieldValues(PERF_POLICY_SYNC_BOOST)",
 		field: nvml.FI_DEV_PERF_POLICY_SYNC_BOOST, per: 1e9, costly: true, cumulative: true},
-	{fig: FigViolationBoardLimit, name: "nvmlDeviceGetFieldValues(PERF_POLICY_BOARD_LIMIT)",
+	{fig: figure.ViolationBoardLimit, name: "nvmlDeviceGetFieldValues(PERF_POLICY_BOARD_LIMIT)",
 		field: nvml.FI_DEV_PERF_POLICY_BOARD_LIMIT, per: 1e9, costly: true, cumulative: true},
-	{fig: FigViolationLowUtilization, name: "nvmlDeviceGetFieldValues(PERF_POLICY_LOW_UTILIZATION)",
+	{fig: figure.ViolationLowUtilization, name: "nvmlDeviceGetFieldValues(PERF_POLICY_LOW_UTILIZATION)",
 		field: nvml.FI_DEV_PERF_POLICY_LOW_UTILIZATION, per: 1e9, costly: true, cumulative: true},
-	{fig: FigViolationReliability, name: "nvmlDeviceGetFieldValues(PERF_POLICY_RELIABILITY)",
+	{fig: figure.ViolationReliability, name: "nvmlDeviceGetFieldValues(PERF_POLICY_RELIABILITY)",
 		field: nvml.FI_DEV_PERF_POLICY_RELIABILITY, per: 1e9, costly: true, cumulative: true},
-	{fig: FigPCIeReplays, name: "nvmlDeviceGetFieldValues(PCIE_REPLAY_COUNTER)",
+	{fig: figure.PCIeReplays, name: "nvmlDeviceGetFieldValues(PCIE_REPLAY_COUNTER)",
 		field: nvml.FI_DEV_PCIE_REPLAY_COUNTER, costly: true, cumulative: true},
 	// NVLink errors, summed over the links by NVML: cumulative counters, in
 	// the counters' batch. NOT_SUPPORTED on a GPU without NVLink, where
 	// they are absent.
-	{fig: FigNVLinkCRCFlit, name: "nvmlDeviceGetFieldValues(NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL)",
+	{fig: figure.NVLinkCRCFlit, name: "nvmlDeviceGetFieldValues(NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL)",
 		field: nvml.FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL, costly: true, cumulative: true},
-	{fig: FigNVLinkCRCData, name: "nvmlDeviceGetFieldValues(NVLINK_CRC_DATA_ERROR_COUNT_TOTAL)",
+	{fig: figure.NVLinkCRCData, name: "nvmlDeviceGetFieldValues(NVLINK_CRC_DATA_ERROR_COUNT_TOTAL)",
 		field: nvml.FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL, costly: true, cumulative: true},
-	{fig: FigNVLinkReplay, name: "nvmlDeviceGetFieldValues(NVLINK_REPLAY_ERROR_COUNT_TOTAL)",
+	{fig: figure.NVLinkReplay, name: "nvmlDeviceGetFieldValues(NVLINK_REPLAY_ERROR_COUNT_TOTAL)",
 		field: nvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL, costly: true, cumulative: true},
-	{fig: FigNVLinkRecovery, name: "nvmlDeviceGetFieldValues(NVLINK_RECOVERY_ERROR_COUNT_TOTAL)",
+	{fig: figure.NVLinkRecovery, name: "nvmlDeviceGetFieldValues(NVLINK_RECOVERY_ERROR_COUNT_TOTAL)",
 		field: nvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL, costly: true, cumulative: true},
 	// Symbol errors, per link (NVLink5), summed over the links that answer.
-	{fig: FigNVLinkSymbolErrors, name: "nvmlDeviceGetFieldValues(NVLINK_COUNT_SYMBOL_ERRORS)",
+	{fig: figure.NVLinkSymbolErrors, name: "nvmlDeviceGetFieldValues(NVLINK_COUNT_SYMBOL_ERRORS)",
 		field: nvml.FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS, links: linksSum, costly: true, cumulative: true},
 	// The effective bit error rate per link (NVLink5), the worst link's.
-	{fig: FigNVLinkEffectiveBER, name: "nvmlDeviceGetFieldValues(NVLINK_COUNT_EFFECTIVE_BER)",
+	{fig: figure.NVLinkEffectiveBER, name: "nvmlDeviceGetFieldValues(NVLINK_COUNT_EFFECTIVE_BER)",
 		field: nvml.FI_DEV_NVLINK_COUNT_EFFECTIVE_BER, links: linksMax, decode: decodeBER, costly: true},
 	// PCIe traffic over NVML's 20 ms window, in bytes/s from KiB/s: ~20 ms a
 	// call, so read on the counters' cadence.
-	{fig: FigPCIeThroughputTX, name: "nvmlDeviceGetPcieThroughput(TX_BYTES)", per: 1.0 / 1024, costly: true,
+	{fig: figure.PCIeThroughputTX, name: "nvmlDeviceGetPcieThroughput(TX_BYTES)", per: 1.0 / 1024, costly: true,
 		get: getter(func(h nvml.Device) (uint32, nvml.Return) { return h.GetPcieThroughput(nvml.PCIE_UTIL_TX_BYTES) })},
-	{fig: FigPCIeThroughputRX, name: "nvmlDeviceGetPcieThroughput(RX_BYTES)", per: 1.0 / 1024, costly: true,
+	{fig: figure.PCIeThroughputRX, name: "nvmlDeviceGetPcieThroughput(RX_BYTES)", per: 1.0 / 1024, costly: true,
 		get: getter(func(h nvml.Device) (uint32, nvml.Return) { return h.GetPcieThroughput(nvml.PCIE_UTIL_RX_BYTES) })},
 	// The PCIe link, <0.05 ms each.
-	{fig: FigPCIeGeneration, name: "nvmlDeviceGetCurrPcieLinkGeneration", symbol: "nvmlDeviceGetCurrPcieLinkGeneration",
+	{fig: figure.PCIeGeneration, name: "nvmlDeviceGetCurrPcieLinkGeneration", symbol: "nvmlDeviceGetCurrPcieLinkGeneration",
 		get: getter(nvml.Device.GetCurrPcieLinkGeneration)},
-	{fig: FigPCIeWidth, name: "nvmlDeviceGetCurrPcieLinkWidth", symbol: "nvmlDeviceGetCurrPcieLinkWidth",
+	{fig: figure.PCIeWidth, name: "nvmlDeviceGetCurrPcieLinkWidth", symbol: "nvmlDeviceGetCurrPcieLinkWidth",
 		get: getter(nvml.Device.GetCurrPcieLinkWidth)},
 }
 
