@@ -102,7 +102,7 @@ tools: $(OCB) $(MDATAGEN) $(HELM) $(NFPM)
 ## generate: regenerate code and documentation.md from metadata.yaml, and the plain figures' constants from their rows
 generate: $(MDATAGEN)
 	$(MDATAGEN) $(RECEIVER)/metadata.yaml
-	$(GO) generate ./internal/nvmlclient/
+	$(GO) generate ./internal/nvmlclient/call
 
 GENERATED = find $(RECEIVER) \( -name 'generated_*.go' -o -name documentation.md -o -name README.md -o -path '*/internal/metadata/testdata/*' \) -type f | sort | xargs sha256sum
 

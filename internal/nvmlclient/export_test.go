@@ -16,4 +16,4 @@ func (d *Device) waitBackground(timeout time.Duration) bool {
 }
 
 // panicCount is the number of panics recovered in d's reads.
-func (d *Device) panicCount() int64 { return d.book.panics.Load() }
+func (d *Device) panicCount() int64 { return d.gpu.Panics() }

@@ -10,6 +10,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
 )
 
 func TestMemoryTemperatureUnsupportedIsAskedOnce(t *testing.T) {
@@ -132,20 +134,14 @@ func TestPerLinkFieldsFold(t *testing.T) {
 	links := []nvml.FieldValue{
 		fieldOf(0, nvml.SUCCESS, 2), fieldOf(1, nvml.SUCCESS, 5), fieldOf(2, nvml.ERROR_INVALID_ARGUMENT, 0), fieldOf(3, nvml.SUCCESS, 1),
 	}
-	v, ret, n := fold(&callSpec{links: linksSum}, links)
+	v, ret, n := fold(&call.Spec{Links: call.LinksSum}, links)
 	assert.Equal(t, [3]any{8.0, nvml.SUCCESS, uint32(4)}, [3]any{v, ret, n})
-	v, ret, _ = fold(&callSpec{links: linksMax}, links)
+	v, ret, _ = fold(&call.Spec{Links: call.LinksMax}, links)
 	assert.Equal(t, [2]any{5.0, nvml.SUCCESS}, [2]any{v, ret})
-	v, ret, _ = fold(&callSpec{links: linksMax, decode: func(x float64) float64 { return -x }}, links)
+	v, ret, _ = fold(&call.Spec{Links: call.LinksMax, Decode: func(x float64) float64 { return -x }}, links)
 	assert.Equal(t, [2]any{-1.0, nvml.SUCCESS}, [2]any{v, ret}, "decoded before folding")
-	_, ret, n = fold(&callSpec{links: linksSum}, []nvml.FieldValue{fieldOf(0, nvml.ERROR_NOT_SUPPORTED, 0), fieldOf(1, nvml.ERROR_INVALID_ARGUMENT, 0)})
+	_, ret, n = fold(&call.Spec{Links: call.LinksSum}, []nvml.FieldValue{fieldOf(0, nvml.ERROR_NOT_SUPPORTED, 0), fieldOf(1, nvml.ERROR_INVALID_ARGUMENT, 0)})
 	assert.Equal(t, [2]any{nvml.ERROR_NOT_SUPPORTED, uint32(0)}, [2]any{ret, n})
-	v, ret, n = fold(&callSpec{}, links[1:2])
+	v, ret, n = fold(&call.Spec{}, links[1:2])
 	assert.Equal(t, [3]any{5.0, nvml.SUCCESS, uint32(0)}, [3]any{v, ret, n}, "a plain field is its one value")
-}
-
-// An NVLink BER field packs a mantissa and an exponent: 3 << 8 | 12 is 3e-12.
-func TestDecodeBER(t *testing.T) {
-	assert.InDelta(t, 3e-12, decodeBER(3<<8|12), 1e-24)
-	assert.Equal(t, 0.0, decodeBER(0))
 }

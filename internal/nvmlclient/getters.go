@@ -2,13 +2,17 @@
 
 package nvmlclient
 
-import "github.com/NVIDIA/go-nvml/pkg/nvml"
+import (
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+)
 
 // getterCollector reads the memory, and every plain getter row of the read
 // table that is not costly (the costly ones are the counters', counters.go).
 type getterCollector struct{}
 
-func (*getterCollector) prime(*Device) {}
+func (*getterCollector) prime(*call.GPU) {}
 
 // read reads the memory, then the plain getters.
 func (*getterCollector) read(r *reading, s *Sample) {
@@ -18,8 +22,8 @@ func (*getterCollector) read(r *reading, s *Sample) {
 
 func (r *reading) readMemory(s *Sample) {
 	var used, total, reserved Opt[uint64]
-	if r.do(callMemoryInfo, func() (ret nvml.Return) {
-		used, total, reserved, ret = memoryOf(r.d.handle, r.d.symbols.memoryInfoV2)
+	if r.Do(call.MemoryInfo, func() (ret nvml.Return) {
+		used, total, reserved, ret = memoryOf(r.GPU.Handle, r.GPU.Symbols.MemoryInfoV2)
 		return ret
 	}) {
 		s.MemoryUsedBytes, s.MemoryTotalBytes, s.MemoryReservedBytes = used, total, reserved
@@ -40,21 +44,21 @@ func memoryOf(h nvml.Device, v2 bool) (used, total, reserved Opt[uint64], ret nv
 // readGetters makes the plain getter rows of the read table that are (or
 // are not) costly, and hands each value that answered to got, in the
 // Sample's unit.
-func (r *reading) readGetters(costly bool, got func(call, float64)) {
-	h := r.d.handle
-	for c := range readTable {
-		spec := &readTable[c]
-		if spec.get == nil || spec.land == nil || spec.costly != costly {
+func (r *reading) readGetters(costly bool, got func(call.ID, float64)) {
+	h := r.GPU.Handle
+	for c := range call.Table {
+		spec := &call.Table[c]
+		if spec.Get == nil || spec.Land == nil || spec.Costly != costly {
 			continue
 		}
 		var v float64
-		if r.do(call(c), func() (ret nvml.Return) { v, ret = spec.get(h); return }) {
-			got(call(c), spec.value(v))
+		if r.Do(call.ID(c), func() (ret nvml.Return) { v, ret = spec.Get(h); return }) {
+			got(call.ID(c), spec.Value(v))
 		}
 	}
 }
 
 // readPlain reads the plain getters of the scrape into s.
 func (r *reading) readPlain(s *Sample) {
-	r.readGetters(false, func(c call, v float64) { readTable[c].land(s, v) })
+	r.readGetters(false, func(c call.ID, v float64) { call.Table[c].Land(s, v) })
 }

@@ -19,6 +19,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
 )
 
 func TestH200NewFigures(t *testing.T) {
@@ -44,7 +46,7 @@ func TestH200NewFigures(t *testing.T) {
 		fmt.Fprintf(w, "\n== GPU %d: %s\n", i, name)
 		// A symbol the library lacks kills the process: look each up first.
 		has := func(name string) bool {
-			if hasAnyVersion(lib.Extensions(), name) {
+			if call.HasAnyVersion(lib.Extensions(), name) {
 				return true
 			}
 			fmt.Fprintf(w, "%s: not in this library\n", name)
@@ -112,7 +114,7 @@ func TestH200NewFigures(t *testing.T) {
 				if nvml.Return(fv.NvmlReturn) == nvml.SUCCESS {
 					s = fmt.Sprintf("%d:%g", l, x)
 					if f.id == nvml.FI_DEV_NVLINK_COUNT_EFFECTIVE_BER {
-						s += fmt.Sprintf("(=%g)", decodeBER(x))
+						s += fmt.Sprintf("(=%g)", call.Table[call.Of(FigNVLinkEffectiveBER)].Decode(x))
 					}
 				}
 				links = append(links, s)

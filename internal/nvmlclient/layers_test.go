@@ -25,8 +25,9 @@ var layerRanks = map[string]int{
 	"figure":             0, // what can be asked for, and what a read gives: Figure, Sample
 	"guard":              0, // the call order: lane, GPM gate, one use, calls in flight
 	"raw":                0, // the bounded list calls, straight to the library
-	".":                  1, // the read table, the readings, the collectors, the Client
-	"internal/figuregen": 1,
+	"internal/figuregen": 0, // run by go generate; imports nothing of nvmlclient
+	"call":               1, // the read table, the one way a call is made, its book
+	".":                  2, // the collectors, the Device, the Client
 }
 
 // Issue 26: the packages import only downward, in the order the

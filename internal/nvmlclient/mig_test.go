@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
@@ -254,7 +255,7 @@ func TestMIGOwnProcessListGoesThroughTheRead(t *testing.T) {
 	assert.Equal(t, 1, panics)
 	timed := false
 	for _, st := range c.CallStats() {
-		timed = timed || st.Call == callMIGProcesses.String() && st.Count == 2
+		timed = timed || st.Call == call.MIGProcesses.String() && st.Count == 2
 	}
 	assert.True(t, timed, "the own lists are timed: %v", c.CallStats())
 }

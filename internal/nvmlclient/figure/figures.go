@@ -11,7 +11,7 @@ type Figure uint
 
 // The figures read by their own code. The plain figures, one NVML value
 // each, follow them (figures_gen.go): each is one row of the plain read
-// table (plain.go), whose figure constant is generated from the row.
+// table (call/plain.go), whose figure constant is generated from the row.
 const (
 	Utilization        Figure = iota // Sample.Utilization (every engine)
 	MemoryController                 // Sample.MemoryControllerUtilization

@@ -42,7 +42,7 @@ type Sample struct {
 	MemoryTotalBytes    Opt[uint64]
 	MemoryReservedBytes Opt[uint64]
 
-	// Values holds the plain figures (plain.go), in SI units, by figure:
+	// Values holds the plain figures (call/plain.go), in SI units, by figure:
 	// a temperature in °C, power in W, a clock in Hz, energy in J, the
 	// fan speed and other fractions 0..1.
 	Values [Count]Opt[float64]
