@@ -182,7 +182,7 @@ func (c *Client) Inventory() Inventory {
 	inv.MIGDevices = nil
 	for _, d := range devices {
 		if d.state.primed.Load() {
-			inv.MIGDevices = append(inv.MIGDevices, d.parts.mig.infos()...)
+			inv.MIGDevices = append(inv.MIGDevices, d.parts.MIGDevices()...)
 		}
 	}
 	return inv

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/collect"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
 )
 
@@ -25,7 +26,7 @@ type Device struct {
 	use   guard.DeviceUse // one use of the handle at a time: a read, priming, a check or a share sample
 	state deviceState
 
-	parts collectorSet // the collectors that read the GPU (collectors.go)
+	parts *collect.Set // the collectors that read the GPU (collect/collectors.go)
 }
 
 // deviceState is what NVML has said of the GPU.
@@ -34,31 +35,17 @@ type deviceState struct {
 	primed atomic.Bool
 }
 
-// collectorSet is the device's collectors: list, as a read runs them, and
-// by name those that configure, the share sampler, Inventory or Close
-// reach.
-type collectorSet struct {
-	list     []collector
-	activity *activityCollector
-	procs    *processCollector
-	mig      *migCollector
-	counters *counterState
-}
-
 func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym call.Symbols, logger *zap.Logger) *Device {
 	d := &Device{Info: info, gpu: call.NewGPU(lib, h, info.UUID, sym,
 		logger.With(zap.String("hw.id", info.UUID), zap.Int("nvidia.gpu.index", info.Index)))}
-	d.newCollectors()
+	d.parts = collect.New()
 	return d
 }
 
 // configure applies the client's options: a call is wanted only while a
 // figure it answers is asked for.
 func (d *Device) configure(o options) {
-	d.parts.activity.memCtrlOnGPM = o.memCtrlOnGPM
-	d.parts.procs.on = o.processes
-	d.parts.mig.processes = o.processes
-	d.parts.counters.interval = o.counterInterval
+	d.parts.Configure(collect.Options{Processes: o.processes, MemoryControllerOnGPM: o.memCtrlOnGPM, CounterInterval: o.counterInterval})
 	d.gpu.Configure(o.figures, o.leftOut, o.now)
 }
 
@@ -80,14 +67,7 @@ func (d *Device) Read() (Sample, error) {
 	d.prime()
 
 	s := Sample{Time: d.gpu.Plan.Now()} // the device clock: windows and counters agree with GPM's
-	r := &reading{Reading: &call.Reading{GPU: d.gpu}, in: d.scrapeInput()}
-	for _, c := range d.parts.list {
-		if r.Lost {
-			break
-		}
-		r.guard(c, &s)
-	}
-	joinParentProcesses(&s, r.fromParent)
+	r := d.parts.Read(d.gpu, &s)
 	d.gpu.FlushSupportLogs()
 
 	if r.Lost || d.state.lost.Load() {

@@ -8,8 +8,10 @@ package nvmlclient
 // writes new-figures.txt under $OUT (or prints only, without OUT).
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,5 +141,23 @@ func TestH200NewFigures(t *testing.T) {
 			{"nvlink effective BER", FigNVLinkEffectiveBER}, {"pcie tx B/s", FigPCIeThroughputTX}, {"pcie rx B/s", FigPCIeThroughputRX}} {
 			fmt.Fprintf(w, "  %-22s %v\n", f.name, s.Values[f.fig])
 		}
+	}
+}
+
+// fieldNumber is a field's value as its type says (collect/h200fields_test.go
+// has the same).
+func fieldNumber(f nvml.FieldValue) float64 {
+	raw := f.Value[:]
+	switch nvml.ValueType(f.ValueType) {
+	case nvml.VALUE_TYPE_DOUBLE:
+		return math.Float64frombits(binary.LittleEndian.Uint64(raw))
+	case nvml.VALUE_TYPE_UNSIGNED_INT:
+		return float64(binary.LittleEndian.Uint32(raw))
+	case nvml.VALUE_TYPE_SIGNED_INT:
+		return float64(int32(binary.LittleEndian.Uint32(raw)))
+	case nvml.VALUE_TYPE_SIGNED_LONG_LONG:
+		return float64(int64(binary.LittleEndian.Uint64(raw)))
+	default:
+		return float64(binary.LittleEndian.Uint64(raw))
 	}
 }

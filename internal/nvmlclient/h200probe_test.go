@@ -163,7 +163,7 @@ func TestH200ProcessShares(t *testing.T) {
 	for i := 0; i < 24; i++ {
 		now := time.Now()
 		all, r0 := h.GetProcessUtilization(0)
-		recent, r1 := h.GetProcessUtilization(uint64(now.Add(-shareHorizon).UnixMicro()))
+		recent, r1 := h.GetProcessUtilization(uint64(now.Add(-10 * time.Second).UnixMicro()))
 		fmt.Printf("t=%4.1fs lastSeen=0 [%v]%s\n", float64(i)/2, r0, describe(all, now))
 		fmt.Printf("t=%4.1fs lastSeen=now-10s [%v]%s\n", float64(i)/2, r1, describe(recent, now))
 		time.Sleep(500 * time.Millisecond)

@@ -27,7 +27,8 @@ var layerRanks = map[string]int{
 	"raw":                0, // the bounded list calls, straight to the library
 	"internal/figuregen": 0, // run by go generate; imports nothing of nvmlclient
 	"call":               1, // the read table, the one way a call is made, its book
-	".":                  2, // the collectors, the Device, the Client
+	"collect":            2, // the collectors, one file each: GPM and utilization, getters, processes, fields, health, MIG, counters
+	".":                  3, // Client, Device, inventory, options, the event watcher: the receiver's one entry point
 }
 
 // Issue 26: the packages import only downward, in the order the

@@ -63,9 +63,7 @@ func (d *Device) prime() {
 		d.gpu.Raw = raw
 	}
 	d.gpu.Plan.GPM.HasGPM = d.gpu.ProbeGPM() // before the collectors, which read it
-	for _, c := range d.parts.list {
-		c.prime(d.gpu)
-	}
+	d.parts.Prime(d.gpu)
 	// An error while priming only costs a window its start; the next read
 	// reports it if it persists.
 	d.gpu.FlushSupportLogs()
@@ -74,10 +72,7 @@ func (d *Device) prime() {
 
 // release frees what priming allocated in NVML (GPM samples).
 func (d *Device) release() {
-	d.parts.activity.gpm.free()
-	for _, m := range append(d.parts.mig.devices, d.parts.mig.retired...) {
-		m.gpm.free()
-	}
+	d.parts.Release()
 }
 
 // PrimeAll primes every device at once and waits for them all: for tools

@@ -11,7 +11,7 @@ import (
 
 // GPM's part of the read table: which metric answers which figure, and
 // what each window of a device asks of nvmlGpmMetricsGet. The windows
-// themselves are the activity and MIG collectors' (gpm.go).
+// themselves are the activity and MIG collectors' (collect/gpm.go).
 
 // GPMMetric is one GPM metric and the figures it answers. Only the metrics
 // whose figures are asked for are asked of nvmlGpmMetricsGet.

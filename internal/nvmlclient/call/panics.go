@@ -11,7 +11,7 @@ import (
 // A panic inside a read (go-nvml re-slicing past its buffer, a nil from a
 // driver) is recovered where it happens: inside an NVML call it fails that
 // call alone, and its figures are left out of the scrape; in our own
-// decoding it fails that part of the read (collectors.go). The rest of the
+// decoding it fails that part of the read (collect/collectors.go). The rest of the
 // GPU's sample stands. Each one is counted; the log gets the 1st, 2nd, 4th, 8th... of each GPU, with the
 // count so far, so that a recurring panic is seen without flooding.
 

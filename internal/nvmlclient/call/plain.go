@@ -57,7 +57,7 @@ var plainReads = [...]Spec{
 	// The six violation counters cost 0.8-1.3 ms each as getters and
 	// 1.0 ms as one field batch; PCIe replays 0.43 ms as getter or field
 	// alike, +0.24 ms in the batch: together one field batch of 1.25 ms on
-	// the counters' cadence (counters.go). In seconds, from nanoseconds
+	// the counters' cadence (collect/counters.go). In seconds, from nanoseconds
 	// like GetViolationStatus (checked on an H200).
 	{Fig: figure.ViolationPower, Name: "nvmlDeviceGetFieldValues(PERF_POLICY_POWER)",
 		Field: nvml.FI_DEV_PERF_POLICY_POWER, Per: 1e9, Costly: true, Cumulative: true},

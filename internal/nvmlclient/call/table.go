@@ -31,7 +31,7 @@ type Spec struct {
 	// field batch).
 	Figures figure.Figures
 	// Field is the nvmlFieldValue id of a row read as one field of the
-	// per-GPU GetFieldValues batch (fields.go); 0: not a field.
+	// per-GPU GetFieldValues batch (collect/fields.go); 0: not a field.
 	Field uint32
 	// Get is a plain getter: one NVML call, one value. Rows without it
 	// and without field are read by their own reader (named in the
@@ -47,7 +47,7 @@ type Spec struct {
 	Fallback ID
 	// Costly marks a read too costly for every scrape: it is read on the
 	// counters' cadence, off the scrape path, and reported with its
-	// reading's time (counters.go).
+	// reading's time (collect/counters.go).
 	Costly bool
 	// Cumulative marks a counter: it never goes down but by a reset
 	// (keptCounter.keep), and a reset gives it a new start.
@@ -93,7 +93,7 @@ func getter[T uint32 | uint64 | int](get func(nvml.Device) (T, nvml.Return)) fun
 // fixedReads are the reads with readers of their own; Table adds the
 // plain ones (plain.go).
 var fixedReads = [fixedCount]Spec{
-	// Utilization (sampling.go). On GPUs with GPM the general figure is
+	// Utilization (collect/sampling.go). On GPUs with GPM the general figure is
 	// GPM's graphics utilization over the scrape window (GPMActivityMetrics); the
 	// GPU window below serves GPUs without GPM. Encoder and decoder read
 	// the instant getter, and their window only while the engine is active.
@@ -112,11 +112,11 @@ var fixedReads = [fixedCount]Spec{
 	DecoderUtilization: {Name: "nvmlDeviceGetDecoderUtilization", Figures: figure.Of(figure.Utilization),
 		Get: getter(func(h nvml.Device) (uint32, nvml.Return) { v, _, ret := h.GetDecoderUtilization(); return v, ret })},
 
-	// Memory (getters.go, the MIG collector): used, total and reserved in one call.
+	// Memory (collect/getters.go, the MIG collector): used, total and reserved in one call.
 	MemoryInfo:    {Name: "nvmlDeviceGetMemoryInfo", Figures: figure.Of(figure.Memory)},
 	MIGMemoryInfo: {Name: "nvmlDeviceGetMemoryInfo(MIG device)", Figures: figure.Of(figure.Memory)},
 
-	// Processes (processes.go): the lists (0.01 ms), then their utilization
+	// Processes (collect/processes.go): the lists (0.01 ms), then their utilization
 	// (1.4-1.6 ms) only when a list holds a process. All or nothing: a
 	// failed call drops the whole list.
 	ComputeProcesses: {Name: "nvmlDeviceGetComputeRunningProcesses", Symbol: "nvmlDeviceGetComputeRunningProcesses",
@@ -125,12 +125,12 @@ var fixedReads = [fixedCount]Spec{
 		Figures: figure.Of(figure.Processes)},
 	ProcessUtilization: {Name: "nvmlDeviceGetProcessUtilization", Symbol: "nvmlDeviceGetProcessUtilization",
 		Figures: figure.Of(figure.ProcessUtilization)},
-	// A MIG device's own list (mig.go); where it is not supported, the
+	// A MIG device's own list (collect/mig.go); where it is not supported, the
 	// parent's list answers for it.
 	MIGProcesses: {Name: "nvmlDeviceGetComputeRunningProcesses(MIG device)", Symbol: "nvmlDeviceGetComputeRunningProcesses",
 		Figures: figure.Of(figure.Processes)},
 
-	// GPM (gpm.go): one sample (0.05 ms) and one metrics call (0.9-1.7 ms)
+	// GPM (collect/gpm.go): one sample (0.05 ms) and one metrics call (0.9-1.7 ms)
 	// per GPU per scrape, asking only for the asked-for figures
 	// (GPMActivityMetrics, GPMTrafficMetrics, gpm.go). All or nothing.
 	GPMSampleGet:  {Name: "nvmlGpmSampleGet"},
@@ -151,7 +151,7 @@ var fixedReads = [fixedCount]Spec{
 			return h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
 		}),
 		Land: func(s *figure.Sample, v float64) { s.Health.ECCUncorrected = figure.Some(uint64(v)) }},
-	// Remapped rows answer four figures in one call (health.go).
+	// Remapped rows answer four figures in one call (collect/health.go).
 	RemappedRows: {Name: "nvmlDeviceGetRemappedRows", Symbol: "nvmlDeviceGetRemappedRows", Figures: figure.Of(figure.RemappedRows)},
 	ClockEventReasons: {Name: "nvmlDeviceGetCurrentClocksEventReasons", Symbol: "nvmlDeviceGetCurrentClocksEventReasons",
 		Figures: figure.Of(figure.ClockEvents), Get: getter(nvml.Device.GetCurrentClocksEventReasons), Land: landClockEvents},

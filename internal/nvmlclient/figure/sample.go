@@ -163,7 +163,7 @@ type Process struct {
 	SMUtil, MemoryControllerUtil, EncoderUtil, DecoderUtil Opt[float64]
 	// BusyShare is the process's share of the GPU's busy time since the
 	// previous read, 0..1, averaged over the share samples taken since
-	// (processes.go); the shares of a GPU's processes sum to 1. Absent
+	// (collect/processes.go); the shares of a GPU's processes sum to 1. Absent
 	// when no sample saw a busy process.
 	BusyShare Opt[float64]
 	// GPUInstanceID and ComputeInstanceID place the process on a MIG slice;

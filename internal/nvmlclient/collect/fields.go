@@ -1,11 +1,12 @@
 //go:build cgo
 
-package nvmlclient
+package collect
 
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 )
 
 // The figures that NVML serves as field values are read in one
@@ -31,7 +32,7 @@ type fieldBatch struct {
 }
 
 // read reads the batch of the figures read at every scrape.
-func (f *fieldCollector) read(r *reading, s *Sample) {
+func (f *fieldCollector) read(r *reading, s *figure.Sample) {
 	r.readFieldBatch(&f.batch, false, func(c call.ID, v float64) { call.Table[c].Land(s, v) })
 }
 

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvmlclient
+package collect
 
 import (
 	"encoding/binary"

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvmlclient
+package collect
 
 import (
 	"cmp"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
 )
 
@@ -86,7 +87,7 @@ func (ps *processShares) add(newest map[uint32]nvml.ProcessUtilizationSample, at
 // take returns each listed PID's share of the busy time since the previous
 // take, renormalized over the PIDs listed now, and starts over. ok is false
 // when no sample since then saw a busy process.
-func (ps *processShares) take(listed map[uint32]*Process) (shares map[uint32]float64, ok bool) {
+func (ps *processShares) take(listed map[uint32]*figure.Process) (shares map[uint32]float64, ok bool) {
 	ps.mu.Lock()
 	sums := ps.sums
 	ps.sums, ps.samples = nil, 0
@@ -114,17 +115,17 @@ func shareSince(d *call.GPU) uint64 {
 // read lists the GPU's processes with their memory, and their
 // utilization when a list holds any. The lists and the utilization are all
 // or nothing: a failed call leaves the processes out of this scrape.
-func (pc *processCollector) read(r *reading, s *Sample) {
+func (pc *processCollector) read(r *reading, s *figure.Sample) {
 	if !pc.on {
 		return
 	}
 	h := r.GPU.Handle
 	failures := len(r.Failed)
-	byPID := map[uint32]*Process{}
-	get := func(pid uint32, gi, ci uint32) *Process {
+	byPID := map[uint32]*figure.Process{}
+	get := func(pid uint32, gi, ci uint32) *figure.Process {
 		p, ok := byPID[pid]
 		if !ok {
-			p = &Process{PID: pid, GPUInstanceID: gi, ComputeInstanceID: ci}
+			p = &figure.Process{PID: pid, GPUInstanceID: gi, ComputeInstanceID: ci}
 			byPID[pid] = p
 		}
 		return p
@@ -191,18 +192,18 @@ func (pc *processCollector) read(r *reading, s *Sample) {
 	for _, p := range byPID {
 		if utilOK {
 			u := newest[p.PID]
-			p.SMUtil = some(percentToFraction(float64(u.SmUtil)))
-			p.MemoryControllerUtil = some(percentToFraction(float64(u.MemUtil)))
-			p.EncoderUtil = some(percentToFraction(float64(u.EncUtil)))
-			p.DecoderUtil = some(percentToFraction(float64(u.DecUtil)))
+			p.SMUtil = figure.Some(percentToFraction(float64(u.SmUtil)))
+			p.MemoryControllerUtil = figure.Some(percentToFraction(float64(u.MemUtil)))
+			p.EncoderUtil = figure.Some(percentToFraction(float64(u.EncUtil)))
+			p.DecoderUtil = figure.Some(percentToFraction(float64(u.DecUtil)))
 		}
 		if sharesOK {
-			p.BusyShare = some(shares[p.PID])
+			p.BusyShare = figure.Some(shares[p.PID])
 		}
 		s.Processes = append(s.Processes, *p)
 	}
 	// By PID, not the map's order: the same answers make the same Sample.
-	slices.SortFunc(s.Processes, func(a, b Process) int { return cmp.Compare(a.PID, b.PID) })
+	slices.SortFunc(s.Processes, func(a, b figure.Process) int { return cmp.Compare(a.PID, b.PID) })
 }
 
 // sampleShares takes one sample of the processes' shares between reads
@@ -222,21 +223,29 @@ func (pc *processCollector) sampleShares(r *call.Reading) bool {
 	return ok
 }
 
-func addOpt(a, b Opt[uint64]) Opt[uint64] {
+func addOpt(a, b figure.Opt[uint64]) figure.Opt[uint64] {
 	switch {
 	case !b.OK:
 		return a
 	case !a.OK:
 		return b
 	default:
-		return some(a.Value + b.Value)
+		return figure.Some(a.Value + b.Value)
 	}
 }
 
 // memoryOpt reads a process's memory, absent for NVML_VALUE_NOT_AVAILABLE.
-func memoryOpt(v uint64) Opt[uint64] {
+func memoryOpt(v uint64) figure.Opt[uint64] {
 	if v == math.MaxUint64 {
-		return Opt[uint64]{}
+		return figure.Opt[uint64]{}
 	}
-	return some(v)
+	return figure.Some(v)
+}
+
+// due says whether the newest share sample is at least most of interval
+// old: a read just before the tick took one already.
+func (ps *processShares) due(now time.Time, interval time.Duration) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return now.Sub(ps.last) >= interval*3/4
 }

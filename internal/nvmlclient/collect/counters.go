@@ -1,9 +1,10 @@
 //go:build cgo
 
-package nvmlclient
+package collect
 
 import (
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,14 +37,14 @@ type counterState struct {
 	fresh    [call.All]bool
 	at       time.Time
 	started  time.Time // by the device clock: when the last read began
-	failures []*CallError
+	failures []*call.Error
 	lost     bool
 	lostCall call.ID
 }
 
 // read puts the newest counter reading into s and starts the next
 // read when it is due. The first read of the device is taken in line.
-func (cs *counterState) read(r *reading, s *Sample) {
+func (cs *counterState) read(r *reading, s *figure.Sample) {
 	d := r.GPU
 	cs.mu.Lock()
 	first, due := cs.started.IsZero(), d.Plan.Now().Sub(cs.started) >= cs.interval
@@ -86,7 +87,7 @@ func (cs *counterState) read(r *reading, s *Sample) {
 			s.FromCounters |= spec.Figures
 			if since := cs.kept[k].since; !since.IsZero() {
 				if s.CountersSince == nil {
-					s.CountersSince = &CounterStarts{}
+					s.CountersSince = &figure.CounterStarts{}
 				}
 				s.CountersSince[spec.Fig] = since
 			}
@@ -103,9 +104,9 @@ func (cs *counterState) take(d *call.GPU) {
 	cs.started = d.Plan.Now()
 	cs.mu.Unlock()
 
-	r := &reading{Reading: &call.Reading{GPU: d}}
-	var got [call.All]Opt[float64]
-	keep := func(c call.ID, v float64) { got[c] = some(v) }
+	r := &reading{Reading: call.Reading{GPU: d}}
+	var got [call.All]figure.Opt[float64]
+	keep := func(c call.ID, v float64) { got[c] = figure.Some(v) }
 	r.readGetters(true, keep)
 	at := d.Plan.Now() // the batch below takes well under a millisecond
 	if !r.Lost {
@@ -147,11 +148,11 @@ func (*counterState) prime(*call.GPU) {}
 
 // keptCounter is one counter's reading as the scrapes report it.
 type keptCounter struct {
-	last Opt[float64] // the reading reported
-	at   time.Time    // when last was read, by the device clock
+	last figure.Opt[float64] // the reading reported
+	at   time.Time           // when last was read, by the device clock
 	// low is a reading below last, in doubt until the next one tells a
 	// bad read from a reset.
-	low Opt[float64]
+	low figure.Opt[float64]
 	// since is when its count began: zero while it counts since the
 	// session opened, else its last reading before it reset.
 	since time.Time
@@ -175,7 +176,7 @@ type keptCounter struct {
 // (WithCounterInterval) without the counter. A reset counter that counts
 // past its old reading by the next one is taken for a bad read: it goes on
 // from there, counting too little rather than raising a false increase.
-func (k *keptCounter) keep(v Opt[float64], at time.Time) bool {
+func (k *keptCounter) keep(v figure.Opt[float64], at time.Time) bool {
 	switch {
 	case !v.OK:
 		return false
@@ -186,6 +187,6 @@ func (k *keptCounter) keep(v Opt[float64], at time.Time) bool {
 		k.low = v
 		return false
 	}
-	k.last, k.at, k.low = v, at, Opt[float64]{}
+	k.last, k.at, k.low = v, at, figure.Opt[float64]{}
 	return true
 }

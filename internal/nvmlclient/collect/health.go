@@ -1,11 +1,12 @@
 //go:build cgo
 
-package nvmlclient
+package collect
 
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 )
 
 // Health signals: what operators get paged on. ECC errors and row remapping
@@ -20,12 +21,12 @@ func (*healthCollector) prime(*call.GPU) {}
 
 // read reads the remapped rows, four figures of one call; the other
 // health figures are plain rows of the read table.
-func (*healthCollector) read(r *reading, s *Sample) {
+func (*healthCollector) read(r *reading, s *figure.Sample) {
 	out := &s.Health
 	var corr, unc int
 	var pending, failed bool
 	if r.Do(call.RemappedRows, func() (ret nvml.Return) { corr, unc, pending, failed, ret = r.GPU.Handle.GetRemappedRows(); return }) {
-		out.RemappedCorrected, out.RemappedUncorrected = some(int64(corr)), some(int64(unc))
-		out.RemapPending, out.RemapFailed = some(pending), some(failed)
+		out.RemappedCorrected, out.RemappedUncorrected = figure.Some(int64(corr)), figure.Some(int64(unc))
+		out.RemapPending, out.RemapFailed = figure.Some(pending), figure.Some(failed)
 	}
 }

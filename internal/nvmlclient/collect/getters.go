@@ -1,11 +1,12 @@
 //go:build cgo
 
-package nvmlclient
+package collect
 
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 )
 
 // getterCollector reads the memory, and every plain getter row of the read
@@ -15,13 +16,13 @@ type getterCollector struct{}
 func (*getterCollector) prime(*call.GPU) {}
 
 // read reads the memory, then the plain getters.
-func (*getterCollector) read(r *reading, s *Sample) {
+func (*getterCollector) read(r *reading, s *figure.Sample) {
 	r.readMemory(s)
 	r.readPlain(s)
 }
 
-func (r *reading) readMemory(s *Sample) {
-	var used, total, reserved Opt[uint64]
+func (r *reading) readMemory(s *figure.Sample) {
+	var used, total, reserved figure.Opt[uint64]
 	if r.Do(call.MemoryInfo, func() (ret nvml.Return) {
 		used, total, reserved, ret = memoryOf(r.GPU.Handle, r.GPU.Symbols.MemoryInfoV2)
 		return ret
@@ -32,13 +33,13 @@ func (r *reading) readMemory(s *Sample) {
 
 // memoryOf reads a GPU's or MIG device's memory: with v2, used leaves out
 // what the driver reserves; v1 has no reserved figure.
-func memoryOf(h nvml.Device, v2 bool) (used, total, reserved Opt[uint64], ret nvml.Return) {
+func memoryOf(h nvml.Device, v2 bool) (used, total, reserved figure.Opt[uint64], ret nvml.Return) {
 	if v2 {
 		m, ret := h.GetMemoryInfo_v2()
-		return some(m.Used), some(m.Total), some(m.Reserved), ret
+		return figure.Some(m.Used), figure.Some(m.Total), figure.Some(m.Reserved), ret
 	}
 	m, ret := h.GetMemoryInfo()
-	return some(m.Used), some(m.Total), Opt[uint64]{}, ret
+	return figure.Some(m.Used), figure.Some(m.Total), figure.Opt[uint64]{}, ret
 }
 
 // readGetters makes the plain getter rows of the read table that are (or
@@ -59,6 +60,6 @@ func (r *reading) readGetters(costly bool, got func(call.ID, float64)) {
 }
 
 // readPlain reads the plain getters of the scrape into s.
-func (r *reading) readPlain(s *Sample) {
+func (r *reading) readPlain(s *figure.Sample) {
 	r.readGetters(false, func(c call.ID, v float64) { call.Table[c].Land(s, v) })
 }
