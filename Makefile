@@ -155,8 +155,9 @@ h200-bundle: build
 	$(GO) build -trimpath -ldflags='-s -w' -o .carry/scrapecost ./tools/h200/scrapecost
 	$(GO) test -c -tags h200probe -ldflags='-s -w' -o .carry/receivercost.test ./$(RECEIVER)/
 	$(GO) test -c -tags h200probe -ldflags='-s -w' -o .carry/nvmlclientprobe.test ./internal/nvmlclient/
+	$(GO) test -c -tags h200probe -ldflags='-s -w' -o .carry/collectprobe.test ./internal/nvmlclient/collect/
 	cp $(OTELCOL) .carry/otelcol-nvml
-	gzip -f -6 .carry/otelcol-nvml .carry/scrapecost .carry/receivercost.test .carry/nvmlclientprobe.test
+	gzip -f -6 .carry/otelcol-nvml .carry/scrapecost .carry/receivercost.test .carry/nvmlclientprobe.test .carry/collectprobe.test
 	@ls -l .carry
 
 # ---- the simulated NVML (test/fakenvml), the e2e suite and the demo ----
