@@ -102,7 +102,7 @@ tools: $(OCB) $(MDATAGEN) $(HELM) $(NFPM)
 ## generate: regenerate code and documentation.md from metadata.yaml, and the plain figures' constants from their rows
 generate: $(MDATAGEN)
 	$(MDATAGEN) $(RECEIVER)/metadata.yaml
-	$(GO) generate ./internal/nvmlclient/
+	$(GO) generate ./internal/nvmlclient/call
 
 GENERATED = find $(RECEIVER) \( -name 'generated_*.go' -o -name documentation.md -o -name README.md -o -path '*/internal/metadata/testdata/*' \) -type f | sort | xargs sha256sum
 
@@ -155,8 +155,9 @@ h200-bundle: build
 	$(GO) build -trimpath -ldflags='-s -w' -o .carry/scrapecost ./tools/h200/scrapecost
 	$(GO) test -c -tags h200probe -ldflags='-s -w' -o .carry/receivercost.test ./$(RECEIVER)/
 	$(GO) test -c -tags h200probe -ldflags='-s -w' -o .carry/nvmlclientprobe.test ./internal/nvmlclient/
+	$(GO) test -c -tags h200probe -ldflags='-s -w' -o .carry/collectprobe.test ./internal/nvmlclient/collect/
 	cp $(OTELCOL) .carry/otelcol-nvml
-	gzip -f -6 .carry/otelcol-nvml .carry/scrapecost .carry/receivercost.test .carry/nvmlclientprobe.test
+	gzip -f -6 .carry/otelcol-nvml .carry/scrapecost .carry/receivercost.test .carry/nvmlclientprobe.test .carry/collectprobe.test
 	@ls -l .carry
 
 # ---- the simulated NVML (test/fakenvml), the e2e suite and the demo ----

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
 )
@@ -46,15 +47,6 @@ type Client struct {
 // maxLostLogged bounds the memory of GPUs logged lost: far above the GPUs
 // of one host.
 const maxLostLogged = 256
-
-// session is what the GPUs of one NVML session share.
-type session struct {
-	calls *guard.Inflight // the session's NVML calls in flight
-	lane  *guard.Guard    // one GPU's reads at a time across the session
-	gpm   *guard.Guard    // one GPM call sequence at a time across the session's GPUs
-	raw   *raw.Lib        // the bounded list calls; nil on go-nvml's mocks
-	lost  *logonce.Log
-}
 
 // New returns a Client on lib, which is not touched until Open.
 func New(lib nvml.Interface, logger *zap.Logger, opts ...Option) *Client {
@@ -137,9 +129,9 @@ func (c *Client) initialize(selectors []string) (Inventory, []*Device, *guard.In
 		c.lib.Shutdown()
 		return inv, nil, nil, err
 	}
-	sess := &session{calls: calls, lane: guard.NewLane(), gpm: guard.NewGPMGate(), raw: rawLib, lost: c.lost}
+	sess := &call.Session{Calls: calls, Lane: guard.NewLane(), GPM: guard.NewGPMGate(), Raw: rawLib, Lost: c.lost}
 	for _, d := range devices {
-		d.sess = sess
+		d.gpu.Session = sess
 	}
 	return inv, devices, calls, nil
 }
@@ -190,7 +182,7 @@ func (c *Client) Inventory() Inventory {
 	inv.MIGDevices = nil
 	for _, d := range devices {
 		if d.state.primed.Load() {
-			inv.MIGDevices = append(inv.MIGDevices, d.parts.mig.infos()...)
+			inv.MIGDevices = append(inv.MIGDevices, d.parts.MIGDevices()...)
 		}
 	}
 	return inv

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/collect"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
@@ -45,10 +46,10 @@ func readInOrder(t *testing.T, perm func(n int) []int) [][]Sample {
 	require.NoError(t, c.Open(nil))
 	defer c.Close(context.Background())
 	for _, d := range c.Devices() {
-		list := d.parts.list
-		d.parts.list = make([]collector, len(list))
+		list := d.parts.List
+		d.parts.List = make([]collect.Collector, len(list))
 		for i, j := range perm(len(list)) {
-			d.parts.list[i] = list[j]
+			d.parts.List[i] = list[j]
 		}
 	}
 	c.PrimeAll() // priming runs in the same order

@@ -1,34 +1,36 @@
-// Package nvmlclient is the only code that calls NVML.
+// Package nvmlclient is the only code that calls NVML, and the receiver's
+// one entry point to it.
 //
 // It is built on an injected nvml.Interface, so tests run on go-nvml's mocks
 // and production on nvml.New(nvml.WithLibraryPath(...)). What it hands out
-// (Sample, DeviceInfo, Event, the errors) holds no go-nvml type. To follow
-// one GPU sample from NVML to the receiver:
+// (Sample, DeviceInfo, Event, the errors) holds no go-nvml type. Its
+// packages, lowest first; each imports only those below it
+// (TestPackagesImportOnlyDownward):
 //
-//   - client.go opens NVML (and says why it cannot; library.go refuses a
-//     library that is missing or not NVML before nvmlInit), inventory.go
-//     takes the inventory (info.go), symbols.go checks which newer entry
-//     points the library has, prime.go takes each GPU's baselines;
-//   - guard/inflight.go counts the calls inside NVML, so that Close never shuts
-//     NVML down under one; panics.go recovers a read that panics;
-//     raw/raw.go and listcalls.go make the list calls with bounded
-//     buffers;
-//   - calls.go and plain.go are the read table: each NVML call, the figures
-//     it answers (plain.go: one row per plain figure, whose constant
-//     figures_gen.go is generated from it); support.go caches NOT_SUPPORTED
-//     answers, for a while; reading.go is one read's bookkeeping;
-//   - device.go reads one Sample (sample.go) per GPU per scrape through its
-//     collectors (collectors.go), each in one file with its plan, state and
-//     read: activity.go (GPM's activity and traffic over the window,
-//     gpm.go, and the utilization samples since the previous read,
-//     sampling.go), getters.go (the memory and the plain getters),
-//     processes.go (processes with NVML's newest utilization sample of
-//     each), fields.go (the field-value batch), health.go (row remapping),
-//     mig.go (lists MIG devices and reads each);
-//   - counters.go reads the costly rows (energy, violation time, the PCIe
-//     throughput) on their own cadence, off the scrape path; stats.go times
-//     every call;
-//   - events.go waits for XID and ECC events (event.go) in the background.
+//   - figure: what can be asked for (Figure, Figures; the plain figures'
+//     constants in figure/figures_gen.go) and what a read gives (Sample,
+//     figure/sample.go); guard: the order of a session's calls (the lane,
+//     the GPM gate, a device's one use, the calls in flight that Close
+//     waits for); raw: the list calls with bounded buffers (raw/raw.go);
+//   - call: the read table (call/table.go, and call/plain.go: one row per
+//     plain figure), the one way an NVML call is made (call/reading.go),
+//     and what the calls answered (call/gpu.go: the support cache of
+//     call/support.go, the failures logged once of call/logcalls.go, the
+//     timings, the panics of call/panics.go); call/symbols.go checks which
+//     newer entry points the library has, call/listcalls.go makes the list
+//     calls;
+//   - collect: the collectors, one file each with its type, plan, state
+//     and read (collect/collectors.go lists them): activity (GPM and the
+//     utilization windows), getters, processes, fields, health, MIG and
+//     the counters, read on their own cadence off the scrape path;
+//   - this package: client.go opens NVML (library.go refuses a library that
+//     is missing or not NVML before nvmlInit), inventory.go takes the
+//     inventory (info.go) and makes one Device per GPU; device.go reads one
+//     Sample per GPU per scrape through its collectors, prime.go takes each
+//     GPU's baselines, shares.go samples the processes' shares between
+//     reads, stats.go sums the calls' timings; events.go waits for XID and
+//     ECC events (event.go) in the background; figures.go and
+//     figures_gen.go give the receiver figure's names as its own.
 //
 // go-nvml needs cgo. A build without it gets nocgo.go instead: a Client
 // whose Open reports NVML as unavailable, so that the rest of the

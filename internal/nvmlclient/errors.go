@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
 )
 
@@ -24,25 +25,8 @@ var ErrBusy = errors.New("an earlier read of this GPU is still running")
 
 // CallError is an unexpected NVML error on one call of one device: the
 // figures that call feeds are left out of the sample. Its message names
-// NVML's return code; the code itself stays in this package.
-type CallError struct {
-	Call   string
-	Detail string // e.g. the panic a call raised
-	ret    returnCode
-	call   call
-}
-
-// cause names the failure for logging once: the call and its return code,
-// without the detail, which may vary from one failure to the next (a
-// panic's message carries lengths and indexes).
-func (e *CallError) cause() string { return fmt.Sprintf("%s/%d", e.Call, e.ret) }
-
-func (e *CallError) Error() string {
-	if e.Detail != "" {
-		return fmt.Sprintf("%s: %s", e.Call, e.Detail)
-	}
-	return fmt.Sprintf("%s: %v", e.Call, e.ret)
-}
+// NVML's return code; the code itself stays in package call.
+type CallError = call.Error
 
 // ReadError is returned beside a sample that lacks the figures of the
 // calls that failed: the rest of the sample holds.

@@ -111,13 +111,13 @@ func registerEvents(logger *zap.Logger, devices []*Device, set nvml.EventSet, ca
 					results <- result{d, fmt.Sprintf("panic: %v", p)}
 				}
 			}()
-			supported, ret := d.handle.GetSupportedEventTypes()
+			supported, ret := d.gpu.Handle.GetSupportedEventTypes()
 			if ret != nvml.SUCCESS || supported&watchedEvents == 0 {
-				d.logger.Info("GPU reports no XID or ECC events; none are watched on it")
+				d.gpu.Logger.Info("GPU reports no XID or ECC events; none are watched on it")
 				results <- result{d, "unsupported"}
 				return
 			}
-			if ret := d.handle.RegisterEvents(supported&watchedEvents, set); ret != nvml.SUCCESS {
+			if ret := d.gpu.Handle.RegisterEvents(supported&watchedEvents, set); ret != nvml.SUCCESS {
 				results <- result{d, "nvmlDeviceRegisterEvents: " + ret.Error()}
 				return
 			}
@@ -169,7 +169,7 @@ func eventDevice(h nvml.Device, devices []*Device, byUUID map[string]DeviceInfo)
 	func() {
 		defer func() { _ = recover() }() // a handle type that is not comparable
 		for _, d := range devices {
-			if d.handle == h {
+			if d.gpu.Handle == h {
 				info = byUUID[d.Info.UUID]
 				return
 			}

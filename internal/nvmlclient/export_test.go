@@ -2,13 +2,18 @@
 
 package nvmlclient
 
-import "time"
+import (
+	"time"
 
-// waitBackground waits up to timeout for a background counter read, and
-// reports whether none is left in flight.
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+)
+
+// waitBackground waits up to timeout for the session's calls in flight to
+// end (a background counter read among them), and reports whether none is
+// left.
 func (d *Device) waitBackground(timeout time.Duration) bool {
 	for end := time.Now().Add(timeout); time.Now().Before(end); time.Sleep(time.Millisecond) {
-		if !d.parts.counters.busy.Load() {
+		if d.gpu.Session.Calls.Count() == 0 {
 			return true
 		}
 	}
@@ -16,4 +21,6 @@ func (d *Device) waitBackground(timeout time.Duration) bool {
 }
 
 // panicCount is the number of panics recovered in d's reads.
-func (d *Device) panicCount() int64 { return d.book.panics.Load() }
+func (d *Device) panicCount() int64 { return d.gpu.Panics() }
+
+func some[T any](v T) Opt[T] { return figure.Some(v) }

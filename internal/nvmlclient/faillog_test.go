@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
@@ -87,7 +88,7 @@ func TestFailingCallLoggedOncePerEpisode(t *testing.T) {
 	// those that were not; and its recovery.
 	answer = nvml.SUCCESS
 	read(1, false)
-	clock.Advance(flapHoldOff)
+	clock.Advance(call.FlapHoldOff)
 	answer = nvml.ERROR_UNKNOWN
 	read(3, true)
 	w := warns(nvmltest.UUID(0)).All()

@@ -1,65 +1,111 @@
 package nvmlclient
 
-import "math/bits"
+import "github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 
-// Figure names one thing this package can read of a GPU: a figure of the
-// Sample, or a group of figures that one NVML call answers together. The
-// package knows no metric names: the receiver maps each of its enabled
-// metrics to the figures it needs and asks for those (WithFigures). A call
-// is made only while a figure it answers is asked for.
-type Figure uint
+// What the receiver asks for and gets back, by the names it has always
+// used: aliases of package figure's (figure/figures.go, figure/sample.go).
+// The plain figures' names are generated with their constants
+// (figures_gen.go).
 
-// The figures read by their own code. The plain figures, one NVML value
-// each, follow them (figures_gen.go): each is one row of the plain read
-// table (plain.go), whose figure constant is generated from the row.
-const (
-	FigUtilization        Figure = iota // Sample.Utilization (every engine)
-	FigMemoryController                 // Sample.MemoryControllerUtilization
-	FigMemory                           // Sample.Memory*Bytes, and each MIG device's
-	FigProcesses                        // Sample.Processes: the lists (with WithProcesses)
-	FigProcessUtilization               // each Process's engine utilization
-	FigECCCorrected                     // Health.ECCCorrected
-	FigECCUncorrected                   // Health.ECCUncorrected
-	FigRemappedRows                     // Health.Remapped*, RemapPending, RemapFailed
-	FigClockEvents                      // Health.ClockEvents
-	FigSMActivity                       // GPM: GPMReading.Activity[GPMSMActivity]
-	FigSMOccupancy                      // GPM: GPMSMOccupancy
-	FigGraphicsActivity                 // GPM: GPMGraphicsActivity
-	FigTensorActivity                   // GPM: GPMTensorActivity
-	FigTensorPipes                      // GPM: GPMTensorHMMA..DFMA
-	FigPipes                            // GPM: GPMFP64..GPMInteger
-	FigDRAMBandwidth                    // GPM: GPMDRAMBandwidth
-	FigPCIeTraffic                      // GPM: TrafficBytes[GPMPCIeTX, GPMPCIeRX]
-	FigNVLinkTraffic                    // GPM: TrafficBytes[GPMNVLinkTX, GPMNVLinkRX]
-	firstPlainFigure
+type (
+	// Figure names one thing this package can read of a GPU.
+	Figure = figure.Figure
+	// Figures is a set of figures.
+	Figures = figure.Figures
+	// Opt is a reading that may be absent.
+	Opt[T any] = figure.Opt[T]
+	// Sample is one reading of one GPU, in SI units.
+	Sample = figure.Sample
+	// Engine names a utilization engine.
+	Engine = figure.Engine
+	// Health is one reading of a GPU's health signals.
+	Health = figure.Health
+	// ClockEventReason names one bit of the clock event reasons.
+	ClockEventReason = figure.ClockEventReason
+	// CounterStarts holds a time per counter of the Sample's Values.
+	CounterStarts = figure.CounterStarts
+	// GPMActivity names the GPM activity metrics.
+	GPMActivity = figure.GPMActivity
+	// GPMTraffic names the GPM byte counters.
+	GPMTraffic = figure.GPMTraffic
+	// GPMReading is what GPM measured over one window.
+	GPMReading = figure.GPMReading
+	// Process is one process with a context on a GPU.
+	Process = figure.Process
+	// MIGInfo is the static identity of one MIG device.
+	MIGInfo = figure.MIGInfo
+	// MIGSample is one reading of one MIG device.
+	MIGSample = figure.MIGSample
 )
 
-// Figures is a set of figures.
-type Figures uint64
+// The figures read by their own code.
+const (
+	FigUtilization        = figure.Utilization
+	FigMemoryController   = figure.MemoryController
+	FigMemory             = figure.Memory
+	FigProcesses          = figure.Processes
+	FigProcessUtilization = figure.ProcessUtilization
+	FigECCCorrected       = figure.ECCCorrected
+	FigECCUncorrected     = figure.ECCUncorrected
+	FigRemappedRows       = figure.RemappedRows
+	FigClockEvents        = figure.ClockEvents
+	FigSMActivity         = figure.SMActivity
+	FigSMOccupancy        = figure.SMOccupancy
+	FigGraphicsActivity   = figure.GraphicsActivity
+	FigTensorActivity     = figure.TensorActivity
+	FigTensorPipes        = figure.TensorPipes
+	FigPipes              = figure.Pipes
+	FigDRAMBandwidth      = figure.DRAMBandwidth
+	FigPCIeTraffic        = figure.PCIeTraffic
+	FigNVLinkTraffic      = figure.NVLinkTraffic
+)
 
 // AllFigures asks for every figure: what a Client reads without WithFigures.
-const AllFigures = Figures(1)<<figureCount - 1
-
-// A set holds at most 64 figures.
-var _ = [64 - figureCount]struct{}{}
+const AllFigures = figure.All
 
 // FiguresOf returns the set of fs.
-func FiguresOf(fs ...Figure) Figures {
-	var out Figures
-	for _, f := range fs {
-		out |= 1 << f
-	}
-	return out
-}
+func FiguresOf(fs ...Figure) Figures { return figure.Of(fs...) }
 
-// Has reports whether f is in the set.
-func (s Figures) Has(f Figure) bool { return s&(1<<f) != 0 }
+// The engines, clock event reasons and GPM metrics of a Sample.
+const (
+	EngineGeneral = figure.EngineGeneral
+	EngineEncoder = figure.EngineEncoder
+	EngineDecoder = figure.EngineDecoder
 
-// Any reports whether the sets share a figure.
-func (s Figures) Any(o Figures) bool { return s&o != 0 }
+	ReasonGPUIdle              = figure.ReasonGPUIdle
+	ReasonApplicationsClocks   = figure.ReasonApplicationsClocks
+	ReasonSWPowerCap           = figure.ReasonSWPowerCap
+	ReasonHWSlowdown           = figure.ReasonHWSlowdown
+	ReasonSyncBoost            = figure.ReasonSyncBoost
+	ReasonSWThermalSlowdown    = figure.ReasonSWThermalSlowdown
+	ReasonHWThermalSlowdown    = figure.ReasonHWThermalSlowdown
+	ReasonHWPowerBrakeSlowdown = figure.ReasonHWPowerBrakeSlowdown
+	ReasonDisplayClocks        = figure.ReasonDisplayClocks
 
-// Len is the number of figures in the set.
-func (s Figures) Len() int { return bits.OnesCount64(uint64(s)) }
+	GPMSMActivity       = figure.GPMSMActivity
+	GPMSMOccupancy      = figure.GPMSMOccupancy
+	GPMGraphicsActivity = figure.GPMGraphicsActivity
+	GPMTensorActivity   = figure.GPMTensorActivity
+	GPMTensorHMMA       = figure.GPMTensorHMMA
+	GPMTensorIMMA       = figure.GPMTensorIMMA
+	GPMTensorDMMA       = figure.GPMTensorDMMA
+	GPMTensorDFMA       = figure.GPMTensorDFMA
+	GPMFP64             = figure.GPMFP64
+	GPMFP32             = figure.GPMFP32
+	GPMFP16             = figure.GPMFP16
+	GPMInteger          = figure.GPMInteger
+	GPMDRAMBandwidth    = figure.GPMDRAMBandwidth
+
+	GPMPCIeTX   = figure.GPMPCIeTX
+	GPMPCIeRX   = figure.GPMPCIeRX
+	GPMNVLinkTX = figure.GPMNVLinkTX
+	GPMNVLinkRX = figure.GPMNVLinkRX
+
+	// NoInstance is NVML's "not a MIG instance" id.
+	NoInstance = figure.NoInstance
+	// MaxProcessesPerGPU caps the process list read from one GPU.
+	MaxProcessesPerGPU = figure.MaxProcessesPerGPU
+)
 
 // WithFigures makes every Read ask NVML only for the figures in want.
 // Without it, every figure is read.

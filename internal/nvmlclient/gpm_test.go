@@ -199,7 +199,7 @@ func TestGPMStartsAfterATransientGateStall(t *testing.T) {
 	c := New(m, zap.NewNop(), WithClock(clock.Now))
 	require.NoError(t, c.Open(nil))
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
-	stalled := c.Devices()[0].sess.gpm.Enter()
+	stalled := c.Devices()[0].gpu.Session.GPM.Enter()
 	require.NotNil(t, stalled, "another GPU's GPM call, stalled")
 	c.PrimeAll()
 	stalled.Leave()

@@ -8,8 +8,10 @@ package nvmlclient
 // writes new-figures.txt under $OUT (or prints only, without OUT).
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +21,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
 )
 
 func TestH200NewFigures(t *testing.T) {
@@ -44,7 +48,7 @@ func TestH200NewFigures(t *testing.T) {
 		fmt.Fprintf(w, "\n== GPU %d: %s\n", i, name)
 		// A symbol the library lacks kills the process: look each up first.
 		has := func(name string) bool {
-			if hasAnyVersion(lib.Extensions(), name) {
+			if call.HasAnyVersion(lib.Extensions(), name) {
 				return true
 			}
 			fmt.Fprintf(w, "%s: not in this library\n", name)
@@ -112,7 +116,7 @@ func TestH200NewFigures(t *testing.T) {
 				if nvml.Return(fv.NvmlReturn) == nvml.SUCCESS {
 					s = fmt.Sprintf("%d:%g", l, x)
 					if f.id == nvml.FI_DEV_NVLINK_COUNT_EFFECTIVE_BER {
-						s += fmt.Sprintf("(=%g)", decodeBER(x))
+						s += fmt.Sprintf("(=%g)", call.Table[call.Of(FigNVLinkEffectiveBER)].Decode(x))
 					}
 				}
 				links = append(links, s)
@@ -137,5 +141,23 @@ func TestH200NewFigures(t *testing.T) {
 			{"nvlink effective BER", FigNVLinkEffectiveBER}, {"pcie tx B/s", FigPCIeThroughputTX}, {"pcie rx B/s", FigPCIeThroughputRX}} {
 			fmt.Fprintf(w, "  %-22s %v\n", f.name, s.Values[f.fig])
 		}
+	}
+}
+
+// fieldNumber is a field's value as its type says (collect/h200fields_test.go
+// has the same).
+func fieldNumber(f nvml.FieldValue) float64 {
+	raw := f.Value[:]
+	switch nvml.ValueType(f.ValueType) {
+	case nvml.VALUE_TYPE_DOUBLE:
+		return math.Float64frombits(binary.LittleEndian.Uint64(raw))
+	case nvml.VALUE_TYPE_UNSIGNED_INT:
+		return float64(binary.LittleEndian.Uint32(raw))
+	case nvml.VALUE_TYPE_SIGNED_INT:
+		return float64(int32(binary.LittleEndian.Uint32(raw)))
+	case nvml.VALUE_TYPE_SIGNED_LONG_LONG:
+		return float64(int64(binary.LittleEndian.Uint64(raw)))
+	default:
+		return float64(binary.LittleEndian.Uint64(raw))
 	}
 }

@@ -163,7 +163,7 @@ func TestH200ProcessShares(t *testing.T) {
 	for i := 0; i < 24; i++ {
 		now := time.Now()
 		all, r0 := h.GetProcessUtilization(0)
-		recent, r1 := h.GetProcessUtilization(uint64(now.Add(-shareHorizon).UnixMicro()))
+		recent, r1 := h.GetProcessUtilization(uint64(now.Add(-10 * time.Second).UnixMicro()))
 		fmt.Printf("t=%4.1fs lastSeen=0 [%v]%s\n", float64(i)/2, r0, describe(all, now))
 		fmt.Printf("t=%4.1fs lastSeen=now-10s [%v]%s\n", float64(i)/2, r1, describe(recent, now))
 		time.Sleep(500 * time.Millisecond)
@@ -185,16 +185,22 @@ func TestH200ProcessSharesRaw(t *testing.T) {
 	d := c.Devices()[0]
 	show := func(samples []nvml.ProcessUtilizationSample, ret nvml.Return) string {
 		out := fmt.Sprintf("[%v]", ret)
-		for pid, s := range newestByPID(samples) {
+		newest := map[uint32]nvml.ProcessUtilizationSample{} // each PID's newest, as the read keeps it
+		for _, s := range samples {
+			if o, ok := newest[s.Pid]; !ok || s.TimeStamp >= o.TimeStamp {
+				newest[s.Pid] = s
+			}
+		}
+		for pid, s := range newest {
 			out += fmt.Sprintf(" %d:sm=%d@%.2fs", pid, s.SmUtil, time.Since(time.UnixMicro(int64(s.TimeStamp))).Seconds())
 		}
 		return out
 	}
 	for i := 0; i < 30; i++ {
-		since := d.shareSince()
-		gs, gr := d.handle.GetProcessUtilization(since)
-		rs, rr := d.raw.ProcessUtilization(since)
-		fmt.Printf("t=%4.1fs raw=%v go-nvml %s | raw %s", float64(i)/2, d.raw.OK(), show(gs, gr), show(rs, rr))
+		since := uint64(time.Now().Add(-10 * time.Second).UnixMicro()) // the read's shareHorizon
+		gs, gr := d.gpu.Handle.GetProcessUtilization(since)
+		rs, rr := d.gpu.Raw.ProcessUtilization(since)
+		fmt.Printf("t=%4.1fs raw=%v go-nvml %s | raw %s", float64(i)/2, d.gpu.Raw.OK(), show(gs, gr), show(rs, rr))
 		if s, err := d.Read(); err == nil || s.ProcessesListed {
 			for _, p := range s.Processes {
 				fmt.Printf(" | read %d: util %.2f share %v", p.PID, p.SMUtil.Value, p.BusyShare)

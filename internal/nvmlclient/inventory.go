@@ -9,6 +9,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
 )
 
 func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, opts options) (Inventory, []*Device, error) {
@@ -34,7 +36,7 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, o
 			Fix: "is a GPU assigned to this container (NVIDIA_VISIBLE_DEVICES, a nvidia.com/gpu request, or runtimeClassName: nvidia)?"}
 	}
 
-	symbols := lookupSymbols(lib)
+	symbols := call.LookupSymbols(lib)
 	var devices []*Device
 	for i := 0; i < count; i++ {
 		h, ret := lib.DeviceGetHandleByIndex(i)

@@ -22,10 +22,13 @@ const importPath = "github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 // only packages of a lower rank. figuregen is a generator run by go
 // generate, imported by nobody; it stands beside the layers.
 var layerRanks = map[string]int{
+	"figure":             0, // what can be asked for, and what a read gives: Figure, Sample
 	"guard":              0, // the call order: lane, GPM gate, one use, calls in flight
 	"raw":                0, // the bounded list calls, straight to the library
-	".":                  1, // the read table, the readings, the collectors, the Client
-	"internal/figuregen": 1,
+	"internal/figuregen": 0, // run by go generate; imports nothing of nvmlclient
+	"call":               1, // the read table, the one way a call is made, its book
+	"collect":            2, // the collectors, one file each: GPM and utilization, getters, processes, fields, health, MIG, counters
+	".":                  3, // Client, Device, inventory, options, the event watcher: the receiver's one entry point
 }
 
 // Issue 26: the packages import only downward, in the order the

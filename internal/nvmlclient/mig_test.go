@@ -12,22 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
-
-func TestMIGProfileName(t *testing.T) {
-	for _, tt := range []struct {
-		slices uint32
-		mib    uint64
-		want   string
-	}{
-		{1, 4864, "1g.5gb"}, {3, 19968, "3g.20gb"}, {7, 40192, "7g.40gb"},
-		{1, 10240, "1g.10gb"}, {7, 81920, "7g.80gb"}, {1, 18432, "1g.18gb"}, {7, 144384, "7g.141gb"},
-	} {
-		assert.Equal(t, tt.want, migProfileName(tt.slices, tt.mib))
-	}
-}
 
 func TestMIGInventoryH100(t *testing.T) {
 	m := nvmltest.NewH100()
@@ -254,7 +242,7 @@ func TestMIGOwnProcessListGoesThroughTheRead(t *testing.T) {
 	assert.Equal(t, 1, panics)
 	timed := false
 	for _, st := range c.CallStats() {
-		timed = timed || st.Call == callMIGProcesses.String() && st.Count == 2
+		timed = timed || st.Call == call.MIGProcesses.String() && st.Count == 2
 	}
 	assert.True(t, timed, "the own lists are timed: %v", c.CallStats())
 }
@@ -309,7 +297,7 @@ func TestMIGLayoutReadAgainOnASchedule(t *testing.T) {
 	s, err = d.Read()
 	require.NoError(t, err)
 	assert.Equal(t, []string{migs[0].UUID, migs[1].UUID}, migUUIDs(s), "before the schedule: the old layout")
-	clock.Advance(migRelist)
+	clock.Advance(time.Minute) // migRelist
 	s, err = d.Read()
 	require.NoError(t, err)
 	assert.Equal(t, []string{migs[0].UUID, added.UUID}, migUUIDs(s), "the new layout")

@@ -19,13 +19,6 @@ var ErrNoCgo = &UnavailableError{
 	Fix:   "use a build made with CGO_ENABLED=1, such as the otelcol-nvml image",
 }
 
-// call and returnCode are the NVML call and return code a CallError keeps;
-// none is ever made without cgo.
-type (
-	call       int
-	returnCode int32
-)
-
 // Client is NVML's session; without cgo it never opens.
 type Client struct {
 	logger *zap.Logger

@@ -25,7 +25,7 @@ func defaultOptions() options {
 type Option func(*options)
 
 // WithCounterInterval sets how often the costly counters (energy,
-// violation time, PCIe replays) are read, in the background (counters.go);
+// violation time, PCIe replays) are read, in the background (collect/counters.go);
 // 0 reads them at every Read, still off its path.
 func WithCounterInterval(d time.Duration) Option { return func(o *options) { o.counterInterval = d } }
 

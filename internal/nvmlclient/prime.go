@@ -40,17 +40,17 @@ func (d *Device) enter() (lane *guard.Ticket, err error) {
 	if !d.use.Take() {
 		return nil, ErrBusy
 	}
-	if !d.sess.calls.Begin() {
+	if !d.gpu.Session.Calls.Begin() {
 		d.use.Release()
 		return nil, ErrNotOpen // the session is closing
 	}
-	return d.sess.lane.Enter(), nil
+	return d.gpu.Session.Lane.Enter(), nil
 }
 
 // exit ends what enter began.
 func (d *Device) exit(lane *guard.Ticket) {
 	lane.Leave()
-	d.sess.calls.End()
+	d.gpu.Session.Calls.End()
 	d.use.Release()
 }
 
@@ -59,25 +59,20 @@ func (d *Device) prime() {
 	if d.state.primed.Load() {
 		return
 	}
-	if raw, ret := d.sess.raw.Device(d.Info.UUID); ret == nvml.SUCCESS {
-		d.raw = raw
+	if raw, ret := d.gpu.Session.Raw.Device(d.Info.UUID); ret == nvml.SUCCESS {
+		d.gpu.Raw = raw
 	}
-	d.plan.gpm.hasGPM = d.plan.gpm.probe(d) // before the collectors, which read it
-	for _, c := range d.parts.list {
-		c.prime(d)
-	}
+	d.gpu.Plan.GPM.HasGPM = d.gpu.ProbeGPM() // before the collectors, which read it
+	d.parts.Prime(d.gpu)
 	// An error while priming only costs a window its start; the next read
 	// reports it if it persists.
-	d.book.support.flushLogs(d.logger)
+	d.gpu.FlushSupportLogs()
 	d.state.primed.Store(true)
 }
 
 // release frees what priming allocated in NVML (GPM samples).
 func (d *Device) release() {
-	d.parts.activity.gpm.free()
-	for _, m := range append(d.parts.mig.devices, d.parts.mig.retired...) {
-		m.gpm.free()
-	}
+	d.parts.Release()
 }
 
 // PrimeAll primes every device at once and waits for them all: for tools

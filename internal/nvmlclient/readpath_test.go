@@ -14,7 +14,6 @@ import (
 	"go.uber.org/zap/zapcore"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
@@ -69,27 +68,10 @@ func TestUnsupportedAnswerExpiresWithBackoff(t *testing.T) {
 	answer = nvml.ERROR_NOT_SUPPORTED
 	read()
 	answer = nvml.SUCCESS
-	clock.Advance(reprobeFirst)
+	clock.Advance(10 * time.Second) // the first re-probe
 	assert.True(t, read().Values[FigTemperature].OK)
 	assert.Equal(t, 1, nvmltest.UnsupportedLogs(logs, "nvmlDeviceGetTemperature"))
 	assert.Equal(t, 1, logs.FilterMessageSnippet("answer again").Len())
-}
-
-func TestBackoffIsCapped(t *testing.T) {
-	sc := supportCache{once: logonce.New(maxLoggedOnce)}
-	now := time.Unix(0, 0)
-	for range 20 {
-		sc.unsupported(callOf(FigFanSpeed), nvml.ERROR_NOT_SUPPORTED, now)
-	}
-	assert.Equal(t, reprobeMax, sc.state[callOf(FigFanSpeed)].backoff)
-	assert.False(t, sc.usable(callOf(FigFanSpeed), now.Add(reprobeMax-time.Second)))
-	assert.True(t, sc.usable(callOf(FigFanSpeed), now.Add(reprobeMax)))
-}
-
-func TestMissingSymbolIsNeverAsked(t *testing.T) {
-	sc := supportCache{once: logonce.New(maxLoggedOnce)}
-	sc.markMissing(callRemappedRows)
-	assert.False(t, sc.usable(callRemappedRows, time.Now().Add(time.Hour)))
 }
 
 func TestEnergyOnItsOwnCadence(t *testing.T) {

@@ -5,6 +5,8 @@ package nvmlclient
 import (
 	"sync"
 	"time"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
 )
 
 // shareSampler samples the processes' shares of each GPU's busy time every
@@ -21,7 +23,7 @@ type shareSampler struct {
 // startShareSampler starts sampling devices every interval; nil when
 // there is nothing to sample.
 func startShareSampler(devices []*Device, interval time.Duration) *shareSampler {
-	if interval <= 0 || len(devices) == 0 || !devices[0].parts.procs.on {
+	if interval <= 0 || len(devices) == 0 || !devices[0].parts.Processes() {
 		return nil
 	}
 	ss := &shareSampler{stop: make(chan struct{})}
@@ -44,7 +46,7 @@ func startShareSampler(devices []*Device, interval time.Duration) *shareSampler 
 				}
 				// Only GPUs with processes: the share of an empty GPU
 				// is nobody's, and the call would cost for nothing.
-				if d.parts.procs.listed.Load() && d.parts.procs.shares.due(d.plan.now(), interval) {
+				if d.parts.SharesDue(d.gpu.Plan.Now(), interval) {
 					d.SampleShares()
 				}
 			}
@@ -62,10 +64,28 @@ func (ss *shareSampler) close() {
 	}
 }
 
-// due says whether the newest share sample is at least most of interval
-// old: a read just before the tick took one already.
-func (ps *processShares) due(now time.Time, interval time.Duration) bool {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	return now.Sub(ps.last) >= interval*3/4
+// SampleShares takes one sample of the processes' shares of the GPU's busy
+// time between reads (WithShareInterval). It is skipped while a read or
+// priming runs (that read samples them itself), before priming, and on a
+// lost GPU: it reports whether a sample was taken.
+func (d *Device) SampleShares() bool {
+	sess := d.gpu.Session
+	if !d.parts.Processes() || !d.state.primed.Load() || d.state.lost.Load() || !sess.Calls.Begin() {
+		return false
+	}
+	defer sess.Calls.End()
+	// The lane first, then the device: the device is held for the call
+	// alone, and a scrape that finds it held waits for that call only
+	// (guard/use.go), never for the lane's line.
+	defer sess.Lane.Enter().Leave()
+	if d.use.TakeForShare() == nil {
+		return false
+	}
+	defer d.use.Release()
+	r := &call.Reading{GPU: d.gpu}
+	ok := d.parts.SampleShares(r)
+	if r.Lost {
+		d.markLost(r.LostCall)
+	}
+	return ok
 }

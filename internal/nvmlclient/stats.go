@@ -2,7 +2,11 @@
 
 package nvmlclient
 
-import "time"
+import (
+	"time"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+)
 
 // CallStat is how long one NVML call has taken, over every device and read
 // since Open: the figures that explain a slow scrape.
@@ -17,19 +21,19 @@ type CallStat struct {
 // summed over the devices, in call order. Calls never made are left out.
 func (c *Client) CallStats() []CallStat {
 	var out []CallStat
-	for k := call(0); k < allCalls; k++ {
+	for k := call.ID(0); k < call.All; k++ {
 		st := CallStat{Call: k.String()}
-		var total int64
+		var total time.Duration
 		for _, d := range c.Devices() {
-			cs := &d.book.stats[k]
-			st.Count += cs.count.Load()
-			total += cs.totalNanos.Load()
-			st.Max = max(st.Max, time.Duration(cs.maxNanos.Load()))
+			n, sum, most := d.gpu.Stat(k)
+			st.Count += n
+			total += sum
+			st.Max = max(st.Max, most)
 		}
 		if st.Count == 0 {
 			continue
 		}
-		st.Mean = time.Duration(total / st.Count)
+		st.Mean = total / time.Duration(st.Count)
 		out = append(out, st)
 	}
 	return out

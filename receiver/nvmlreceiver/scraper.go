@@ -306,7 +306,7 @@ func (s *nvmlScraper) reportStalled(uuids []string) {
 // without logging. So one call that keeps failing gave an error line and a
 // stack trace per scrape. The client logs such a call once per GPU, call
 // and cause at warn, and once at info when it answers again; a call that
-// flaps, once per 5 minutes (nvmlclient Device.logCalls). The receiver returns nil and counts what the partial error
+// flaps, once per 5 minutes (nvmlclient call.GPU.LogCalls). The receiver returns nil and counts what the partial error
 // counted in otelcol_receiver_nvml_errored_metric_points (same receiver and
 // scraper attributes, same figure: the enabled metrics the failed calls
 // feed, per GPU and scrape), and each failed call by name and GPU in

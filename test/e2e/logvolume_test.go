@@ -30,7 +30,7 @@ var (
 const (
 	logVolumeInterval = 200 * time.Millisecond
 	// The client logs a flapping call once per this hold-off
-	// (nvmlclient flapHoldOff).
+	// (nvmlclient call.FlapHoldOff).
 	logVolumeHoldOff = 5 * time.Minute
 )
 

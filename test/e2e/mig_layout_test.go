@@ -54,7 +54,7 @@ func migLayoutScenario() Scenario {
 // layout again at once, so the new device appears within a scrape or two,
 // the destroyed one's series end there (no series outlives its MIG device),
 // and the one that stays goes on. The layout is also read every minute
-// (internal/nvmlclient mig.go; its mock test covers that schedule).
+// (internal/nvmlclient/collect/mig.go; its mock test covers that schedule).
 func TestMIGLayoutChange(t *testing.T) {
 	t.Parallel()
 	const runUntil = layoutChange + 5

@@ -218,7 +218,7 @@ func TestMIG(t *testing.T) {
 			}
 		}
 		if len(known) > 0 && !t.Failed() {
-			t.Skipf("KNOWN RECEIVER BUG (internal/nvmlclient/mig.go migProfile): the profile ID is used as a profile index: %s",
+			t.Skipf("KNOWN RECEIVER BUG (internal/nvmlclient/collect/mig.go migProfile): the profile ID is used as a profile index: %s",
 				strings.Join(known, "; "))
 		}
 	})

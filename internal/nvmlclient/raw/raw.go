@@ -114,7 +114,7 @@ func (r *Lib) Device(uuid string) (Device, nvml.Return) {
 func (d Device) OK() bool { return d.lib != nil && d.handle != nil }
 
 // ErrTooMany is what RunningProcesses answers past its limit.
-const ErrTooMany = nvml.Return(-2) // -1 is nvmlclient's panicked (reading.go)
+const ErrTooMany = nvml.Return(-2) // -1 is call's panicked (call/reading.go)
 
 // RunningProcesses lists the compute or graphics processes with a buffer of
 // at most most entries: ErrTooMany past it.

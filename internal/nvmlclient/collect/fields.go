@@ -1,8 +1,13 @@
 //go:build cgo
 
-package nvmlclient
+package collect
 
-import "github.com/NVIDIA/go-nvml/pkg/nvml"
+import (
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+)
 
 // The figures that NVML serves as field values are read in one
 // nvmlDeviceGetFieldValues batch per GPU: at every scrape, the rows of the
@@ -15,71 +20,71 @@ import "github.com/NVIDIA/go-nvml/pkg/nvml"
 // scrape, in one batch.
 type fieldCollector struct{ batch fieldBatch }
 
-func (*fieldCollector) prime(*Device) {}
+func (*fieldCollector) prime(*call.GPU) {}
 
 // fieldBatch is one batch, reused from read to read.
 type fieldBatch struct {
 	values []nvml.FieldValue
-	calls  []call
+	calls  []call.ID
 	// links is how many NVLinks a per-link row is read over: all that NVML
 	// can name until a batch has shown how many answer.
 	links uint32
 }
 
 // read reads the batch of the figures read at every scrape.
-func (f *fieldCollector) read(r *reading, s *Sample) {
-	r.readFieldBatch(&f.batch, false, func(c call, v float64) { readTable[c].land(s, v) })
+func (f *fieldCollector) read(r *reading, s *figure.Sample) {
+	r.readFieldBatch(&f.batch, false, func(c call.ID, v float64) { call.Table[c].Land(s, v) })
 }
 
 // readFieldBatch reads, in one call, the field rows that are (or are not)
 // costly and are available now, and hands each value that answered to
 // got, in the Sample's unit. A per-link row is one field per link, folded
-// into one value (linkFold).
-func (r *reading) readFieldBatch(b *fieldBatch, costly bool, got func(call, float64)) {
+// into one value (call.LinkFold).
+func (r *reading) readFieldBatch(b *fieldBatch, costly bool, got func(call.ID, float64)) {
 	b.values, b.calls = b.values[:0], b.calls[:0]
 	perLink := false
-	for c := range readTable {
-		spec := &readTable[c]
-		if spec.field == 0 || spec.costly != costly || !r.available(call(c)) {
+	for c := range call.Table {
+		spec := &call.Table[c]
+		if spec.Field == 0 || spec.Costly != costly || !r.Available(call.ID(c)) {
 			continue
 		}
 		scopes := uint32(1)
-		if spec.links != linksNone {
+		if spec.Links != call.LinksNone {
 			perLink, scopes = true, b.linkCount()
 		}
 		for scope := range scopes {
-			b.values = append(b.values, nvml.FieldValue{FieldId: spec.field, ScopeId: scope})
-			b.calls = append(b.calls, call(c))
+			b.values = append(b.values, nvml.FieldValue{FieldId: spec.Field, ScopeId: scope})
+			b.calls = append(b.calls, call.ID(c))
 		}
 	}
 	if len(b.values) == 0 {
 		return
 	}
-	ret, made := r.call(callFieldValues, func() nvml.Return { return r.d.handle.GetFieldValues(b.values) })
+	ret, made := r.Call(call.FieldValues, func() nvml.Return { return r.GPU.Handle.GetFieldValues(b.values) })
 	if !made {
 		return
 	}
 	if ret != nvml.SUCCESS {
 		// The batch as a whole failed or is unsupported: so is every field.
-		r.result(callFieldValues, ret)
+		r.Result(call.FieldValues, ret)
 		for i, c := range b.calls {
 			if i == 0 || b.calls[i-1] != c {
-				r.result(c, ret)
+				r.Result(c, ret)
 			}
 		}
 		return
 	}
-	r.result(callFieldValues, ret)
+	r.Result(call.FieldValues, ret)
 	links := uint32(0)
 	for i := 0; i < len(b.calls); {
 		c, j := b.calls[i], i
 		for j < len(b.calls) && b.calls[j] == c {
 			j++
 		}
-		v, ret, answered := fold(&readTable[c], b.values[i:j])
+		v, ret, answered := fold(&call.Table[c], b.values[i:j])
 		links = max(links, answered)
-		if r.result(c, ret) {
-			got(c, readTable[c].value(v))
+		if r.Result(c, ret) {
+			got(c, call.Table[c].Value(v))
 		}
 		i = j
 	}
@@ -100,7 +105,7 @@ func (b *fieldBatch) linkCount() uint32 {
 // the sum or maximum of a per-link row's links that answered. It returns
 // the value, the row's return (the first link's error when none answered)
 // and how many links there are up to the last that answered.
-func fold(spec *callSpec, fields []nvml.FieldValue) (v float64, ret nvml.Return, links uint32) {
+func fold(spec *call.Spec, fields []nvml.FieldValue) (v float64, ret nvml.Return, links uint32) {
 	ret = nvml.ERROR_NOT_SUPPORTED
 	answered := false
 	for k := range fields {
@@ -118,19 +123,19 @@ func fold(spec *callSpec, fields []nvml.FieldValue) (v float64, ret nvml.Return,
 			}
 			continue
 		}
-		if spec.decode != nil {
-			x = spec.decode(x)
+		if spec.Decode != nil {
+			x = spec.Decode(x)
 		}
 		switch {
 		case !answered:
 			v = x
-		case spec.links == linksSum:
+		case spec.Links == call.LinksSum:
 			v += x
-		case spec.links == linksMax:
+		case spec.Links == call.LinksMax:
 			v = max(v, x)
 		}
 		answered, ret = true, nvml.SUCCESS
-		if spec.links != linksNone {
+		if spec.Links != call.LinksNone {
 			links = f.ScopeId + 1
 		}
 	}

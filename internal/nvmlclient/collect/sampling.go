@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvmlclient
+package collect
 
 import (
 	"encoding/binary"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
 )
 
 // NVML keeps a ring buffer of utilization samples per device (one every
@@ -26,13 +27,13 @@ const (
 )
 
 var samplingCalls = [samplingCount]struct {
-	call call
-	typ  nvml.SamplingType
+	id  call.ID
+	typ nvml.SamplingType
 }{
-	samplingGPU:     {callSamplesGPU, nvml.GPU_UTILIZATION_SAMPLES},
-	samplingMemory:  {callSamplesMemory, nvml.MEMORY_UTILIZATION_SAMPLES},
-	samplingEncoder: {callSamplesEncoder, nvml.ENC_UTILIZATION_SAMPLES},
-	samplingDecoder: {callSamplesDecoder, nvml.DEC_UTILIZATION_SAMPLES},
+	samplingGPU:     {call.SamplesGPU, nvml.GPU_UTILIZATION_SAMPLES},
+	samplingMemory:  {call.SamplesMemory, nvml.MEMORY_UTILIZATION_SAMPLES},
+	samplingEncoder: {call.SamplesEncoder, nvml.ENC_UTILIZATION_SAMPLES},
+	samplingDecoder: {call.SamplesDecoder, nvml.DEC_UTILIZATION_SAMPLES},
 }
 
 // window is the state of one sampling type on one device: the newest sample

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvmlclient
+package collect
 
 import (
 	"cmp"
@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
 )
 
@@ -37,7 +39,7 @@ type processCollector struct {
 	listed atomic.Bool
 }
 
-func (*processCollector) prime(*Device) {}
+func (*processCollector) prime(*call.GPU) {}
 
 // processShares is the per-device state of the share sampling.
 type processShares struct {
@@ -85,7 +87,7 @@ func (ps *processShares) add(newest map[uint32]nvml.ProcessUtilizationSample, at
 // take returns each listed PID's share of the busy time since the previous
 // take, renormalized over the PIDs listed now, and starts over. ok is false
 // when no sample since then saw a busy process.
-func (ps *processShares) take(listed map[uint32]*Process) (shares map[uint32]float64, ok bool) {
+func (ps *processShares) take(listed map[uint32]*figure.Process) (shares map[uint32]float64, ok bool) {
 	ps.mu.Lock()
 	sums := ps.sums
 	ps.sums, ps.samples = nil, 0
@@ -104,42 +106,42 @@ func (ps *processShares) take(listed map[uint32]*Process) (shares map[uint32]flo
 	return shares, true
 }
 
-// since is the lastSeen argument that returns every process's sample of
+// shareSince is the lastSeen argument that returns every process's sample of
 // the last shareHorizon.
-func (d *Device) shareSince() uint64 {
-	return uint64(max(d.plan.now().Add(-shareHorizon).UnixMicro(), 0))
+func shareSince(d *call.GPU) uint64 {
+	return uint64(max(d.Plan.Now().Add(-shareHorizon).UnixMicro(), 0))
 }
 
 // read lists the GPU's processes with their memory, and their
 // utilization when a list holds any. The lists and the utilization are all
 // or nothing: a failed call leaves the processes out of this scrape.
-func (pc *processCollector) read(r *reading, s *Sample) {
+func (pc *processCollector) read(r *reading, s *figure.Sample) {
 	if !pc.on {
 		return
 	}
-	h := r.d.handle
-	failures := len(r.failed)
-	byPID := map[uint32]*Process{}
-	get := func(pid uint32, gi, ci uint32) *Process {
+	h := r.GPU.Handle
+	failures := len(r.Failed)
+	byPID := map[uint32]*figure.Process{}
+	get := func(pid uint32, gi, ci uint32) *figure.Process {
 		p, ok := byPID[pid]
 		if !ok {
-			p = &Process{PID: pid, GPUInstanceID: gi, ComputeInstanceID: ci}
+			p = &figure.Process{PID: pid, GPUInstanceID: gi, ComputeInstanceID: ci}
 			byPID[pid] = p
 		}
 		return p
 	}
 	listed, tooMany := false, false
 	var infos []nvml.ProcessInfo
-	list := func(c call, graphics bool) bool {
-		ret, made := r.call(c, func() (ret nvml.Return) { infos, ret = runningProcesses(r.d.raw, h, graphics); return })
+	list := func(c call.ID, graphics bool) bool {
+		ret, made := r.Call(c, func() (ret nvml.Return) { infos, ret = call.RunningProcesses(r.GPU.Raw, h, graphics); return })
 		if made && ret == raw.ErrTooMany {
 			tooMany = true
-			r.tooManyProcesses(c)
+			r.GPU.TooManyProcesses(c)
 			return false
 		}
-		return made && r.result(c, ret)
+		return made && r.Result(c, ret)
 	}
-	if list(callComputeProcesses, false) {
+	if list(call.ComputeProcesses, false) {
 		listed = true
 		for _, in := range infos {
 			p := get(in.Pid, in.GpuInstanceId, in.ComputeInstanceId)
@@ -147,7 +149,7 @@ func (pc *processCollector) read(r *reading, s *Sample) {
 			p.ComputeMemoryBytes = addOpt(p.ComputeMemoryBytes, memoryOpt(in.UsedGpuMemory))
 		}
 	}
-	if !tooMany && list(callGraphicsProcesses, true) {
+	if !tooMany && list(call.GraphicsProcesses, true) {
 		listed = true
 		for _, in := range infos {
 			p := get(in.Pid, in.GpuInstanceId, in.ComputeInstanceId)
@@ -155,7 +157,7 @@ func (pc *processCollector) read(r *reading, s *Sample) {
 			p.GraphicsMemoryBytes = addOpt(p.GraphicsMemoryBytes, memoryOpt(in.UsedGpuMemory))
 		}
 	}
-	if !listed || tooMany || len(r.failed) > failures {
+	if !listed || tooMany || len(r.Failed) > failures {
 		return // a partial list would undercount: none rather than some
 	}
 
@@ -165,20 +167,20 @@ func (pc *processCollector) read(r *reading, s *Sample) {
 	utilOK := false
 	if len(byPID) > 0 {
 		var samples []nvml.ProcessUtilizationSample
-		ret, made := r.call(callProcessUtilization, func() (ret nvml.Return) {
-			samples, ret = r.d.processUtilization(r.d.shareSince())
+		ret, made := r.Call(call.ProcessUtilization, func() (ret nvml.Return) {
+			samples, ret = r.GPU.ProcessUtilization(shareSince(r.GPU))
 			return ret
 		})
 		switch {
 		case !made:
 		case ret == nvml.ERROR_NOT_FOUND:
 			utilOK = true // no sample of late: every process idle
-		case r.result(callProcessUtilization, ret):
+		case r.Result(call.ProcessUtilization, ret):
 			newest = newestByPID(samples)
 			utilOK = true
 		}
 	}
-	if len(r.failed) > failures {
+	if len(r.Failed) > failures {
 		return
 	}
 	if utilOK {
@@ -190,70 +192,60 @@ func (pc *processCollector) read(r *reading, s *Sample) {
 	for _, p := range byPID {
 		if utilOK {
 			u := newest[p.PID]
-			p.SMUtil = some(percentToFraction(float64(u.SmUtil)))
-			p.MemoryControllerUtil = some(percentToFraction(float64(u.MemUtil)))
-			p.EncoderUtil = some(percentToFraction(float64(u.EncUtil)))
-			p.DecoderUtil = some(percentToFraction(float64(u.DecUtil)))
+			p.SMUtil = figure.Some(percentToFraction(float64(u.SmUtil)))
+			p.MemoryControllerUtil = figure.Some(percentToFraction(float64(u.MemUtil)))
+			p.EncoderUtil = figure.Some(percentToFraction(float64(u.EncUtil)))
+			p.DecoderUtil = figure.Some(percentToFraction(float64(u.DecUtil)))
 		}
 		if sharesOK {
-			p.BusyShare = some(shares[p.PID])
+			p.BusyShare = figure.Some(shares[p.PID])
 		}
 		s.Processes = append(s.Processes, *p)
 	}
 	// By PID, not the map's order: the same answers make the same Sample.
-	slices.SortFunc(s.Processes, func(a, b Process) int { return cmp.Compare(a.PID, b.PID) })
+	slices.SortFunc(s.Processes, func(a, b figure.Process) int { return cmp.Compare(a.PID, b.PID) })
 }
 
-// SampleShares takes one sample of the processes' shares of the GPU's busy
-// time between reads (WithShareInterval). It is skipped while a read or
-// priming runs (that read samples them itself), before priming, and on a
-// lost GPU: it reports whether a sample was taken.
-func (d *Device) SampleShares() bool {
-	if !d.parts.procs.on || !d.state.primed.Load() || d.state.lost.Load() || !d.sess.calls.Begin() {
-		return false
-	}
-	defer d.sess.calls.End()
-	// The lane first, then the device: the device is held for the call
-	// alone, and a scrape that finds it held waits for that call only
-	// (guard/use.go), never for the lane's line.
-	defer d.sess.lane.Enter().Leave()
-	if d.use.TakeForShare() == nil {
-		return false
-	}
-	defer d.use.Release()
-	r := &reading{d: d}
+// sampleShares takes one sample of the processes' shares between reads
+// (Device.SampleShares), on r; it reports whether one was taken.
+func (pc *processCollector) sampleShares(r *call.Reading) bool {
 	var samples []nvml.ProcessUtilizationSample
-	ret, made := r.call(callProcessUtilization, func() (ret nvml.Return) {
-		samples, ret = d.processUtilization(d.shareSince())
+	ret, made := r.Call(call.ProcessUtilization, func() (ret nvml.Return) {
+		samples, ret = r.GPU.ProcessUtilization(shareSince(r.GPU))
 		return ret
 	})
 	// A failure here is the next read's to report, if it persists; the
 	// window then averages the samples that did arrive.
-	ok := made && (ret == nvml.ERROR_NOT_FOUND || r.result(callProcessUtilization, ret))
+	ok := made && (ret == nvml.ERROR_NOT_FOUND || r.Result(call.ProcessUtilization, ret))
 	if ok {
-		d.parts.procs.shares.add(newestByPID(samples), d.plan.now())
-	}
-	if r.lost {
-		d.markLost(r.lostCall)
+		pc.shares.add(newestByPID(samples), r.GPU.Plan.Now())
 	}
 	return ok
 }
 
-func addOpt(a, b Opt[uint64]) Opt[uint64] {
+func addOpt(a, b figure.Opt[uint64]) figure.Opt[uint64] {
 	switch {
 	case !b.OK:
 		return a
 	case !a.OK:
 		return b
 	default:
-		return some(a.Value + b.Value)
+		return figure.Some(a.Value + b.Value)
 	}
 }
 
 // memoryOpt reads a process's memory, absent for NVML_VALUE_NOT_AVAILABLE.
-func memoryOpt(v uint64) Opt[uint64] {
+func memoryOpt(v uint64) figure.Opt[uint64] {
 	if v == math.MaxUint64 {
-		return Opt[uint64]{}
+		return figure.Opt[uint64]{}
 	}
-	return some(v)
+	return figure.Some(v)
+}
+
+// due says whether the newest share sample is at least most of interval
+// old: a read just before the tick took one already.
+func (ps *processShares) due(now time.Time, interval time.Duration) bool {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	return now.Sub(ps.last) >= interval*3/4
 }

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvmlclient
+package collect
 
 import (
 	"fmt"
@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 	"go.uber.org/zap"
 )
 
@@ -33,95 +35,30 @@ type gpmState struct {
 	prev, cur  nvml.GpmSample
 	prevTime   time.Time
 	havePrev   bool
-	totals     [gpmTrafficCount]float64
-	seenTotals [gpmTrafficCount]bool
+	totals     [figure.GPMTrafficCount]float64
+	seenTotals [figure.GPMTrafficCount]bool
 	// mig names the MIG device whose GPU instance this samples (empty:
 	// the GPU), for the log.
 	mig string
-}
-
-// gpmRequest is one metric asked of nvmlGpmMetricsGet and where its value
-// goes: an activity, or a traffic counter when traffic is set.
-type gpmRequest struct {
-	id      nvml.GpmMetricId
-	index   int
-	traffic bool
-}
-
-// gpmPlan is what every GPM window of a device asks for, decided once
-// (configure, and hasGPM at priming) and only read afterwards: by the
-// activity collector for the GPU and by the MIG collector for its GPU
-// instances.
-type gpmPlan struct {
-	// requests are the GPM metrics asked of each window: only those that
-	// feed an enabled metric; figures, the asked-for figures they answer.
-	requests []gpmRequest
-	figures  Figures
-	// hasGPM says the GPU has GPM and a GPM figure is asked for: probed
-	// once, when the device primes, before its collectors do.
-	hasGPM bool
-}
-
-// planGPM lists the GPM metrics that answer one of figs.
-func planGPM(figs Figures) gpmPlan {
-	var p gpmPlan
-	add := func(gm gpmMetric, index int, traffic bool) {
-		if on := gm.figures & figs; on != 0 {
-			p.figures |= on
-			p.requests = append(p.requests, gpmRequest{id: gm.id, index: index, traffic: traffic})
-		}
-	}
-	for a, gm := range gpmActivityMetrics {
-		add(gm, a, false)
-	}
-	for t, gm := range gpmTrafficMetrics {
-		add(gm, t, true)
-	}
-	return p
-}
-
-// probe says whether d's GPU has GPM, when a GPM figure is asked for. A
-// GPU without is logged once and carries on without GPM.
-func (gpmPlan) probe(d *Device) (has bool) {
-	if !d.plan.wanted[callGPMSampleGet] {
-		return false
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			d.logger.Warn("GPM setup failed; GPM metrics are absent for this GPU", zap.Any("panic", p))
-			has = false
-		}
-	}()
-	if !d.symbols.gpm {
-		d.logger.Info("This NVML has no GPM; SM activity and the other GPM metrics are absent (needs a driver of R520 or newer)")
-		return false
-	}
-	support, ret := d.handle.GpmQueryDeviceSupport()
-	if ret != nvml.SUCCESS || support.IsSupportedDevice == 0 {
-		d.logger.Info("GPU has no GPM (Hopper and newer have it); SM activity and the other GPM metrics are absent",
-			zap.String("nvml.return", ret.Error()))
-		return false
-	}
-	return true
 }
 
 // startGated starts g's samples of d's GPU (or of its MIG device mig's GPU
 // instance, when mig is not empty) under the session's GPM gate. Where the
 // gate stays held past its allowance, g stays pending and the next read
 // tries again.
-func (g *gpmState) startGated(d *Device, take func(nvml.GpmSample) nvml.Return, mig string) {
-	gate := d.sess.gpm.Enter()
+func (g *gpmState) startGated(d *call.GPU, take func(nvml.GpmSample) nvml.Return, mig string) {
+	gate := d.Session.GPM.Enter()
 	if gate == nil {
-		d.logOnce("gpm-deferred/"+mig, func(l *zap.Logger) {
-			l.Info("Another GPU's GPM call is still running; GPM starts at a later read of this GPU (logged once)",
+		d.LogOnce("gpm-deferred/"+mig, func(l *zap.Logger) {
+			l.Info("Another GPU's GPM call.ID is still running; GPM starts at a later read of this GPU (logged once)",
 				zap.String("mig.uuid", mig))
 		})
 		return
 	}
 	defer gate.Leave() // also when the driver's call panics
 	g.pending, g.mig = false, mig
-	if ret := g.start(d.lib, take, d.plan.now); ret != nvml.SUCCESS {
-		d.logger.Warn("nvmlGpmSampleAlloc failed; GPM metrics are absent for this GPU", zap.String("nvml.return", ret.Error()),
+	if ret := g.start(d.Lib, take, d.Plan.Now); ret != nvml.SUCCESS {
+		d.Logger.Warn("nvmlGpmSampleAlloc failed; GPM metrics are absent for this GPU", zap.String("nvml.return", ret.Error()),
 			zap.String("mig.uuid", mig))
 	}
 }
@@ -160,18 +97,18 @@ func (g *gpmState) free() {
 // the window since g's previous one: one nvmlGpmMetricsGet per window. It
 // returns nil for a window too short, a failed sample or metrics call (the
 // two are all or nothing), or the read that only starts a window.
-func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.GpmSample) nvml.Return) *GPMReading {
-	now := r.d.plan.now()
+func (r *reading) gpmWindow(g *gpmState, requests []call.GPMRequest, take func(nvml.GpmSample) nvml.Return) *figure.GPMReading {
+	now := r.GPU.Plan.Now()
 	if g.havePrev && now.Sub(g.prevTime) < minGPMWindow {
 		return nil // too short to mean anything; keep the older sample
 	}
-	gate := r.d.sess.gpm.Enter()
+	gate := r.GPU.Session.GPM.Enter()
 	if gate == nil {
-		r.fail(callGPMSampleGet, nvml.ERROR_TIMEOUT, "another GPU's GPM call is still running")
+		r.Fail(call.GPMSampleGet, nvml.ERROR_TIMEOUT, "another GPU's GPM call.ID is still running")
 		return nil
 	}
 	defer gate.Leave()
-	if !r.do(callGPMSampleGet, func() nvml.Return { return take(g.cur) }) {
+	if !r.Do(call.GPMSampleGet, func() nvml.Return { return take(g.cur) }) {
 		g.havePrev = false
 		return nil
 	}
@@ -184,40 +121,40 @@ func (r *reading) gpmWindow(g *gpmState, requests []gpmRequest, take func(nvml.G
 
 	mg := &nvml.GpmMetricsGetType{Sample1: g.prev, Sample2: g.cur}
 	for _, rq := range requests {
-		mg.Metrics[mg.NumMetrics].MetricId = uint32(rq.id)
+		mg.Metrics[mg.NumMetrics].MetricId = uint32(rq.ID)
 		mg.NumMetrics++
 	}
-	ok := r.do(callGPMMetricsGet, func() nvml.Return { return r.d.lib.GpmMetricsGet(mg) })
+	ok := r.Do(call.GPMMetricsGet, func() nvml.Return { return r.GPU.Lib.GpmMetricsGet(mg) })
 	// The new sample is the next window's start, whatever happens below.
 	g.prev, g.cur = g.cur, g.prev
 	g.prevTime = now
 	if !ok {
 		return nil
 	}
-	out := &GPMReading{}
+	out := &figure.GPMReading{}
 	for i, rq := range requests {
 		m := mg.Metrics[i]
-		if m.MetricId != uint32(rq.id) {
+		if m.MetricId != uint32(rq.ID) {
 			continue
 		}
 		if m.NvmlReturn != uint32(nvml.SUCCESS) {
 			ret := nvml.Return(m.NvmlReturn)
-			r.d.logOnce(fmt.Sprintf("gpm/%s/%d", g.mig, rq.id), func(l *zap.Logger) {
+			r.GPU.LogOnce(fmt.Sprintf("gpm/%s/%d", g.mig, rq.ID), func(l *zap.Logger) {
 				l.Info("GPM metric not available on this GPU; it is left out", zap.String("mig.uuid", g.mig),
-					zap.Uint32("gpm.metric_id", uint32(rq.id)), zap.String("nvml.return", ret.Error()))
+					zap.Uint32("gpm.metric_id", uint32(rq.ID)), zap.String("nvml.return", ret.Error()))
 			})
 			continue
 		}
-		if !rq.traffic {
-			out.Activity[rq.index] = some(percentToFraction(m.Value))
+		if !rq.Traffic {
+			out.Activity[rq.Index] = figure.Some(percentToFraction(m.Value))
 		} else if m.Value >= 0 {
-			g.totals[rq.index] += m.Value * (1 << 20) * window.Seconds()
-			g.seenTotals[rq.index] = true
+			g.totals[rq.Index] += m.Value * (1 << 20) * window.Seconds()
+			g.seenTotals[rq.Index] = true
 		}
 	}
 	for t := range out.TrafficBytes {
 		if g.seenTotals[t] {
-			out.TrafficBytes[t] = some(int64(math.Round(g.totals[t])))
+			out.TrafficBytes[t] = figure.Some(int64(math.Round(g.totals[t])))
 		}
 	}
 	return out

@@ -1,4 +1,4 @@
-package nvmlclient
+package collect
 
 import (
 	"go/ast"

@@ -1,8 +1,10 @@
 //go:build cgo
 
-package nvmlclient
+package collect
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -11,7 +13,7 @@ import (
 // The cumulative counters that cost the most to read are read on their own
 // cadence (WithCounterInterval), in the background, off the scrape path:
 // the rows of the read table marked costly (their costs are in the read
-// table, plain.go). A scrape reports the newest reading with the time it
+// table, call/plain.go). A scrape reports the newest reading with the time it
 // was taken: counters (the rows also marked cumulative) stay monotonic and
 // rate() over them stays exact, however old the reading. Only the first
 // read of a device waits for them.
@@ -31,21 +33,21 @@ type counterState struct {
 	// (at, by the device clock). A counter it did not read (not supported
 	// now, or failed) is left out rather than shown frozen at a newer
 	// time, which rate() would take for a stop.
-	kept     [allCalls]keptCounter
-	fresh    [allCalls]bool
+	kept     [call.All]keptCounter
+	fresh    [call.All]bool
 	at       time.Time
 	started  time.Time // by the device clock: when the last read began
-	failures []*CallError
+	failures []*call.Error
 	lost     bool
-	lostCall call
+	lostCall call.ID
 }
 
 // read puts the newest counter reading into s and starts the next
 // read when it is due. The first read of the device is taken in line.
-func (cs *counterState) read(r *reading, s *Sample) {
-	d := r.d
+func (cs *counterState) read(r *reading, s *figure.Sample) {
+	d := r.GPU
 	cs.mu.Lock()
-	first, due := cs.started.IsZero(), d.plan.now().Sub(cs.started) >= cs.interval
+	first, due := cs.started.IsZero(), d.Plan.Now().Sub(cs.started) >= cs.interval
 	cs.mu.Unlock()
 	switch {
 	case first && cs.busy.CompareAndSwap(false, true):
@@ -54,14 +56,14 @@ func (cs *counterState) read(r *reading, s *Sample) {
 		// Close waits for it, as for every call in flight (guard/inflight.go),
 		// and never shuts NVML down under it; once Close has begun, no
 		// read starts.
-		if !d.sess.calls.Begin() {
+		if !d.Session.Calls.Begin() {
 			cs.busy.Store(false)
 			break
 		}
 		go func() {
-			defer d.sess.calls.End()
+			defer d.Session.Calls.End()
 			// In line after the GPUs this scrape is reading (the lane).
-			defer d.sess.lane.Enter().Leave()
+			defer d.Session.Lane.Enter().Leave()
 			cs.take(d)
 		}()
 	}
@@ -69,25 +71,25 @@ func (cs *counterState) read(r *reading, s *Sample) {
 	defer cs.mu.Unlock()
 	// A failure or loss of the background read shows in the next scrape,
 	// which leaves out the figures of the calls that failed.
-	failed := map[call]bool{}
+	failed := map[call.ID]bool{}
 	for _, f := range cs.failures {
-		r.fail(f.call, f.ret, f.Detail)
-		failed[f.call] = true
+		r.Carry(f)
+		failed[f.ID()] = true
 	}
 	cs.failures = nil
-	if cs.lost && !r.lost {
-		r.lost, r.lostCall = true, cs.lostCall
+	if cs.lost && !r.Lost {
+		r.Lost, r.LostCall = true, cs.lostCall
 	}
-	for k := range readTable {
-		spec := &readTable[k]
-		if spec.costly && cs.fresh[k] && !failed[call(k)] && (spec.field == 0 || !failed[callFieldValues]) {
-			spec.land(s, cs.kept[k].last.Value)
-			s.FromCounters |= spec.figures
+	for k := range call.Table {
+		spec := &call.Table[k]
+		if spec.Costly && cs.fresh[k] && !failed[call.ID(k)] && (spec.Field == 0 || !failed[call.FieldValues]) {
+			spec.Land(s, cs.kept[k].last.Value)
+			s.FromCounters |= spec.Figures
 			if since := cs.kept[k].since; !since.IsZero() {
 				if s.CountersSince == nil {
-					s.CountersSince = &CounterStarts{}
+					s.CountersSince = &figure.CounterStarts{}
 				}
-				s.CountersSince[spec.fig] = since
+				s.CountersSince[spec.Fig] = since
 			}
 		}
 	}
@@ -96,35 +98,35 @@ func (cs *counterState) read(r *reading, s *Sample) {
 
 // take reads the counters once; busy is held by the caller and released
 // here.
-func (cs *counterState) take(d *Device) {
+func (cs *counterState) take(d *call.GPU) {
 	defer cs.busy.Store(false)
 	cs.mu.Lock()
-	cs.started = d.plan.now()
+	cs.started = d.Plan.Now()
 	cs.mu.Unlock()
 
-	r := &reading{d: d}
-	var got [allCalls]Opt[float64]
-	keep := func(c call, v float64) { got[c] = some(v) }
+	r := &reading{Reading: call.Reading{GPU: d}}
+	var got [call.All]figure.Opt[float64]
+	keep := func(c call.ID, v float64) { got[c] = figure.Some(v) }
 	r.readGetters(true, keep)
-	at := d.plan.now() // the batch below takes well under a millisecond
-	if !r.lost {
+	at := d.Plan.Now() // the batch below takes well under a millisecond
+	if !r.Lost {
 		r.readFieldBatch(&cs.fields, true, keep)
 	}
-	d.book.support.flushLogs(d.logger)
+	d.FlushSupportLogs()
 
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
-	cs.failures = append(cs.failures, r.failed...)
-	if r.lost {
-		cs.lost, cs.lostCall = true, r.lostCall
+	cs.failures = append(cs.failures, r.Failed...)
+	if r.Lost {
+		cs.lost, cs.lostCall = true, r.LostCall
 	}
 	// A counter only grows, unless it was reset (keptCounter.keep). A
 	// counter not read this time, or whose reading is in doubt, keeps its
 	// last reading (and the reading time moves on only when one was read).
-	var fresh [allCalls]bool
+	var fresh [call.All]bool
 	anyFresh := false
 	for k := range got {
-		if !readTable[k].cumulative {
+		if !call.Table[k].Cumulative {
 			// A costly gauge: its newest reading, or none.
 			fresh[k] = got[k].OK
 			if fresh[k] {
@@ -142,15 +144,15 @@ func (cs *counterState) take(d *Device) {
 	}
 }
 
-func (*counterState) prime(*Device) {}
+func (*counterState) prime(*call.GPU) {}
 
 // keptCounter is one counter's reading as the scrapes report it.
 type keptCounter struct {
-	last Opt[float64] // the reading reported
-	at   time.Time    // when last was read, by the device clock
+	last figure.Opt[float64] // the reading reported
+	at   time.Time           // when last was read, by the device clock
 	// low is a reading below last, in doubt until the next one tells a
 	// bad read from a reset.
-	low Opt[float64]
+	low figure.Opt[float64]
 	// since is when its count began: zero while it counts since the
 	// session opened, else its last reading before it reset.
 	since time.Time
@@ -174,7 +176,7 @@ type keptCounter struct {
 // (WithCounterInterval) without the counter. A reset counter that counts
 // past its old reading by the next one is taken for a bad read: it goes on
 // from there, counting too little rather than raising a false increase.
-func (k *keptCounter) keep(v Opt[float64], at time.Time) bool {
+func (k *keptCounter) keep(v figure.Opt[float64], at time.Time) bool {
 	switch {
 	case !v.OK:
 		return false
@@ -185,6 +187,6 @@ func (k *keptCounter) keep(v Opt[float64], at time.Time) bool {
 		k.low = v
 		return false
 	}
-	k.last, k.at, k.low = v, at, Opt[float64]{}
+	k.last, k.at, k.low = v, at, figure.Opt[float64]{}
 	return true
 }

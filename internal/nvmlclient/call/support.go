@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvmlclient
+package call
 
 import (
 	"sync"
@@ -36,19 +36,19 @@ type supportState struct {
 type supportCache struct {
 	once    *logonce.Log // the device's: a call's loss and return are logged once each
 	mu      sync.Mutex
-	state   [allCalls]supportState
+	state   [All]supportState
 	newLoss []string // to log: calls newly found unsupported
 	newBack []string // to log: calls answering again
 }
 
-func (sc *supportCache) markMissing(c call) {
+func (sc *supportCache) markMissing(c ID) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	sc.state[c].missing = true
 }
 
 // usable reports whether c may be asked now.
-func (sc *supportCache) usable(c call, now time.Time) bool {
+func (sc *supportCache) usable(c ID, now time.Time) bool {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	st := &sc.state[c]
@@ -56,7 +56,7 @@ func (sc *supportCache) usable(c call, now time.Time) bool {
 }
 
 // unsupported records an unsupported answer and when to ask again.
-func (sc *supportCache) unsupported(c call, ret nvml.Return, now time.Time) {
+func (sc *supportCache) unsupported(c ID, ret nvml.Return, now time.Time) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	st := &sc.state[c]
@@ -73,7 +73,7 @@ func (sc *supportCache) unsupported(c call, ret nvml.Return, now time.Time) {
 
 // supported records a successful answer: a call that was unsupported is
 // back, and asked every time again.
-func (sc *supportCache) supported(c call) {
+func (sc *supportCache) supported(c ID) {
 	sc.mu.Lock()
 	defer sc.mu.Unlock()
 	st := &sc.state[c]

@@ -1,4 +1,4 @@
-package nvmlclient
+package figure
 
 import (
 	"math"
@@ -12,7 +12,8 @@ type Opt[T any] struct {
 	OK    bool
 }
 
-func some[T any](v T) Opt[T] { return Opt[T]{Value: v, OK: true} }
+// Some is v, read.
+func Some[T any](v T) Opt[T] { return Opt[T]{Value: v, OK: true} }
 
 // Engine names a utilization engine: the hw.gpu.task of semconv.
 type Engine int
@@ -21,7 +22,8 @@ const (
 	EngineGeneral Engine = iota
 	EngineEncoder
 	EngineDecoder
-	engineCount
+	// EngineCount is the number of engines.
+	EngineCount
 )
 
 // Sample is one reading of one GPU, in SI units. Every field is optional:
@@ -31,7 +33,7 @@ type Sample struct {
 
 	// Utilization of each engine, 0..1, averaged over the window since the
 	// previous sample.
-	Utilization [engineCount]Opt[float64]
+	Utilization [EngineCount]Opt[float64]
 	// MemoryControllerUtilization is the fraction of time memory was read or written,
 	// 0..1, over the same window.
 	MemoryControllerUtilization Opt[float64]
@@ -40,10 +42,10 @@ type Sample struct {
 	MemoryTotalBytes    Opt[uint64]
 	MemoryReservedBytes Opt[uint64]
 
-	// Values holds the plain figures (plain.go), in SI units, by figure:
+	// Values holds the plain figures (call/plain.go), in SI units, by figure:
 	// a temperature in °C, power in W, a clock in Hz, energy in J, the
 	// fan speed and other fractions 0..1.
-	Values [figureCount]Opt[float64]
+	Values [Count]Opt[float64]
 	// The plain figures read on the counters' cadence, off the scrape path
 	// (FromCounters), were taken at CountersTime.
 	FromCounters Figures
@@ -81,7 +83,8 @@ const (
 	ReasonHWThermalSlowdown
 	ReasonHWPowerBrakeSlowdown
 	ReasonDisplayClocks
-	clockEventReasonCount
+	// ClockEventReasonCount is the number of reasons.
+	ClockEventReasonCount
 )
 
 // Health is one reading of a GPU's health signals.
@@ -92,12 +95,12 @@ type Health struct {
 	RemappedCorrected, RemappedUncorrected Opt[int64]
 	RemapPending, RemapFailed              Opt[bool]
 	// Active clock-event reasons; absent when the call is not supported.
-	ClockEvents [clockEventReasonCount]Opt[bool]
+	ClockEvents [ClockEventReasonCount]Opt[bool]
 }
 
 // CounterStarts holds a time per counter of the Sample's Values, by
 // figure.
-type CounterStarts [figureCount]time.Time
+type CounterStarts [Count]time.Time
 
 // Value is plain figure f's value.
 func (s *Sample) Value(f Figure) Opt[float64] { return s.Values[f] }
@@ -119,7 +122,8 @@ const (
 	GPMFP16
 	GPMInteger
 	GPMDRAMBandwidth
-	gpmActivityCount
+	// GPMActivityCount is the number of activity metrics.
+	GPMActivityCount
 )
 
 // GPMTraffic names the GPM byte counters.
@@ -130,16 +134,17 @@ const (
 	GPMPCIeRX
 	GPMNVLinkTX
 	GPMNVLinkRX
-	gpmTrafficCount
+	// GPMTrafficCount is the number of traffic counters.
+	GPMTrafficCount
 )
 
 // GPMReading is what GPM measured over one window.
 type GPMReading struct {
-	Activity [gpmActivityCount]Opt[float64]
+	Activity [GPMActivityCount]Opt[float64]
 	// TrafficBytes are cumulative since Open: each window's rate times its
 	// length, added up, so that backends derive rates from a counter. The
 	// sum is kept in float64 (exact to 8 PiB) and handed out in whole bytes.
-	TrafficBytes [gpmTrafficCount]Opt[int64]
+	TrafficBytes [GPMTrafficCount]Opt[int64]
 }
 
 // Process is one process with a context on a GPU.
@@ -158,7 +163,7 @@ type Process struct {
 	SMUtil, MemoryControllerUtil, EncoderUtil, DecoderUtil Opt[float64]
 	// BusyShare is the process's share of the GPU's busy time since the
 	// previous read, 0..1, averaged over the share samples taken since
-	// (processes.go); the shares of a GPU's processes sum to 1. Absent
+	// (collect/processes.go); the shares of a GPU's processes sum to 1. Absent
 	// when no sample saw a busy process.
 	BusyShare Opt[float64]
 	// GPUInstanceID and ComputeInstanceID place the process on a MIG slice;

@@ -1,11 +1,13 @@
 //go:build cgo
 
-package nvmlclient
+package collect
 
 import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 )
 
 // activityCollector reads what the GPU's engines did over the scrape
@@ -31,17 +33,17 @@ type activityCollector struct {
 // so that the first scrape averages from the receiver's start, not over
 // whatever the ring buffer held before it; then, on a GPU with GPM, takes
 // the first GPM sample, so that the first read already has a window.
-func (a *activityCollector) prime(d *Device) {
-	r := &reading{d: d}
+func (a *activityCollector) prime(d *call.GPU) {
+	r := &reading{Reading: call.Reading{GPU: d}}
 	for k := range samplingCalls {
 		a.windowAverage(r, samplingKind(k), 0)
 	}
-	if !d.plan.gpm.hasGPM {
+	if !d.Plan.GPM.HasGPM {
 		return
 	}
-	a.gpmGeneral = d.plan.figures.Has(FigUtilization)
+	a.gpmGeneral = d.Plan.Figures.Has(figure.Utilization)
 	a.gpm.pending = true
-	a.gpm.startGated(d, d.handle.GpmSampleGet, "")
+	a.gpm.startGated(d, d.Handle.GpmSampleGet, "")
 }
 
 // read takes the GPM window, then the utilization:
@@ -55,53 +57,53 @@ func (a *activityCollector) prime(d *Device) {
 //
 // Where a window is empty or unsupported, the instant reading answers, so
 // that a series never goes silent.
-func (a *activityCollector) read(r *reading, s *Sample) {
-	d := r.d
+func (a *activityCollector) read(r *reading, s *figure.Sample) {
+	d := r.GPU
 	switch {
 	case a.gpm.pending:
-		a.gpm.startGated(d, d.handle.GpmSampleGet, "") // the start takes the window's first sample
+		a.gpm.startGated(d, d.Handle.GpmSampleGet, "") // the start takes the window's first sample
 	case a.gpm.supported:
-		s.GPM = r.gpmWindow(&a.gpm, d.plan.gpm.requests, d.handle.GpmSampleGet)
-		if s.GPM != nil && !s.GPM.Activity[GPMGraphicsActivity].OK {
+		s.GPM = r.gpmWindow(&a.gpm, d.Plan.GPM.Requests, d.Handle.GpmSampleGet)
+		if s.GPM != nil && !s.GPM.Activity[figure.GPMGraphicsActivity].OK {
 			a.gpmGeneral = false // the GPU's sample window answers instead
 		}
 	}
 
-	generalOn := d.plan.figures.Has(FigUtilization)
-	memOn := d.plan.figures.Has(FigMemoryController) && (!d.plan.gpm.hasGPM || a.memCtrlOnGPM)
-	var gpu, mem Opt[float64]
+	generalOn := d.Plan.Figures.Has(figure.Utilization)
+	memOn := d.Plan.Figures.Has(figure.MemoryController) && (!d.Plan.GPM.HasGPM || a.memCtrlOnGPM)
+	var gpu, mem figure.Opt[float64]
 	switch {
 	case !generalOn:
 	case a.gpmGeneral && !r.in.migMode:
 		if s.GPM != nil {
-			gpu = s.GPM.Activity[GPMGraphicsActivity]
+			gpu = s.GPM.Activity[figure.GPMGraphicsActivity]
 		}
 	default:
 		if v, ok := a.windowAverage(r, samplingGPU, 0); ok {
-			gpu = some(v)
+			gpu = figure.Some(v)
 		}
 	}
 	if memOn {
 		if v, ok := a.windowAverage(r, samplingMemory, 0); ok {
-			mem = some(v)
+			mem = figure.Some(v)
 		}
 	}
 	// Both windows fall back to the same instant getter (the read table's
 	// fallback of each).
-	if rates := readTable[callSamplesGPU].fallback; generalOn && !gpu.OK || memOn && !mem.OK {
+	if rates := call.Table[call.SamplesGPU].Fallback; generalOn && !gpu.OK || memOn && !mem.OK {
 		var u nvml.Utilization
-		if r.do(rates, func() (ret nvml.Return) { u, ret = d.handle.GetUtilizationRates(); return }) {
+		if r.Do(rates, func() (ret nvml.Return) { u, ret = d.Handle.GetUtilizationRates(); return }) {
 			if generalOn && !gpu.OK {
-				gpu = some(percentToFraction(float64(u.Gpu)))
+				gpu = figure.Some(percentToFraction(float64(u.Gpu)))
 			}
 			if memOn && !mem.OK {
-				mem = some(percentToFraction(float64(u.Memory)))
+				mem = figure.Some(percentToFraction(float64(u.Memory)))
 			}
 		}
 	}
-	s.Utilization[EngineGeneral], s.MemoryControllerUtilization = gpu, mem
-	s.Utilization[EngineEncoder] = a.readCodec(r, samplingEncoder, s.Time)
-	s.Utilization[EngineDecoder] = a.readCodec(r, samplingDecoder, s.Time)
+	s.Utilization[figure.EngineGeneral], s.MemoryControllerUtilization = gpu, mem
+	s.Utilization[figure.EngineEncoder] = a.readCodec(r, samplingEncoder, s.Time)
+	s.Utilization[figure.EngineDecoder] = a.readCodec(r, samplingDecoder, s.Time)
 	a.lastRead = s.Time
 }
 
@@ -114,11 +116,11 @@ func (a *activityCollector) windowAverage(r *reading, k samplingKind, span time.
 	w := &a.windows[k]
 	var vt nvml.ValueType
 	var samples []nvml.Sample
-	ret, made := r.call(sc.call, func() (ret nvml.Return) {
-		vt, samples, ret = r.d.handle.GetSamples(sc.typ, w.lastSeen)
+	ret, made := r.Call(sc.id, func() (ret nvml.Return) {
+		vt, samples, ret = r.GPU.Handle.GetSamples(sc.typ, w.lastSeen)
 		return ret
 	})
-	if !made || ret == nvml.ERROR_NOT_FOUND || !r.result(sc.call, ret) {
+	if !made || ret == nvml.ERROR_NOT_FOUND || !r.Result(sc.id, ret) {
 		return 0, false // NOT_FOUND: no sample newer than lastSeen
 	}
 	mean, ok := w.average(vt, samples, span)
@@ -130,11 +132,11 @@ func (a *activityCollector) windowAverage(r *reading, k samplingKind, span time.
 // (1.4 ms) only while the engine is busy now or was at the previous read.
 // A burst that falls wholly between two idle reads is missed; any other is
 // averaged over the interval.
-func (a *activityCollector) readCodec(r *reading, k samplingKind, now time.Time) Opt[float64] {
+func (a *activityCollector) readCodec(r *reading, k samplingKind, now time.Time) figure.Opt[float64] {
 	w := &a.windows[k]
-	instant := readTable[samplingCalls[k].call].fallback
+	instant := call.Table[samplingCalls[k].id].Fallback
 	var v float64
-	instOK := r.do(instant, func() (ret nvml.Return) { v, ret = readTable[instant].get(r.d.handle); return })
+	instOK := r.Do(instant, func() (ret nvml.Return) { v, ret = call.Table[instant].Get(r.GPU.Handle); return })
 	if !instOK || v > 0 || w.active {
 		// Only the samples of this interval: the window was not read
 		// while the engine was idle. By the device clock.
@@ -144,13 +146,13 @@ func (a *activityCollector) readCodec(r *reading, k samplingKind, now time.Time)
 		}
 		if mean, ok := a.windowAverage(r, k, span); ok {
 			w.active = mean > 0 || v > 0
-			return some(mean)
+			return figure.Some(mean)
 		}
 	}
 	if !instOK {
 		w.active = false
-		return Opt[float64]{}
+		return figure.Opt[float64]{}
 	}
 	w.active = v > 0
-	return some(percentToFraction(v))
+	return figure.Some(percentToFraction(v))
 }

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvmlclient
+package collect
 
 import (
 	"fmt"
@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
 	"go.uber.org/zap"
 )
@@ -43,7 +45,7 @@ type migCollector struct {
 
 // migDevice is one MIG device of a Device, touched only under its device's use (guard/use.go).
 type migDevice struct {
-	info   MIGInfo
+	info   figure.MIGInfo
 	handle nvml.Device
 	raw    raw.Device // the C handle, for the bounded list calls
 	gpm    gpmState   // per GPU instance, on the first MIG device of it only
@@ -60,9 +62,9 @@ type migDevice struct {
 const migRelist = time.Minute
 
 // prime lists the MIG devices of a GPU in MIG mode, and starts the GPM
-// of their GPU instances where the GPU has GPM (readPlan.gpm). A GPU not in
+// of their GPU instances where the GPU has GPM (call.GPMPlan). A GPU not in
 // MIG mode, or a driver without MIG, has none.
-func (mc *migCollector) prime(d *Device) {
+func (mc *migCollector) prime(d *call.GPU) {
 	mc.relist(d)
 }
 
@@ -71,11 +73,11 @@ func (mc *migCollector) prime(d *Device) {
 // looked up and starts its GPM, the GPM of one gone is freed. A layout
 // that cannot be read keeps the last one (none at priming: the GPU is
 // reported as a whole), until the next listing.
-func (mc *migCollector) relist(d *Device) {
-	mc.listedAt, mc.stale = d.plan.now(), false
+func (mc *migCollector) relist(d *call.GPU) {
+	mc.listedAt, mc.stale = d.Plan.Now(), false
 	defer func() {
 		if p := recover(); p != nil {
-			d.logOnce("mig-panic", func(l *zap.Logger) {
+			d.LogOnce("mig-panic", func(l *zap.Logger) {
 				l.Warn("Cannot list MIG devices; the last layout stands (at start: the GPU is reported as a whole)", zap.Any("panic", p))
 			})
 		}
@@ -98,8 +100,8 @@ func (mc *migCollector) relist(d *Device) {
 			continue
 		}
 		changed = true
-		f.info.Profile = d.migProfile(f.handle, int(f.info.GPUInstanceID))
-		if raw, ret := d.sess.raw.Device(f.info.UUID); ret == nvml.SUCCESS {
+		f.info.Profile = migProfile(d, f.handle, int(f.info.GPUInstanceID))
+		if raw, ret := d.Session.Raw.Device(f.info.UUID); ret == nvml.SUCCESS {
 			f.raw = raw
 		}
 	}
@@ -115,13 +117,13 @@ func (mc *migCollector) relist(d *Device) {
 		switch {
 		case !m.first:
 			mc.retire(d, m) // no longer its instance's first
-		case !m.gpm.supported && !m.gpm.pending && d.plan.gpm.hasGPM:
+		case !m.gpm.supported && !m.gpm.pending && d.Plan.GPM.HasGPM:
 			m.gpm.pending = true
-			m.gpm.startGated(d, d.migSampleGet(m), m.info.UUID)
+			m.gpm.startGated(d, migSampleGet(d, m), m.info.UUID)
 		}
 	}
 	mc.setDevices(found)
-	d.logger.Info("GPU is in MIG mode", zap.Int("mig_devices", len(found)))
+	d.Logger.Info("GPU is in MIG mode", zap.Int("mig_devices", len(found)))
 }
 
 // setDevices makes devices the collector's.
@@ -139,10 +141,10 @@ func (mc *migCollector) count() int {
 }
 
 // infos lists the MIG devices, for Inventory.
-func (mc *migCollector) infos() []MIGInfo {
+func (mc *migCollector) infos() []figure.MIGInfo {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
-	out := make([]MIGInfo, 0, len(mc.devices))
+	out := make([]figure.MIGInfo, 0, len(mc.devices))
 	for _, m := range mc.devices {
 		out = append(out, m.info)
 	}
@@ -151,12 +153,12 @@ func (mc *migCollector) infos() []MIGInfo {
 
 // retire frees m's GPM samples under the GPM gate, as any GPM call; while
 // another GPU holds the gate past its allowance they wait for Close.
-func (mc *migCollector) retire(d *Device, m *migDevice) {
+func (mc *migCollector) retire(d *call.GPU, m *migDevice) {
 	if m.gpm.prev == nil && m.gpm.cur == nil {
 		m.gpm.pending = false
 		return
 	}
-	gate := d.sess.gpm.Enter()
+	gate := d.Session.GPM.Enter()
 	if gate == nil {
 		mc.retired = append(mc.retired, m)
 		return
@@ -167,23 +169,23 @@ func (mc *migCollector) retire(d *Device, m *migDevice) {
 
 // list reads the GPU's MIG devices; ok is false when the layout could not
 // be read (the count failed, or the driver's call panicked).
-func (mc *migCollector) list(d *Device) (found []*migDevice, ok bool) {
-	sym := d.symbols
-	if !sym.mig {
+func (mc *migCollector) list(d *call.GPU) (found []*migDevice, ok bool) {
+	sym := d.Symbols
+	if !sym.MIG {
 		return nil, true
 	}
-	if mode, _, ret := d.handle.GetMigMode(); ret != nvml.SUCCESS || mode != nvml.DEVICE_MIG_ENABLE {
+	if mode, _, ret := d.Handle.GetMigMode(); ret != nvml.SUCCESS || mode != nvml.DEVICE_MIG_ENABLE {
 		return nil, true
 	}
-	n, ret := d.handle.GetMaxMigDeviceCount()
+	n, ret := d.Handle.GetMaxMigDeviceCount()
 	if ret != nvml.SUCCESS {
-		d.logOnce("mig-count", func(l *zap.Logger) {
+		d.LogOnce("mig-count", func(l *zap.Logger) {
 			l.Warn("GPU is in MIG mode but its MIG devices cannot be counted", zap.String("nvml.return", ret.Error()))
 		})
 		return nil, false
 	}
 	for i := 0; i < n; i++ {
-		h, ret := d.handle.GetMigDeviceHandleByIndex(i)
+		h, ret := d.Handle.GetMigDeviceHandleByIndex(i)
 		if ret != nvml.SUCCESS {
 			continue // an empty slot
 		}
@@ -196,7 +198,7 @@ func (mc *migCollector) list(d *Device) (found []*migDevice, ok bool) {
 		if ret1 != nvml.SUCCESS || ret2 != nvml.SUCCESS {
 			continue
 		}
-		found = append(found, &migDevice{handle: h, info: MIGInfo{UUID: uuid, ParentUUID: d.Info.UUID,
+		found = append(found, &migDevice{handle: h, info: figure.MIGInfo{UUID: uuid, ParentUUID: d.UUID,
 			GPUInstanceID: uint32(gi), ComputeInstanceID: uint32(ci)}})
 	}
 	return found, true
@@ -209,9 +211,9 @@ func migGone(ret nvml.Return) bool {
 }
 
 // migSampleGet takes a GPM sample of m's GPU instance.
-func (d *Device) migSampleGet(m *migDevice) func(nvml.GpmSample) nvml.Return {
+func migSampleGet(d *call.GPU, m *migDevice) func(nvml.GpmSample) nvml.Return {
 	gi := int(m.info.GPUInstanceID)
-	return func(smp nvml.GpmSample) nvml.Return { return d.handle.GpmMigSampleGet(gi, smp) }
+	return func(smp nvml.GpmSample) nvml.Return { return d.Handle.GpmMigSampleGet(gi, smp) }
 }
 
 // markFirstInInstance marks, in each GPU instance, the MIG device with the
@@ -231,8 +233,8 @@ func markFirstInInstance(migs []*migDevice) {
 // migProfile names a MIG device's profile as nvidia-smi does:
 // "<slices>g.<GiB>gb". The GPU instance's profile is exact but needs a
 // privileged user; the MIG device's own attributes need none.
-func (d *Device) migProfile(mig nvml.Device, giID int) string {
-	if name := d.migProfileFromInstance(giID); name != "" {
+func migProfile(d *call.GPU, mig nvml.Device, giID int) string {
+	if name := migProfileFromInstance(d, giID); name != "" {
 		return name
 	}
 	if a, ret := mig.GetAttributes(); ret == nvml.SUCCESS && a.GpuInstanceSliceCount > 0 {
@@ -244,8 +246,8 @@ func (d *Device) migProfile(mig nvml.Device, giID int) string {
 // migProfileFromInstance finds the GPU instance's profile. Profiles are
 // asked for by index, while a GPU instance carries the profile's id (on
 // Hopper, 1g is id 19 at index 0), so the indices are searched for the id.
-func (d *Device) migProfileFromInstance(giID int) string {
-	gi, ret := d.handle.GetGpuInstanceById(giID)
+func migProfileFromInstance(d *call.GPU, giID int) string {
+	gi, ret := d.Handle.GetGpuInstanceById(giID)
 	if ret != nvml.SUCCESS {
 		return ""
 	}
@@ -254,7 +256,7 @@ func (d *Device) migProfileFromInstance(giID int) string {
 		return ""
 	}
 	for i := 0; i < nvml.GPU_INSTANCE_PROFILE_COUNT; i++ {
-		p, ret := d.handle.GetGpuInstanceProfileInfo(i)
+		p, ret := d.Handle.GetGpuInstanceProfileInfo(i)
 		if ret == nvml.SUCCESS && p.Id == info.ProfileId {
 			return migProfileName(p.SliceCount, p.MemorySizeMB)
 		}
@@ -274,31 +276,31 @@ func migProfileName(slices uint32, memoryMiB uint64) string {
 // The layout is read again first when it is due (migRelist) or a MIG
 // device answered as destroyed. A MIG device that answers so now is left
 // out of the sample, without a failure: no series outlives its device.
-func (mc *migCollector) read(r *reading, s *Sample) {
-	if mc.stale || r.d.plan.now().Sub(mc.listedAt) >= migRelist {
-		mc.relist(r.d)
+func (mc *migCollector) read(r *reading, s *figure.Sample) {
+	if mc.stale || r.GPU.Plan.Now().Sub(mc.listedAt) >= migRelist {
+		mc.relist(r.GPU)
 	}
 	for _, m := range mc.devices {
-		ms := MIGSample{Info: m.info, FirstInInstance: m.first}
-		var used, total, reserved Opt[uint64]
+		ms := figure.MIGSample{Info: m.info, FirstInInstance: m.first}
+		var used, total, reserved figure.Opt[uint64]
 		if m.first {
-			ret, made := r.call(callMIGMemoryInfo, func() (ret nvml.Return) {
-				used, total, reserved, ret = memoryOf(m.handle, r.d.symbols.memoryInfoV2)
+			ret, made := r.Call(call.MIGMemoryInfo, func() (ret nvml.Return) {
+				used, total, reserved, ret = memoryOf(m.handle, r.GPU.Symbols.MemoryInfoV2)
 				return ret
 			})
 			if made && migGone(ret) {
 				mc.stale = true
 				continue
 			}
-			if made && r.result(callMIGMemoryInfo, ret) {
+			if made && r.Result(call.MIGMemoryInfo, ret) {
 				ms.MemoryUsedBytes, ms.MemoryTotalBytes, ms.MemoryReservedBytes = used, total, reserved
 			}
 		}
 		switch {
 		case m.gpm.pending:
-			m.gpm.startGated(r.d, r.d.migSampleGet(m), m.info.UUID)
+			m.gpm.startGated(r.GPU, migSampleGet(r.GPU, m), m.info.UUID)
 		case m.gpm.supported:
-			ms.GPM = r.gpmWindow(&m.gpm, r.d.plan.gpm.requests, r.d.migSampleGet(m))
+			ms.GPM = r.gpmWindow(&m.gpm, r.GPU.Plan.GPM.Requests, migSampleGet(r.GPU, m))
 		}
 		if mc.processes {
 			var own, gone bool
@@ -322,10 +324,10 @@ func (mc *migCollector) read(r *reading, s *Sample) {
 // Where it gives nothing (own is false), the parent's list answers, joined
 // by Read after every collector (joinParentProcesses). gone says the MIG
 // device answered as destroyed.
-func (r *reading) migProcesses(m *migDevice) (out []Process, own, gone bool) {
+func (r *reading) migProcesses(m *migDevice) (out []figure.Process, own, gone bool) {
 	var infos []nvml.ProcessInfo
-	ret, made := r.call(callMIGProcesses, func() (ret nvml.Return) {
-		infos, ret = runningProcesses(m.raw, m.handle, false)
+	ret, made := r.Call(call.MIGProcesses, func() (ret nvml.Return) {
+		infos, ret = call.RunningProcesses(m.raw, m.handle, false)
 		return ret
 	})
 	if made && migGone(ret) {
@@ -333,9 +335,9 @@ func (r *reading) migProcesses(m *migDevice) (out []Process, own, gone bool) {
 	}
 	// A plain failure is asked again at the next read, and costs nothing
 	// meanwhile: the parent's list answers.
-	if made && classify(ret) != outcomeFailed && r.result(callMIGProcesses, ret) {
+	if made && call.Classify(ret) != call.OutcomeFailed && r.Result(call.MIGProcesses, ret) {
 		for _, in := range infos {
-			out = append(out, Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
+			out = append(out, figure.Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
 				GPUInstanceID: m.info.GPUInstanceID, ComputeInstanceID: m.info.ComputeInstanceID})
 		}
 		return out, true, false
@@ -346,7 +348,7 @@ func (r *reading) migProcesses(m *migDevice) (out []Process, own, gone bool) {
 // joinParentProcesses gives each MIG device of s listed in fromParent the
 // processes of the parent's list that carry its instance ids. Its entries
 // lack utilization, which NVML does not give in MIG mode.
-func joinParentProcesses(s *Sample, fromParent []int) {
+func joinParentProcesses(s *figure.Sample, fromParent []int) {
 	for _, i := range fromParent {
 		ms := &s.MIG[i]
 		for _, p := range s.Processes {

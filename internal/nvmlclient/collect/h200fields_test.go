@@ -1,6 +1,6 @@
 //go:build cgo && h200probe
 
-package nvmlclient
+package collect
 
 // The fields probe: what the cheap-field batch (nvmlDeviceGetFieldValues)
 // and GPM's utilization metrics read, beside the getters they replace, on a
@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -174,4 +175,10 @@ func TestH200Fields(t *testing.T) {
 		s1.Free()
 		s2.Free()
 	}
+}
+
+// p50max gives the median and the maximum of ds.
+func p50max(ds []time.Duration) string {
+	slices.Sort(ds)
+	return fmt.Sprintf("p50 %7.3f ms  max %7.3f ms", float64(ds[len(ds)/2].Microseconds())/1000, float64(ds[len(ds)-1].Microseconds())/1000)
 }

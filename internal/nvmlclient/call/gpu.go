@@ -1,0 +1,144 @@
+//go:build cgo
+
+package call
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
+)
+
+// GPU is one GPU as its calls see it, the handle the collectors read
+// through: its NVML handles, the session it shares, what a read asks of it
+// (Plan) and what its calls answered (the book: support cache, failures,
+// logs, timings). nvmlclient's Device holds one, beside its use and its
+// collectors.
+type GPU struct {
+	Lib     nvml.Interface
+	Handle  nvml.Device
+	Raw     raw.Device // the C handle, for the bounded list calls (listcalls.go); set at priming
+	Symbols Symbols
+	UUID    string
+	Logger  *zap.Logger
+	Session *Session // set at Open, once the session is made
+	Plan    Plan
+	book    book
+}
+
+// Session is what the GPUs of one NVML session share.
+type Session struct {
+	Calls *guard.Inflight // the session's NVML calls in flight
+	Lane  *guard.Guard    // one GPU's reads at a time across the session
+	GPM   *guard.Guard    // one GPM call sequence at a time across the session's GPUs
+	Raw   *raw.Lib        // the bounded list calls; nil on go-nvml's mocks
+	Lost  *logonce.Log    // the GPUs logged lost, across the client's sessions
+}
+
+// Plan is what a read asks for: set at Open (Configure), and HasGPM when
+// the device primes.
+type Plan struct {
+	// Wanted says which calls answer an asked-for figure.
+	Wanted [All]bool
+	// Figures are the figures asked for; LeftOut counts what failed calls
+	// drop (nvmlclient.WithLeftOutCount).
+	Figures figure.Figures
+	LeftOut func(figure.Figures) int
+	Now     func() time.Time // times GPM windows, backoffs and the energy cadence
+	GPM     GPMPlan          // what the GPU's and its MIG devices' GPM windows ask for
+}
+
+// book is what the device's calls answered.
+type book struct {
+	// support caches NOT_SUPPORTED answers, with a backoff (support.go).
+	support supportCache
+	// once remembers what was logged once (LogOnce); callLog, what the log
+	// said of each failing call (LogCalls).
+	once    *logonce.Log
+	callLog *logonce.Log
+	// failing is each call's failure (LogCalls, under logMu);
+	// failingCount, how many fail now, lets a success skip the lock while
+	// none does.
+	logMu        sync.Mutex
+	failing      [All]callState
+	failingCount atomic.Int32
+	stats        [All]callStat
+	panics       atomic.Int64 // recovered inside reads (panics.go)
+}
+
+// maxLoggedOnce bounds a device's memory of lines logged once: a few per
+// call and GPM metric.
+const maxLoggedOnce = 256
+
+// NewGPU returns the GPU of handle h, every call wanted and every figure
+// asked for until Configure, on the system clock.
+func NewGPU(lib nvml.Interface, h nvml.Device, uuid string, sym Symbols, logger *zap.Logger) *GPU {
+	d := &GPU{Lib: lib, Handle: h, Symbols: sym, UUID: uuid, Logger: logger,
+		Plan: Plan{Now: time.Now, Figures: figure.All, LeftOut: figure.Figures.Len}}
+	d.book.once = logonce.New(maxLoggedOnce)
+	d.book.callLog = logonce.New(int(All), logonce.WithHoldOff(FlapHoldOff), logonce.WithClock(func() time.Time { return d.Plan.Now() }))
+	for c := range d.Plan.Wanted {
+		d.Plan.Wanted[c] = true
+	}
+	d.book.support.once = d.book.once
+	for c := range sym.missing {
+		// Known absent before the first call: skipped for good, without a
+		// log line per device (the library, not the GPU, lacks it).
+		d.book.support.markMissing(c)
+	}
+	return d
+}
+
+// Configure asks for figs: a call is wanted only while a figure it
+// answers is asked for. leftOut, where set, counts what failed calls
+// leave out; now, where set, is the clock of the reads.
+func (d *GPU) Configure(figs figure.Figures, leftOut func(figure.Figures) int, now func() time.Time) {
+	if now != nil {
+		d.Plan.Now = now
+	}
+	if leftOut != nil {
+		d.Plan.LeftOut = leftOut
+	}
+	d.Plan.Figures = figs
+	fields := false
+	for c := range Table {
+		spec := &Table[c]
+		d.Plan.Wanted[c] = figs.Any(spec.Figures)
+		fields = fields || spec.Field != 0 && d.Plan.Wanted[c]
+	}
+	d.Plan.Wanted[FieldValues] = fields
+	d.Plan.GPM = planGPM(figs)
+	gpm := d.Plan.GPM.Figures != 0
+	d.Plan.Wanted[GPMSampleGet], d.Plan.Wanted[GPMMetricsGet] = gpm, gpm
+}
+
+// LogOnce runs log the first time key is seen on this device.
+func (d *GPU) LogOnce(key string, log func(*zap.Logger)) {
+	if d.book.once.Once(key) {
+		log(d.Logger)
+	}
+}
+
+// FlushSupportLogs logs the calls found unsupported, and those back, since
+// the last flush (support.go).
+func (d *GPU) FlushSupportLogs() { d.book.support.flushLogs(d.Logger) }
+
+// LeftOutBy counts what the failed calls leave out: the asked-for figures
+// they answer, as nvmlclient.WithLeftOutCount counts them; at least 1.
+func (d *GPU) LeftOutBy(failed []*Error) int {
+	var figs figure.Figures
+	for _, f := range failed {
+		figs |= Table[f.id].Figures
+		if f.id == GPMSampleGet || f.id == GPMMetricsGet {
+			figs |= d.Plan.GPM.Figures
+		}
+	}
+	return max(d.Plan.LeftOut(figs&d.Plan.Figures), 1)
+}

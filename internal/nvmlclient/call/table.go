@@ -1,0 +1,192 @@
+//go:build cgo
+
+package call
+
+import (
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+)
+
+// The read table: every NVML read of a GPU, the figures it answers, and
+// for the simple ones how its value lands in the Sample. A call is made
+// only while a figure it answers is asked for (nvmlclient.WithFigures), so that every
+// NVML call of a scrape answers to an enabled metric of the receiver.
+// NOT_SUPPORTED, FUNCTION_NOT_FOUND and NO_PERMISSION are cached per call
+// and asked again with a backoff (support.go); meanwhile the row's figure
+// is absent, or its fallback row answers where it has one. Costs are p50
+// CPU per call on an H200 (driver 580, docs/runs/h200-runs.md).
+//
+// The plain figures, one NVML value each, are rows of plainReads
+// (plain.go); the rows here have readers of their own.
+
+// Spec is one row of the read table.
+type Spec struct {
+	Name string // as logged and in CallStats
+	// Symbol is the C entry point checked at Open: calling one the library
+	// lacks kills the process. Empty: every supported driver has it.
+	Symbol string
+	// Figures are what the call answers; it is made only while one of them
+	// is asked for. None: it serves other rows (the GPM sample and the
+	// field batch).
+	Figures figure.Figures
+	// Field is the nvmlFieldValue id of a row read as one field of the
+	// per-GPU GetFieldValues batch (collect/fields.go); 0: not a field.
+	Field uint32
+	// Get is a plain getter: one NVML call, one value. Rows without it
+	// and without field are read by their own reader (named in the
+	// comment above them).
+	Get func(nvml.Device) (float64, nvml.Return)
+	// Per is how many of the raw units make one of the Sample's (0: 1).
+	Per float64
+	// Land puts the value, in the Sample's unit, where it belongs.
+	Land func(*figure.Sample, float64)
+	// Fallback answers for the figure when this call gives nothing: not
+	// supported, or a sample window with no new sample. None: the
+	// figure is absent.
+	Fallback ID
+	// Costly marks a read too costly for every scrape: it is read on the
+	// counters' cadence, off the scrape path, and reported with its
+	// reading's time (collect/counters.go).
+	Costly bool
+	// Cumulative marks a counter: it never goes down but by a reset
+	// (keptCounter.keep), and a reset gives it a new start.
+	Cumulative bool
+	// Links, on a field row, reads the field once per NVLink and folds the
+	// links that answer into one value;
+	// Decode, where set, turns a raw
+	// field value into a number first.
+	Links  LinkFold
+	Decode func(float64) float64
+	// Fig is a plain row's figure (plain.go), whose value land puts in
+	// Sample.Values;
+	// Valid, where set, says which raw values are readings.
+	Fig   figure.Figure
+	Valid func(float64) bool
+}
+
+// LinkFold is how a per-link field row makes one value of its links.
+type LinkFold int
+
+const (
+	LinksNone LinkFold = iota // not per link: one field, scope 0
+	LinksSum                  // a count over the GPU: the sum of its links'
+	LinksMax                  // the worst link's
+)
+
+// Value converts a raw reading to the Sample's unit.
+func (s *Spec) Value(raw float64) float64 {
+	if s.Per == 0 {
+		return raw
+	}
+	return raw / s.Per
+}
+
+// getter wraps a one-value NVML getter for a row.
+func getter[T uint32 | uint64 | int](get func(nvml.Device) (T, nvml.Return)) func(nvml.Device) (float64, nvml.Return) {
+	return func(h nvml.Device) (float64, nvml.Return) {
+		v, ret := get(h)
+		return float64(v), ret
+	}
+}
+
+// fixedReads are the reads with readers of their own; Table adds the
+// plain ones (plain.go).
+var fixedReads = [fixedCount]Spec{
+	// Utilization (collect/sampling.go). On GPUs with GPM the general figure is
+	// GPM's graphics utilization over the scrape window (GPMActivityMetrics); the
+	// GPU window below serves GPUs without GPM. Encoder and decoder read
+	// the instant getter, and their window only while the engine is active.
+	// A window costs 1.4 ms, the instant getters <0.05 ms.
+	SamplesGPU: {Name: "nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.Utilization),
+		Fallback: UtilizationRates},
+	SamplesMemory: {Name: "nvmlDeviceGetSamples(MEMORY_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.MemoryController),
+		Fallback: UtilizationRates},
+	SamplesEncoder: {Name: "nvmlDeviceGetSamples(ENC_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.Utilization),
+		Fallback: EncoderUtilization},
+	SamplesDecoder: {Name: "nvmlDeviceGetSamples(DEC_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.Utilization),
+		Fallback: DecoderUtilization},
+	UtilizationRates: {Name: "nvmlDeviceGetUtilizationRates", Figures: figure.Of(figure.Utilization, figure.MemoryController)},
+	EncoderUtilization: {Name: "nvmlDeviceGetEncoderUtilization", Figures: figure.Of(figure.Utilization),
+		Get: getter(func(h nvml.Device) (uint32, nvml.Return) { v, _, ret := h.GetEncoderUtilization(); return v, ret })},
+	DecoderUtilization: {Name: "nvmlDeviceGetDecoderUtilization", Figures: figure.Of(figure.Utilization),
+		Get: getter(func(h nvml.Device) (uint32, nvml.Return) { v, _, ret := h.GetDecoderUtilization(); return v, ret })},
+
+	// Memory (collect/getters.go, the MIG collector): used, total and reserved in one call.
+	MemoryInfo:    {Name: "nvmlDeviceGetMemoryInfo", Figures: figure.Of(figure.Memory)},
+	MIGMemoryInfo: {Name: "nvmlDeviceGetMemoryInfo(MIG device)", Figures: figure.Of(figure.Memory)},
+
+	// Processes (collect/processes.go): the lists (0.01 ms), then their utilization
+	// (1.4-1.6 ms) only when a list holds a process. All or nothing: a
+	// failed call drops the whole list.
+	ComputeProcesses: {Name: "nvmlDeviceGetComputeRunningProcesses", Symbol: "nvmlDeviceGetComputeRunningProcesses",
+		Figures: figure.Of(figure.Processes)},
+	GraphicsProcesses: {Name: "nvmlDeviceGetGraphicsRunningProcesses", Symbol: "nvmlDeviceGetGraphicsRunningProcesses",
+		Figures: figure.Of(figure.Processes)},
+	ProcessUtilization: {Name: "nvmlDeviceGetProcessUtilization", Symbol: "nvmlDeviceGetProcessUtilization",
+		Figures: figure.Of(figure.ProcessUtilization)},
+	// A MIG device's own list (collect/mig.go); where it is not supported, the
+	// parent's list answers for it.
+	MIGProcesses: {Name: "nvmlDeviceGetComputeRunningProcesses(MIG device)", Symbol: "nvmlDeviceGetComputeRunningProcesses",
+		Figures: figure.Of(figure.Processes)},
+
+	// GPM (collect/gpm.go): one sample (0.05 ms) and one metrics call (0.9-1.7 ms)
+	// per GPU per scrape, asking only for the asked-for figures
+	// (GPMActivityMetrics, GPMTrafficMetrics, gpm.go). All or nothing.
+	GPMSampleGet:  {Name: "nvmlGpmSampleGet"},
+	GPMMetricsGet: {Name: "nvmlGpmMetricsGet"},
+
+	// Health, <0.05 ms each. ECC and remapped rows cost 0.015 ms as
+	// getters or as fields alike: they stay on their getters, read at every
+	// scrape.
+	ECCCorrected: {Name: "nvmlDeviceGetTotalEccErrors(CORRECTED)", Symbol: "nvmlDeviceGetTotalEccErrors",
+		Figures: figure.Of(figure.ECCCorrected),
+		Get: getter(func(h nvml.Device) (uint64, nvml.Return) {
+			return h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC)
+		}),
+		Land: func(s *figure.Sample, v float64) { s.Health.ECCCorrected = figure.Some(uint64(v)) }},
+	ECCUncorrected: {Name: "nvmlDeviceGetTotalEccErrors(UNCORRECTED)", Symbol: "nvmlDeviceGetTotalEccErrors",
+		Figures: figure.Of(figure.ECCUncorrected),
+		Get: getter(func(h nvml.Device) (uint64, nvml.Return) {
+			return h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
+		}),
+		Land: func(s *figure.Sample, v float64) { s.Health.ECCUncorrected = figure.Some(uint64(v)) }},
+	// Remapped rows answer four figures in one call (collect/health.go).
+	RemappedRows: {Name: "nvmlDeviceGetRemappedRows", Symbol: "nvmlDeviceGetRemappedRows", Figures: figure.Of(figure.RemappedRows)},
+	ClockEventReasons: {Name: "nvmlDeviceGetCurrentClocksEventReasons", Symbol: "nvmlDeviceGetCurrentClocksEventReasons",
+		Figures: figure.Of(figure.ClockEvents), Get: getter(nvml.Device.GetCurrentClocksEventReasons), Land: landClockEvents},
+	// The batch: 0.015 ms with the memory temperature alone; the
+	// counters' batch 1.25 ms.
+	FieldValues: {Name: "nvmlDeviceGetFieldValues", Symbol: "nvmlDeviceGetFieldValues"},
+}
+
+// String is the call as logged.
+func (c ID) String() string {
+	if c <= None || c >= All {
+		return "NVML read"
+	}
+	return Table[c].Name
+}
+
+// clockEventBits are the reasons' bits of
+// nvmlDeviceGetCurrentClocksEventReasons.
+var clockEventBits = [figure.ClockEventReasonCount]uint64{
+	figure.ReasonGPUIdle:              nvml.ClocksEventReasonGpuIdle,
+	figure.ReasonApplicationsClocks:   nvml.ClocksEventReasonApplicationsClocksSetting,
+	figure.ReasonSWPowerCap:           nvml.ClocksEventReasonSwPowerCap,
+	figure.ReasonHWSlowdown:           nvml.ClocksThrottleReasonHwSlowdown,
+	figure.ReasonSyncBoost:            nvml.ClocksEventReasonSyncBoost,
+	figure.ReasonSWThermalSlowdown:    nvml.ClocksEventReasonSwThermalSlowdown,
+	figure.ReasonHWThermalSlowdown:    nvml.ClocksThrottleReasonHwThermalSlowdown,
+	figure.ReasonHWPowerBrakeSlowdown: nvml.ClocksThrottleReasonHwPowerBrakeSlowdown,
+	figure.ReasonDisplayClocks:        nvml.ClocksEventReasonDisplayClockSetting,
+}
+
+// landClockEvents sets each reason from the bits of
+// nvmlDeviceGetCurrentClocksEventReasons.
+func landClockEvents(s *figure.Sample, bits float64) {
+	v := uint64(bits)
+	for reason, bit := range clockEventBits {
+		s.Health.ClockEvents[reason] = figure.Some(v&bit != 0)
+	}
+}

@@ -1,0 +1,32 @@
+//go:build cgo
+
+package collect
+
+import (
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+)
+
+// Health signals: what operators get paged on. ECC errors and row remapping
+// say the memory is wearing out, clock-event reasons say why the GPU runs
+// below its clocks now, and the violation counters say for how long it has.
+
+// healthCollector reads the remapped rows; the other health figures are
+// plain rows of the read table.
+type healthCollector struct{}
+
+func (*healthCollector) prime(*call.GPU) {}
+
+// read reads the remapped rows, four figures of one call; the other
+// health figures are plain rows of the read table.
+func (*healthCollector) read(r *reading, s *figure.Sample) {
+	out := &s.Health
+	var corr, unc int
+	var pending, failed bool
+	if r.Do(call.RemappedRows, func() (ret nvml.Return) { corr, unc, pending, failed, ret = r.GPU.Handle.GetRemappedRows(); return }) {
+		out.RemappedCorrected, out.RemappedUncorrected = figure.Some(int64(corr)), figure.Some(int64(unc))
+		out.RemapPending, out.RemapFailed = figure.Some(pending), figure.Some(failed)
+	}
+}

@@ -1,0 +1,63 @@
+package figure
+
+import "math/bits"
+
+// Figure names one thing a GPU's read can give: a figure of the Sample,
+// or a group of figures that one NVML call answers together. The receiver
+// maps each of its enabled metrics to the figures it needs and asks for
+// those (nvmlclient.WithFigures). A call is made only while a figure it
+// answers is asked for.
+type Figure uint
+
+// The figures read by their own code. The plain figures, one NVML value
+// each, follow them (figures_gen.go): each is one row of the plain read
+// table (call/plain.go), whose figure constant is generated from the row.
+const (
+	Utilization        Figure = iota // Sample.Utilization (every engine)
+	MemoryController                 // Sample.MemoryControllerUtilization
+	Memory                           // Sample.Memory*Bytes, and each MIG device's
+	Processes                        // Sample.Processes: the lists (with WithProcesses)
+	ProcessUtilization               // each Process's engine utilization
+	ECCCorrected                     // Health.ECCCorrected
+	ECCUncorrected                   // Health.ECCUncorrected
+	RemappedRows                     // Health.Remapped*, RemapPending, RemapFailed
+	ClockEvents                      // Health.ClockEvents
+	SMActivity                       // GPM: GPMReading.Activity[GPMSMActivity]
+	SMOccupancy                      // GPM: GPMSMOccupancy
+	GraphicsActivity                 // GPM: GPMGraphicsActivity
+	TensorActivity                   // GPM: GPMTensorActivity
+	TensorPipes                      // GPM: GPMTensorHMMA..DFMA
+	Pipes                            // GPM: GPMFP64..GPMInteger
+	DRAMBandwidth                    // GPM: GPMDRAMBandwidth
+	PCIeTraffic                      // GPM: TrafficBytes[GPMPCIeTX, GPMPCIeRX]
+	NVLinkTraffic                    // GPM: TrafficBytes[GPMNVLinkTX, GPMNVLinkRX]
+	// FirstPlain is the first plain figure's (figures_gen.go).
+	FirstPlain
+)
+
+// Figures is a set of figures.
+type Figures uint64
+
+// All asks for every figure: what a Client reads without WithFigures.
+const All = Figures(1)<<Count - 1
+
+// A set holds at most 64 figures.
+var _ = [64 - Count]struct{}{}
+
+// Of returns the set of fs.
+func Of(fs ...Figure) Figures {
+	var out Figures
+	for _, f := range fs {
+		out |= 1 << f
+	}
+	return out
+}
+
+// Has reports whether f is in the set.
+func (s Figures) Has(f Figure) bool { return s&(1<<f) != 0 }
+
+// Any reports whether the sets share a figure.
+func (s Figures) Any(o Figures) bool { return s&o != 0 }
+
+// Len is the number of figures in the set.
+func (s Figures) Len() int { return bits.OnesCount64(uint64(s)) }
