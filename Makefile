@@ -260,7 +260,7 @@ demo-check: build $(FAKENVML) $(DEMOKUBELET)
 rules:
 	@test -x $(PROMTOOL) || { echo "promtool not found at $(PROMTOOL): apt-get install prometheus, or set PROMTOOL="; exit 1; }
 	$(PROMTOOL) check rules deploy/prometheus/rules.yaml deploy/prometheus/dcgm-compat.yaml
-	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml waste_test.yaml diagnosis_test.yaml holders_test.yaml dcgm-compat_test.yaml fleet_test.yaml fleet_1h_test.yaml
+	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml waste_test.yaml diagnosis_test.yaml holders_test.yaml dcgm-compat_test.yaml fleet_test.yaml
 
 ## rules-bench: the rules' evaluation cost per 1,000 GPUs on GPUS (50) simulated GPUs x 24 h backfilled into a
 ## Prometheus TSDB (tools/rulesbench; docs/operations/deploy.md "At scale"); a benchmark, not part of make test
