@@ -110,6 +110,25 @@ func parseDir(t *testing.T, dir string) []*ast.File {
 	return files
 }
 
+// parseTree parses the Go files of dir and of every folder below it.
+func parseTree(t *testing.T, dir string) []*ast.File {
+	t.Helper()
+	var files []*ast.File
+	err := filepath.WalkDir(dir, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			files = append(files, parseDir(t, path)...)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return files
+}
+
 var symbolName = regexp.MustCompile(`^nvml[A-Z][A-Za-z0-9_]*$`)
 
 func isC(e ast.Expr) bool {
@@ -255,7 +274,9 @@ func requiredSymbols(t *testing.T, nvmlDir, clientDir string) map[string]bool {
 
 	// Only the go-nvml interfaces the client names (nvml.Device, ...): a
 	// method name alone is ambiguous (GetName is on Device and VgpuTypeId).
-	clientFiles := parseDir(t, clientDir)
+	// The client is its package and the packages below it (call, collect,
+	// figure, ...): each of them may call NVML.
+	clientFiles := parseTree(t, clientDir)
 	used := map[reflect.Type]bool{
 		reflect.TypeOf((*nvml.Interface)(nil)).Elem():         true,
 		reflect.TypeOf((*nvml.ExtendedInterface)(nil)).Elem(): true,
