@@ -144,8 +144,8 @@ func TestH200NewFigures(t *testing.T) {
 	}
 }
 
-// fieldNumber is a field's value as its type says (collect/h200fields_test.go
-// has the same).
+// fieldNumber is a field's value as its type says (collect's probe reads it
+// with that package's own decoder, which this package cannot reach).
 func fieldNumber(f nvml.FieldValue) float64 {
 	raw := f.Value[:]
 	switch nvml.ValueType(f.ValueType) {

@@ -7,9 +7,7 @@ package collect
 // real GPU. Run on the GPU machine with -test.run TestH200Fields.
 
 import (
-	"encoding/binary"
 	"fmt"
-	"math"
 	"runtime"
 	"slices"
 	"testing"
@@ -19,20 +17,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// fieldNumber is a field's value as its type says: the decoder the
+// samples use (sampling.go), with 0 for a type it does not know.
 func fieldNumber(f nvml.FieldValue) float64 {
-	raw := f.Value[:]
-	switch nvml.ValueType(f.ValueType) {
-	case nvml.VALUE_TYPE_DOUBLE:
-		return math.Float64frombits(binary.LittleEndian.Uint64(raw))
-	case nvml.VALUE_TYPE_UNSIGNED_INT:
-		return float64(binary.LittleEndian.Uint32(raw))
-	case nvml.VALUE_TYPE_SIGNED_INT:
-		return float64(int32(binary.LittleEndian.Uint32(raw)))
-	case nvml.VALUE_TYPE_SIGNED_LONG_LONG:
-		return float64(int64(binary.LittleEndian.Uint64(raw)))
-	default:
-		return float64(binary.LittleEndian.Uint64(raw))
-	}
+	v, _ := decodeSampleValue(nvml.ValueType(f.ValueType), f.Value)
+	return v
 }
 
 func threadCPU() time.Duration {
