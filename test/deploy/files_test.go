@@ -45,9 +45,9 @@ func TestKubernetesManifests(t *testing.T) {
 // file in no set order at each evaluation time unless the test file gives
 // group_eval_order, and the groups read each other's records (the 24h
 // figures read the resampled counters, the holders the 1h figures). Every
-// promtool test file of rules.yaml lists every group of
-// it, each after the groups it reads, so that a new group cannot make a
-// test pass or fail by chance.
+// promtool test file of rules.yaml lists every group of it, each after the
+// groups it reads, so that a new group cannot make a test pass or fail by
+// chance.
 func TestPromtoolFilesOrderEveryGroup(t *testing.T) {
 	type ruleFile struct {
 		Groups []struct {

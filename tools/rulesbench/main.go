@@ -3,11 +3,12 @@
 // it writes N GPUs x 24 h of the receiver's series in OpenMetrics (a
 // scrape of the demo, copied per simulated node with its own GPUs, pods
 // and processes, the holders replaced every few hours), backfills them
-// with promtool, backfills the 1h records the 24h figures are read from,
+// with promtool, backfills the resampled counters the 24h figures read,
 // starts Prometheus on that TSDB with the rules on loopback, and prints
 // each group's and each rule's evaluation time per 1,000 GPUs.
 //
-// The data ends now: Prometheus evaluates its rules at the current time.
+// The data ends -ahead of the run's start, and the measurement waits for the
+// clock to pass it: Prometheus evaluates its rules at the current time.
 package main
 
 import (
@@ -46,7 +47,7 @@ func main() {
 		cfg        config
 		template   = flag.String("template", "tools/rulesbench/testdata/demo.prom", "a scrape of one node's collector (the demo's)")
 		rules      = flag.String("rules", "deploy/prometheus/rules.yaml", "the rule file to measure")
-		backfill   = flag.String("backfill-records", `^series:`, "regexp of the recording rules whose history is backfilled before the measurement, each at its group's interval (the 1h and 24h figures read the resampled counters)")
+		backfill   = flag.String("backfill-records", `^series:`, "regexp of the recording rules whose history is backfilled before the measurement, each at its group's interval (the 24h figures read the resampled counters)")
 		prometheus = flag.String("prometheus", "/usr/bin/prometheus", "Prometheus server binary")
 		promtool   = flag.String("promtool", "/usr/bin/promtool", "promtool binary")
 		dir        = flag.String("dir", "", "work directory (default: a temporary one, removed)")
