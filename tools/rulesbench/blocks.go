@@ -2,8 +2,12 @@ package main
 
 import (
 	"encoding/json"
+	"log"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 )
 
 // blockStats is the persisted blocks' size on disk (chunks, index,
@@ -64,11 +68,22 @@ func (st blockStats) bytesPerSample() float64 {
 	return float64(st.bytes) / float64(st.samples)
 }
 
-// dataEnd is the newest block's end (Unix milliseconds).
-func dataEnd(data string) int64 {
-	var end int64
-	for _, meta := range blockMetas(data) {
-		end = max(end, meta.MaxTime)
+// The simulated data's end (Unix seconds) is kept beside the TSDB for
+// -reuse: its last hours are in the head's WAL, not in a block.
+func writeDataEnd(dir string, end int64) {
+	if err := os.WriteFile(filepath.Join(dir, "data-end"), []byte(strconv.FormatInt(end, 10)), 0o644); err != nil {
+		log.Fatal(err)
 	}
-	return end
+}
+
+func readDataEnd(dir string) time.Time {
+	b, err := os.ReadFile(filepath.Join(dir, "data-end"))
+	if err != nil {
+		log.Fatal(err)
+	}
+	end, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		log.Fatalf("data-end: %v", err)
+	}
+	return time.Unix(end, 0)
 }

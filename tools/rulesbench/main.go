@@ -24,6 +24,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -54,6 +55,8 @@ func main() {
 		evals      = flag.Int("evals", 5, "evaluations of every group to measure; the median is reported")
 		reuse      = flag.Bool("reuse", false, "measure on the TSDB a previous run left in -dir (same -gpus), without writing it again: to compare two rule files on the same data, minutes apart (the data then ends that long before the evaluations)")
 		ahead      = flag.Duration("ahead", 10*time.Minute, "how far past the start of the run the data ends: the evaluations start once the clock passes it, after the backfill, on windows the data fills (400 GPUs take some 25 minutes to backfill here)")
+		baseline   = flag.Duration("baseline", 30*time.Second, "how long the server's CPU is read without rules, to take off the rules' CPU")
+		profile    = flag.String("cpuprofile", "", "write Prometheus's CPU profile over the measured evaluations to this file (go tool pprof reads it)")
 		drop       = flag.String("drop-labels", "", "comma-separated labels to leave off every series but the GPU's "+keptOn+" (to measure what keeping a GPU's constants off its series saves)")
 	)
 	flag.IntVar(&cfg.gpus, "gpus", 50, "simulated GPUs")
@@ -100,26 +103,46 @@ func main() {
 		compacted = readBlocks(data)
 	} else {
 		rawBytes, compacted = build(cfg, tmpl, *dir, data, addr, start, *prometheus, *promtool, *rules, *backfill)
-	}
-	// The data ends -ahead of the start: Prometheus appends its records
-	// only after the newest block, so the measurement starts once the
-	// clock has passed it, on windows that the data fills.
-	if wait := time.Until(time.UnixMilli(dataEnd(data))) + time.Second; wait > 0 {
-		log.Printf("waiting %s for the data's end", wait.Round(time.Second))
-		time.Sleep(wait)
+		writeDataEnd(*dir, cfg.end)
 	}
 	measured := filepath.Join(*dir, "rules.yaml")
 	intervals := groupIntervals(*rules, measured)
-	stop := serve(*prometheus, data, addr, filepath.Join(*dir, "prometheus.yaml"), measured)
-	defer stop()
+	// The server starts without rules a baseline before the data's end,
+	// to measure what it spends idle; the rules load once the clock has
+	// passed the data's end (Prometheus appends its records only after
+	// the newest block), on windows that the data fills.
+	end := readDataEnd(*dir)
+	if wait := time.Until(end) - *baseline - 10*time.Second; wait > 0 {
+		log.Printf("waiting %s for the data's end", (wait + *baseline + 10*time.Second).Round(time.Second))
+		time.Sleep(wait)
+	}
+	srv := serve(*prometheus, data, addr, filepath.Join(*dir, "prometheus.yaml"), "")
+	defer srv.stop()
+	idle := cpuRate(addr, *baseline)
+	if wait := time.Until(end) + time.Second; wait > 0 {
+		time.Sleep(wait)
+	}
+	srv.load(measured)
 	blocks, _ := filepath.Glob(filepath.Join(data, "*", "meta.json"))
-	log.Printf("measuring on %d blocks", len(blocks))
-	if late := time.Since(time.UnixMilli(dataEnd(data))); late > 30*time.Second {
+	log.Printf("measuring on %d blocks; the server idle: %.1f ms of CPU a second", len(blocks), idle*1000)
+	if late := time.Since(end); late > 30*time.Second {
 		log.Printf("WARNING: the data ended %s before the evaluations: their 5m and 1h windows hold less than the fleet's (raise -ahead)", late.Round(time.Second))
 	}
-	groups := waitEvaluations(addr, *evals)
+	// The first evaluation of each group reads its chunks from disk into
+	// the page cache, which a live server has done long before: it is left
+	// out of the window.
+	warm, _ := waitEvaluations(addr, 1, nil)
+	after := map[string]time.Time{}
+	for _, g := range warm {
+		after[g.Name] = g.LastEvaluation
+	}
+	c0, t0 := cpuSeconds(addr), time.Now()
+	profiled := startProfile(addr, *profile, time.Duration(*evals)*15*time.Second)
+	groups, evaluated := waitEvaluations(addr, *evals, after)
+	<-profiled
+	cpu := cpuSeconds(addr) - c0 - idle*time.Since(t0).Seconds()
 	heads := readHead(addr)
-	report(os.Stdout, cfg, groups, intervals, heads, rawBytes, compacted)
+	report(os.Stdout, cfg, groups, intervals, cpuShares(groups, evaluated, cpu), heads, rawBytes, compacted)
 }
 
 // build writes the simulated fleet's 24 h into a TSDB in data, lets
@@ -128,13 +151,14 @@ func main() {
 func build(cfg config, tmpl []series, dir, data, addr string, start int64, prometheus, promtool, rules, backfill string) (int64, blockStats) {
 	t0 := time.Now()
 	const slice = 2 * 3600
-	for from := start - start%slice; from < cfg.end; from += slice {
+	headFrom := cfg.end - headSpan
+	for from := start - start%slice; from < headFrom; from += slice {
 		om := filepath.Join(dir, "slice.om")
 		f, err := os.Create(om)
 		if err != nil {
 			log.Fatal(err)
 		}
-		if err := writeSlice(f, tmpl, cfg, from, min(from+slice, cfg.end+1)); err != nil {
+		if err := writeSlice(f, tmpl, cfg, from, min(from+slice, headFrom)); err != nil {
 			log.Fatal(err)
 		}
 		f.Close()
@@ -145,30 +169,32 @@ func build(cfg config, tmpl []series, dir, data, addr string, start int64, prome
 	rawBytes := dirBytes(data)
 
 	// The raw blocks are 2h ones; let Prometheus compact them as it would
-	// have compacted 24 h of its own.
-	stop := serve(prometheus, data, addr, filepath.Join(dir, "empty.yaml"), "")
+	// have compacted 24 h of its own, then write the last headSpan into
+	// its head.
+	srv := serve(prometheus, data, addr, filepath.Join(dir, "empty.yaml"), "")
 	waitCompacted(data, 6)
-	stop()
 	compacted := readBlocks(data)
-	// Pass 1: no rules; backfill the records the 24h figures read.
+	t1 := time.Now()
+	pushHead(addr, tmpl, cfg, headFrom, cfg.end)
+	log.Printf("wrote the last %s into the head in %s", time.Duration(headSpan)*time.Second, time.Since(t1).Round(time.Second))
+	// Backfill the records the 24h figures read.
 	if backfill != "" {
 		recs := filepath.Join(dir, "records.yaml")
 		if n := selectRecords(rules, backfill, recs); n > 0 {
-			stop := serve(prometheus, data, addr, filepath.Join(dir, "empty.yaml"), "")
 			t1 := time.Now()
 			run(promtool, "tsdb", "create-blocks-from", "rules",
 				"--start", fmt.Sprint(start+60), "--end", fmt.Sprint(cfg.end),
 				"--eval-interval", "5m", "--url", "http://"+addr, "--output-dir", data, recs)
-			stop()
+			srv.stop()
 			// promtool writes one block per rule and range: let Prometheus
 			// merge the overlapping blocks first (a live ruler's records are
 			// in the head and compacted blocks, never overlapping ones).
-			stop = serve(prometheus, data, addr, filepath.Join(dir, "empty.yaml"), "")
+			srv = serve(prometheus, data, addr, filepath.Join(dir, "empty.yaml"), "")
 			waitCompacted(data, 6)
-			stop()
 			log.Printf("backfilled %d records (%s) in %s", n, backfill, time.Since(t1).Round(time.Second))
 		}
 	}
+	srv.stop()
 	return rawBytes, compacted
 }
 
@@ -228,14 +254,18 @@ func freeAddr() string {
 	return l.Addr().String()
 }
 
-// serve starts Prometheus on the TSDB with the rule file (none: "") and
-// waits until it answers; stop ends it.
 // evalInterval: how often the groups without their own interval run; an
 // evaluation costs the same at any interval, and a short one gives the
 // median its samples sooner.
 const evalInterval = "15s"
 
-func serve(bin, data, addr, cfgPath, rules string) (stop func()) {
+// server is a Prometheus the bench started.
+type server struct {
+	cmd     *exec.Cmd
+	cfgPath string
+}
+
+func writeConfig(cfgPath, rules string) {
 	conf := "global:\n  evaluation_interval: " + evalInterval + "\n"
 	if rules != "" {
 		abs, _ := filepath.Abs(rules)
@@ -244,25 +274,43 @@ func serve(bin, data, addr, cfgPath, rules string) (stop func()) {
 	if err := os.WriteFile(cfgPath, []byte(conf), 0o644); err != nil {
 		log.Fatal(err)
 	}
+}
+
+// serve starts Prometheus on the TSDB with the rule file (none: "") and
+// waits until it answers.
+func serve(bin, data, addr, cfgPath, rules string) *server {
+	writeConfig(cfgPath, rules)
 	cmd := exec.Command(bin, "--config.file="+cfgPath, "--storage.tsdb.path="+data,
-		"--storage.tsdb.retention.time=30d", "--web.listen-address="+addr, "--log.level=warn")
+		"--storage.tsdb.retention.time=30d", "--web.listen-address="+addr, "--log.level=warn",
+		"--web.enable-remote-write-receiver")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		log.Fatal(err)
 	}
-	stop = func() { cmd.Process.Signal(os.Interrupt); cmd.Wait() }
+	srv := &server{cmd: cmd, cfgPath: cfgPath}
 	for i := 0; i < 600; i++ {
 		if resp, err := http.Get("http://" + addr + "/-/ready"); err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return stop
+				return srv
 			}
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	stop()
+	srv.stop()
 	log.Fatal("prometheus did not get ready")
 	return nil
+}
+
+func (s *server) stop() { s.cmd.Process.Signal(os.Interrupt); s.cmd.Wait() }
+
+// load gives the running server the rule file: a new config and SIGHUP,
+// Prometheus's reload.
+func (s *server) load(rules string) {
+	writeConfig(s.cfgPath, rules)
+	if err := s.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		log.Fatal(err)
+	}
 }
 
 type rule struct {
@@ -292,9 +340,11 @@ func getJSON(url string, v any) {
 }
 
 // waitEvaluations returns the groups once every one has been evaluated n
-// times since the start, each group's and each rule's evaluation time the
-// median of those n (the machine is shared; one evaluation is noisy).
-func waitEvaluations(addr string, n int) []group {
+// times after its time in after (none: since the start), each group's and
+// each rule's evaluation time the median of those n (the machine is
+// shared; one evaluation is noisy), and how many evaluations of each
+// group it saw.
+func waitEvaluations(addr string, n int, after map[string]time.Time) ([]group, map[string]int) {
 	seen := map[string][]group{}
 	for {
 		var r struct {
@@ -306,7 +356,8 @@ func waitEvaluations(addr string, n int) []group {
 		done := len(r.Data.Groups) > 0
 		for _, g := range r.Data.Groups {
 			hist := seen[g.Name]
-			if !g.LastEvaluation.IsZero() && (len(hist) == 0 || !hist[len(hist)-1].LastEvaluation.Equal(g.LastEvaluation)) {
+			fresh := !g.LastEvaluation.IsZero() && g.LastEvaluation.After(after[g.Name])
+			if fresh && (len(hist) == 0 || !hist[len(hist)-1].LastEvaluation.Equal(g.LastEvaluation)) {
 				seen[g.Name] = append(hist, g)
 			}
 			if len(seen[g.Name]) < n {
@@ -315,10 +366,12 @@ func waitEvaluations(addr string, n int) []group {
 		}
 		if done {
 			out := make([]group, 0, len(r.Data.Groups))
+			counts := map[string]int{}
 			for _, g := range r.Data.Groups {
 				out = append(out, medianGroup(seen[g.Name]))
+				counts[g.Name] = len(seen[g.Name])
 			}
-			return out
+			return out, counts
 		}
 		time.Sleep(2 * time.Second)
 	}
@@ -372,7 +425,7 @@ func readHead(addr string) headStats {
 	return headStats{series: r.Data.HeadStats.NumSeries, labelBytes: r.Data.MemoryInBytesByLabelName}
 }
 
-func report(w io.Writer, cfg config, groups []group, intervals map[string]time.Duration, head headStats, rawBytes int64, blocks blockStats) {
+func report(w io.Writer, cfg config, groups []group, intervals map[string]time.Duration, cpu map[string]float64, head headStats, rawBytes int64, blocks blockStats) {
 	heads := head.series
 	per := 1000 / float64(cfg.gpus)
 	fmt.Fprintf(w, "%d GPUs (%d nodes of %d), %d h at %s (accounting counters before the last %s at %s), holders every %s\n",
@@ -391,17 +444,25 @@ func report(w io.Writer, cfg config, groups []group, intervals map[string]time.D
 		samplesPerGPUDay, samplesPerGPUDay*blocks.bytesPerSample()/(1<<20))
 	// Per evaluation: what one evaluation of every group costs. Per
 	// minute: each group's cost times its evaluations a minute (a group
-	// with interval 5m runs a fifth as often as a 1m one).
-	var total, perMinute float64
+	// with interval 5m runs a fifth as often as a 1m one). Wall: the
+	// server's evaluation times; CPU: its CPU, split between the groups
+	// as their wall times are.
+	var wall, wallPerMinute, cpuTotal, cpuPerMinute float64
 	for _, g := range groups {
-		total += g.EvaluationTime
-		perMinute += g.EvaluationTime * float64(time.Minute) / float64(intervals[g.Name])
+		often := float64(time.Minute) / float64(intervals[g.Name])
+		wall += g.EvaluationTime
+		wallPerMinute += g.EvaluationTime * often
+		cpuTotal += cpu[g.Name]
+		cpuPerMinute += cpu[g.Name] * often
 	}
-	fmt.Fprintf(w, "\n%-60s %12s %16s\n", "group / rule", "ms", "ms per 1k GPUs")
-	fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", "ALL GROUPS, one evaluation each", total*1000, total*1000*per)
-	fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", "ALL GROUPS, average per minute", perMinute*1000, perMinute*1000*per)
+	fmt.Fprintf(w, "\n%-60s %10s %14s %10s %14s\n", "group / rule", "wall ms", "per 1k GPUs", "CPU ms", "per 1k GPUs")
+	line := func(name string, wall, cpu float64) {
+		fmt.Fprintf(w, "%-60s %10.1f %14.1f %10.1f %14.1f\n", name, wall*1000, wall*1000*per, cpu*1000, cpu*1000*per)
+	}
+	line("ALL GROUPS, one evaluation each", wall, cpuTotal)
+	line("ALL GROUPS, average per minute", wallPerMinute, cpuPerMinute)
 	for _, g := range groups {
-		fmt.Fprintf(w, "%-60s %12.1f %16.1f\n", g.Name+fmt.Sprintf(" (every %s)", intervals[g.Name]), g.EvaluationTime*1000, g.EvaluationTime*1000*per)
+		line(g.Name+fmt.Sprintf(" (every %s)", intervals[g.Name]), g.EvaluationTime, cpu[g.Name])
 		rs := append([]rule(nil), g.Rules...)
 		sort.SliceStable(rs, func(i, j int) bool { return rs[i].EvaluationTime > rs[j].EvaluationTime })
 		for i, r := range rs {
@@ -409,7 +470,7 @@ func report(w io.Writer, cfg config, groups []group, intervals map[string]time.D
 				fmt.Fprintf(w, "  %s: %s %s\n", r.Name, r.Health, r.LastError)
 			}
 			if i < 8 {
-				fmt.Fprintf(w, "  %-58s %12.2f %16.1f\n", r.Name, r.EvaluationTime*1000, r.EvaluationTime*1000*per)
+				fmt.Fprintf(w, "  %-58s %10.2f %14.1f\n", r.Name, r.EvaluationTime*1000, r.EvaluationTime*1000*per)
 			}
 		}
 	}

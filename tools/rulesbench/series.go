@@ -83,7 +83,13 @@ func parseLine(line string) (series, error) {
 	rest := line[i:]
 	if rest[0] == '{' {
 		rest = rest[1:]
-		for rest[0] != '}' {
+		for {
+			if rest == "" {
+				return s, fmt.Errorf("unterminated labels")
+			}
+			if rest[0] == '}' {
+				break
+			}
 			eq := strings.Index(rest, `="`)
 			if eq < 0 {
 				return s, fmt.Errorf("bad label")
@@ -201,8 +207,11 @@ func writeSlice(w io.Writer, tmpl []series, cfg config, from, to int64) error {
 		if !recent && (t-start)%cfg.historyStepS() != 0 {
 			continue
 		}
-		gen := int((t - start) / life)
-		genStart := start + int64(gen)*life
+		// Holders change half a life off the data's end, so that the
+		// evaluations find holders midway (at the end itself, every
+		// holder would be one sample old).
+		gen := int((t - start + life/2) / life)
+		genStart := start + int64(gen)*life - life/2
 		for i, s := range tmpl {
 			if !recent && !accounting.MatchString(s.name) {
 				continue
