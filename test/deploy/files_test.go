@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/assert"
@@ -104,4 +105,43 @@ func TestPromtoolFilesOrderEveryGroup(t *testing.T) {
 		}
 	}
 	assert.Equal(t, 5, checked, "the promtool test files of rules.yaml")
+}
+
+// TestGroupIntervalsStayUnderTheLookback: a record that dashboards and
+// other rules read as an instant vector must be rewritten within
+// Prometheus's 5-minute lookback, else a query between two evaluations
+// finds nothing. Only a group whose records are read over ranges alone
+// (the resampled counters, series:*) and that holds no alert may run
+// less often.
+func TestGroupIntervalsStayUnderTheLookback(t *testing.T) {
+	var rules struct {
+		Groups []struct {
+			Name     string `json:"name"`
+			Interval string `json:"interval"`
+			Rules    []struct {
+				Record string `json:"record"`
+				Alert  string `json:"alert"`
+			} `json:"rules"`
+		} `json:"groups"`
+	}
+	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "rules.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(data, &rules))
+	slow := 0
+	for _, g := range rules.Groups {
+		if g.Interval == "" {
+			continue
+		}
+		d, err := time.ParseDuration(g.Interval)
+		require.NoError(t, err, g.Name)
+		if d < 5*time.Minute {
+			continue
+		}
+		slow++
+		for _, r := range g.Rules {
+			assert.Empty(t, r.Alert, "group %s (every %s) holds an alert", g.Name, d)
+			assert.True(t, strings.HasPrefix(r.Record, "series:"), "group %s (every %s, over the lookback) records %s, which instant queries read", g.Name, d, r.Record)
+		}
+	}
+	assert.Equal(t, 1, slow, "groups over the lookback: only otelcol-nvml-counters-5m")
 }
