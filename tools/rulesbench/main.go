@@ -1,11 +1,13 @@
 // Command rulesbench measures what the shipped Prometheus rules cost to
 // evaluate at fleet scale (make rules-bench; docs/operations/deploy.md "At scale"):
-// it writes N GPUs x 24 h of the receiver's series in OpenMetrics (a
-// scrape of the demo, copied per simulated node with its own GPUs, pods
-// and processes, the holders replaced every few hours), backfills them
-// with promtool, backfills the resampled counters the 24h figures read,
-// starts Prometheus on that TSDB with the rules on loopback, and prints
-// each group's and each rule's evaluation time per 1,000 GPUs.
+// it writes N GPUs x 24 h of the receiver's series (a scrape of the demo,
+// copied per simulated node with its own GPUs, pods and processes, the
+// holders replaced every few hours), backfills all but the last hours
+// with promtool and writes those into Prometheus's head by remote write,
+// backfills the resampled counters the 24h figures read, starts
+// Prometheus on that TSDB with the rules on loopback, and prints each
+// group's and each rule's evaluation time and the server's CPU per 1,000
+// GPUs.
 //
 // The data ends -ahead of the run's start, and the measurement waits for the
 // clock to pass it: Prometheus evaluates its rules at the current time.
@@ -54,7 +56,7 @@ func main() {
 		dir        = flag.String("dir", "", "work directory (default: a temporary one, removed)")
 		evals      = flag.Int("evals", 5, "evaluations of every group to measure; the median is reported")
 		reuse      = flag.Bool("reuse", false, "measure on the TSDB a previous run left in -dir (same -gpus), without writing it again: to compare two rule files on the same data, minutes apart (the data then ends that long before the evaluations)")
-		ahead      = flag.Duration("ahead", 10*time.Minute, "how far past the start of the run the data ends: the evaluations start once the clock passes it, after the backfill, on windows the data fills (400 GPUs take some 25 minutes to backfill here)")
+		ahead      = flag.Duration("ahead", 10*time.Minute, "how far past the start of the run the data ends: the evaluations start once the clock passes it, after the backfill, on windows the data fills (400 GPUs take some 10 minutes to write here)")
 		baseline   = flag.Duration("baseline", 30*time.Second, "how long the server's CPU is read without rules, to take off the rules' CPU")
 		profile    = flag.String("cpuprofile", "", "write Prometheus's CPU profile over the measured evaluations to this file (go tool pprof reads it)")
 		drop       = flag.String("drop-labels", "", "comma-separated labels to leave off every series but the GPU's "+keptOn+" (to measure what keeping a GPU's constants off its series saves)")
@@ -137,7 +139,7 @@ func main() {
 		after[g.Name] = g.LastEvaluation
 	}
 	c0, t0 := cpuSeconds(addr), time.Now()
-	profiled := startProfile(addr, *profile, time.Duration(*evals)*15*time.Second)
+	profiled := startProfile(addr, *profile, time.Duration(*evals)*evalInterval)
 	groups, evaluated := waitEvaluations(addr, *evals, after)
 	<-profiled
 	cpu := cpuSeconds(addr) - c0 - idle*time.Since(t0).Seconds()
@@ -257,7 +259,7 @@ func freeAddr() string {
 // evalInterval: how often the groups without their own interval run; an
 // evaluation costs the same at any interval, and a short one gives the
 // median its samples sooner.
-const evalInterval = "15s"
+const evalInterval = 15 * time.Second
 
 // server is a Prometheus the bench started.
 type server struct {
@@ -266,7 +268,7 @@ type server struct {
 }
 
 func writeConfig(cfgPath, rules string) {
-	conf := "global:\n  evaluation_interval: " + evalInterval + "\n"
+	conf := "global:\n  evaluation_interval: " + evalInterval.String() + "\n"
 	if rules != "" {
 		abs, _ := filepath.Abs(rules)
 		conf += fmt.Sprintf("rule_files: [%q]\n", abs)
