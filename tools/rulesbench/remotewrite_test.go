@@ -140,3 +140,30 @@ func FuzzParseSamples(f *testing.F) {
 		}
 	})
 }
+
+// TestFaultCountersStayFlat: a simulated fleet raises no fault, so that no
+// alert fires on every GPU (each firing alert costs its annotations at every
+// evaluation), while the accounting and CPU counters grow.
+func TestFaultCountersStayFlat(t *testing.T) {
+	tmpl, err := readTemplate("testdata/demo.prom")
+	if err != nil {
+		t.Fatal(err)
+	}
+	faults, growing := 0, 0
+	for _, s := range tmpl {
+		switch {
+		case errorCounters.MatchString(s.name):
+			faults++
+			if r := rate(s); r != 0 {
+				t.Errorf("%s%v grows at %g a second", s.name, s.labels, r)
+			}
+		case s.name == "nvidia_gpu_held_time_seconds_total" || s.name == "container_cpu_time_seconds_total":
+			if rate(s) > 0 {
+				growing++
+			}
+		}
+	}
+	if faults == 0 || growing == 0 {
+		t.Fatalf("the demo scrape has %d fault counters and %d growing counters; want both", faults, growing)
+	}
+}

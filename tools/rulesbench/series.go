@@ -121,10 +121,19 @@ func parseLine(line string) (series, error) {
 	return s, nil
 }
 
+// errorCounters count faults: flat in the simulation, a healthy fleet. One
+// that grows fires an alert on every GPU that has it (the uncorrected ECC
+// counter on half of them, an Xid on a quarter), and Prometheus expands
+// each firing alert's annotations at every evaluation.
+var errorCounters = regexp.MustCompile(`^(hw_errors|nvidia_gpu_xid_errors|nvidia_gpu_pcie_replays|nvidia_gpu_process_dropped)_total$`)
+
 // rate is a counter's growth per second in the simulation: the accounting
-// counters as a held GPU spends its time, any other counter slowly.
+// counters as a held GPU spends its time, no fault, any other counter
+// slowly.
 func rate(s series) float64 {
 	switch {
+	case errorCounters.MatchString(s.name):
+		return 0
 	case strings.Contains(s.name, "_held_time_"):
 		return 1
 	case strings.Contains(s.name, "_busy_time_"):
