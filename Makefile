@@ -32,7 +32,7 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all help check test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml kubeapi e2e demo rules rules-bench deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check
+.PHONY: all help check test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml kubeapi e2e demo rules rules-bench rules-bench3 deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check
 
 ## all: the default target: build
 all: build
@@ -268,6 +268,11 @@ GPUS ?= 50
 RULES_BENCH_FLAGS ?=
 rules-bench:
 	$(GO) run ./tools/rulesbench -gpus $(GPUS) -prometheus $(PROMETHEUS) -promtool $(PROMTOOL) $(RULES_BENCH_FLAGS)
+
+## rules-bench3: rules-bench on Prometheus 3 (built into _build from the module proxy), the version the
+## docs' goal is met on; e.g. make rules-bench3 GPUS=400 RULES_BENCH_FLAGS="-history-step 10s -ahead 12m"
+rules-bench3: $(PROMETHEUS3)
+	$(MAKE) rules-bench PROMETHEUS=$(abspath $(PROMETHEUS3))
 
 ## deploy-check: helm lint + template (defaults and ci/*-values.yaml), strict decoding of every object into
 ## k8s.io/api and Prometheus Operator types, `otelcol-nvml validate` of every collector config, drift of the renderings,
