@@ -523,7 +523,11 @@ func TestEveryGPULostScrapeKeepsItsDeadline(t *testing.T) {
 			m.InitFunc = func() nvml.Return { inits.Add(1); return nvml.SUCCESS }
 			lost := lossSwitch(m)
 			bounds := shortBounds
-			bounds.reset = time.Second // stop and Close: up to 2 s on the scrape's goroutine before the fix
+			// stop and Close: up to 2 x reset on the scrape's goroutine
+			// before the fix. The teardown must outlast both scrapes below
+			// (up to 450 ms each, more on a loaded CI machine), or it gives
+			// up on the stuck call and a second nvmlInit is right.
+			bounds.reset = 10 * time.Second
 			ts := newBoundedTestScraper(t, m, bounds)
 			ts.start(t)
 			ts.scrapeOK(t) // data
