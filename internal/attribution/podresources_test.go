@@ -129,9 +129,7 @@ func socketPath(t *testing.T) string {
 func startCache(t *testing.T, cfg PodResourcesConfig, logger *zap.Logger) *PodResourcesCache {
 	t.Helper()
 	c := NewPodResourcesCache(cfg, logger)
-	start := time.Now()
 	require.NoError(t, c.Start(context.Background()))
-	assert.Less(t, time.Since(start), 50*time.Millisecond, "Start must not wait for the kubelet")
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -257,6 +255,30 @@ func TestPodResourcesMissingSocket(t *testing.T) {
 	assert.Equal(t, 1, logs.FilterFieldKey("error").Filter(func(e observer.LoggedEntry) bool {
 		return strings.Contains(e.ContextMap()["error"].(string), "no such file")
 	}).Len())
+}
+
+// Start does not wait for the kubelet: with a List that hangs for as long
+// as the (hour-long) timeout, Start returns while that List is in flight.
+func TestPodResourcesStartDoesNotWaitForTheKubelet(t *testing.T) {
+	sock := socketPath(t)
+	k := &fakeKubelet{}
+	block := make(chan struct{})
+	defer close(block)
+	k.set(nodeAllocation(), block)
+	serve(t, sock, k)
+	c := NewPodResourcesCache(PodResourcesConfig{Socket: sock, RefreshInterval: time.Hour, Timeout: time.Hour, MaxAge: time.Hour}, zap.NewNop())
+	started := make(chan error, 1)
+	go func() { started <- c.Start(context.Background()) }()
+	select {
+	case err := <-started:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start waited for the kubelet's List")
+	}
+	t.Cleanup(func() { assert.NoError(t, c.Shutdown(context.Background())) })
+	require.Eventually(t, func() bool { return k.inFlight.Load() == 1 }, 5*time.Second, time.Millisecond, "the first List runs, in the background")
+	_, ok := c.lookup(gpuTrain)
+	assert.False(t, ok, "nothing listed yet")
 }
 
 func TestPodResourcesSlowServer(t *testing.T) {
