@@ -90,6 +90,8 @@ func main() {
 		}
 		defer os.RemoveAll(d)
 		*dir = d
+	} else if err := os.MkdirAll(*dir, 0o755); err != nil {
+		log.Fatal(err)
 	}
 	data := filepath.Join(*dir, "data")
 	cfg.end = time.Now().Add(*ahead).Unix() / cfg.stepS() * cfg.stepS()
