@@ -21,6 +21,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -186,7 +187,7 @@ func build(cfg config, tmpl []series, dir, data, addr string, start int64, prome
 		recs := filepath.Join(dir, "records.yaml")
 		if n := selectRecords(rules, backfill, recs); n > 0 {
 			t1 := time.Now()
-			run(promtool, "tsdb", "create-blocks-from", "rules",
+			out := run(promtool, "tsdb", "create-blocks-from", "rules",
 				"--start", fmt.Sprint(start+60), "--end", fmt.Sprint(cfg.end),
 				"--eval-interval", "5m", "--url", "http://"+addr, "--output-dir", data, recs)
 			srv.stop()
@@ -195,6 +196,12 @@ func build(cfg config, tmpl []series, dir, data, addr string, start int64, prome
 			// in the head and compacted blocks, never overlapping ones).
 			srv = serve(prometheus, data, addr, filepath.Join(dir, "empty.yaml"), "")
 			waitCompacted(data, 6)
+			// promtool exits 0 when its queries fail, having written
+			// nothing: the 24h figures would then read no history and
+			// cost a fraction of what they do.
+			if missing := recordsMissing(addr, recs, start+3600, cfg.end-headSpan-3600); len(missing) > 0 {
+				log.Fatalf("the backfilled records are not in the TSDB: %s\npromtool said:\n%s", strings.Join(missing, ", "), out)
+			}
 			log.Printf("backfilled %d records (%s) in %s", n, backfill, time.Since(t1).Round(time.Second))
 		}
 	}
@@ -230,12 +237,13 @@ func countGPUs(tmpl []series) int {
 	return len(ids)
 }
 
-func run(name string, args ...string) {
+func run(name string, args ...string) []byte {
 	cmd := exec.Command(name, args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		log.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
 	}
+	return out
 }
 
 func dirBytes(dir string) int64 {
@@ -330,6 +338,27 @@ type group struct {
 	EvaluationTime float64   `json:"evaluationTime"`
 	LastEvaluation time.Time `json:"lastEvaluation"`
 	Rules          []rule    `json:"rules"`
+}
+
+// recordsMissing names the records of the rule file recs that have no
+// sample in the TSDB behind addr at one of the times given (Unix seconds).
+func recordsMissing(addr, recs string, times ...int64) []string {
+	var missing []string
+	for _, name := range recordNames(recs) {
+		for _, t := range times {
+			var resp struct {
+				Data struct {
+					Result []json.RawMessage `json:"result"`
+				} `json:"data"`
+			}
+			q := url.Values{"query": {"count(" + name + ")"}, "time": {fmt.Sprint(t)}}
+			getJSON("http://"+addr+"/api/v1/query?"+q.Encode(), &resp)
+			if len(resp.Data.Result) == 0 {
+				missing = append(missing, fmt.Sprintf("%s at %s", name, time.Unix(t, 0).UTC().Format(time.RFC3339)))
+			}
+		}
+	}
+	return missing
 }
 
 func getJSON(url string, v any) {

@@ -60,3 +60,28 @@ func selectRecords(rules, re, out string) int {
 	}
 	return n
 }
+
+// recordNames lists the records of a rule file selectRecords wrote.
+func recordNames(path string) []string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		log.Fatal(err)
+	}
+	var file struct {
+		Groups []struct {
+			Rules []struct {
+				Record string `yaml:"record"`
+			} `yaml:"rules"`
+		} `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(data, &file); err != nil {
+		log.Fatal(err)
+	}
+	var names []string
+	for _, g := range file.Groups {
+		for _, r := range g.Rules {
+			names = append(names, r.Record)
+		}
+	}
+	return names
+}
