@@ -185,7 +185,7 @@ func build(cfg config, tmpl []series, dir, data, addr string, start int64, prome
 	// Backfill the records the 24h figures read.
 	if backfill != "" {
 		recs := filepath.Join(dir, "records.yaml")
-		if n := selectRecords(rules, backfill, recs); n > 0 {
+		if names := selectRecords(rules, backfill, recs); len(names) > 0 {
 			t1 := time.Now()
 			out := run(promtool, "tsdb", "create-blocks-from", "rules",
 				"--start", fmt.Sprint(start+60), "--end", fmt.Sprint(cfg.end),
@@ -199,10 +199,10 @@ func build(cfg config, tmpl []series, dir, data, addr string, start int64, prome
 			// promtool exits 0 when its queries fail, having written
 			// nothing: the 24h figures would then read no history and
 			// cost a fraction of what they do.
-			if missing := recordsMissing(addr, recs, start+3600, cfg.end-headSpan-3600); len(missing) > 0 {
+			if missing := recordsMissing(addr, names, start+3600, cfg.end-headSpan-3600); len(missing) > 0 {
 				log.Fatalf("the backfilled records are not in the TSDB: %s\npromtool said:\n%s", strings.Join(missing, ", "), out)
 			}
-			log.Printf("backfilled %d records (%s) in %s", n, backfill, time.Since(t1).Round(time.Second))
+			log.Printf("backfilled %d records (%s) in %s", len(names), backfill, time.Since(t1).Round(time.Second))
 		}
 	}
 	srv.stop()
@@ -340,11 +340,11 @@ type group struct {
 	Rules          []rule    `json:"rules"`
 }
 
-// recordsMissing names the records of the rule file recs that have no
-// sample in the TSDB behind addr at one of the times given (Unix seconds).
-func recordsMissing(addr, recs string, times ...int64) []string {
+// recordsMissing says which of the records named have no sample in the
+// TSDB behind addr at one of the times given (Unix seconds).
+func recordsMissing(addr string, names []string, times ...int64) []string {
 	var missing []string
-	for _, name := range recordNames(recs) {
+	for _, name := range names {
 		for _, t := range times {
 			var resp struct {
 				Data struct {

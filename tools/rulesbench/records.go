@@ -11,9 +11,9 @@ import (
 // selectRecords writes the recording rules of the rule file whose names
 // match re into out, each in a group with its own group's interval (which
 // promtool's rule backfill evaluates it at, as Prometheus would have), and
-// returns how many. A rule that reads another record gets none of its
+// returns their names. A rule that reads another record gets none of its
 // history (promtool backfills each rule from the raw series alone).
-func selectRecords(rules, re, out string) int {
+func selectRecords(rules, re, out string) []string {
 	data, err := os.ReadFile(rules)
 	if err != nil {
 		log.Fatal(err)
@@ -30,12 +30,13 @@ func selectRecords(rules, re, out string) int {
 	}
 	match := regexp.MustCompile(re)
 	var groups []any
-	n := 0
+	var names []string
 	for _, g := range file.Groups {
 		var picked []map[string]any
 		for _, r := range g.Rules {
 			if name, ok := r["record"].(string); ok && match.MatchString(name) {
 				picked = append(picked, r)
+				names = append(names, name)
 			}
 		}
 		if len(picked) == 0 {
@@ -46,10 +47,9 @@ func selectRecords(rules, re, out string) int {
 			out["interval"] = g.Interval
 		}
 		groups = append(groups, out)
-		n += len(picked)
 	}
-	if n == 0 {
-		return 0
+	if len(names) == 0 {
+		return nil
 	}
 	outData, err := yaml.Marshal(map[string]any{"groups": groups})
 	if err != nil {
@@ -57,31 +57,6 @@ func selectRecords(rules, re, out string) int {
 	}
 	if err := os.WriteFile(out, outData, 0o644); err != nil {
 		log.Fatal(err)
-	}
-	return n
-}
-
-// recordNames lists the records of a rule file selectRecords wrote.
-func recordNames(path string) []string {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		log.Fatal(err)
-	}
-	var file struct {
-		Groups []struct {
-			Rules []struct {
-				Record string `yaml:"record"`
-			} `yaml:"rules"`
-		} `yaml:"groups"`
-	}
-	if err := yaml.Unmarshal(data, &file); err != nil {
-		log.Fatal(err)
-	}
-	var names []string
-	for _, g := range file.Groups {
-		for _, r := range g.Rules {
-			names = append(names, r.Record)
-		}
 	}
 	return names
 }
