@@ -32,7 +32,7 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all help check test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml kubeapi e2e demo rules rules-bench rules-bench3 deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check
+.PHONY: all help check test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml kubeapi e2e demo rules rules-bench rules-bench3 deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check alertmanager
 
 ## all: the default target: build
 all: build
@@ -175,6 +175,9 @@ CJSON_LIBS     = $(if $(filter /%,$(CJSON_A)),$(CJSON_A),-lcjson)
 FAKENVML_CFLAGS := -std=gnu11 -O2 -g -fPIC -Wall -Wextra -Werror -Wno-deprecated-declarations
 PROMETHEUS    ?= $(or $(shell command -v prometheus 2>/dev/null),/usr/bin/prometheus)
 PROMTOOL      ?= $(or $(shell command -v promtool 2>/dev/null),/usr/bin/promtool)
+# Debian's prometheus-alertmanager: the server (not on PATH) and amtool.
+ALERTMANAGER  ?= /usr/bin/prometheus-alertmanager
+AMTOOL        ?= $(or $(shell command -v amtool 2>/dev/null),/usr/bin/amtool)
 # Prometheus 3, the OTLP backend of the e2e suite (TestPrometheus3OTLP): built once into _build,
 # without its service discoveries (remove_all_sd keeps file and http; the tests push OTLP and
 # scrape static targets), which halves the build: 5.4 CPU-minutes cold.
@@ -256,11 +259,22 @@ demo-check: build $(FAKENVML) $(DEMOKUBELET)
 # ---- deploy/: alert rules, Helm chart, image, dashboard ----
 
 ## rules: check the alert and recording rules and run their unit tests (firing, not firing, the `for:` boundary;
-## the waste accounting's values and diagnosis states)
-rules:
+## the waste accounting's values and diagnosis states); then make alertmanager
+rules: alertmanager
 	@test -x $(PROMTOOL) || { echo "promtool not found at $(PROMTOOL): apt-get install prometheus, or set PROMTOOL="; exit 1; }
 	$(PROMTOOL) check rules deploy/prometheus/rules.yaml deploy/prometheus/dcgm-compat.yaml
 	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml waste_test.yaml diagnosis_test.yaml holders_test.yaml dcgm-compat_test.yaml fleet_test.yaml
+
+## alertmanager: amtool check-config on deploy/alertmanager/alertmanager.yml, and amtool config routes test on
+## each routing case of deploy/alertmanager/routes_test.txt (the receiver a label set must reach)
+alertmanager:
+	@test -x $(AMTOOL) || { echo "amtool not found at $(AMTOOL): apt-get install prometheus-alertmanager, or set AMTOOL="; exit 1; }
+	$(AMTOOL) check-config deploy/alertmanager/alertmanager.yml
+	@n=0; while read -r want labels; do \
+		case $$want in ''|'#'*) continue ;; esac; n=$$((n + 1)); \
+		got=$$($(AMTOOL) config routes test --config.file=deploy/alertmanager/alertmanager.yml $$labels 2>/dev/null) || true; \
+		test "$$got" = "$$want" || { echo "routes_test.txt: {$$labels} routes to '$$got', want '$$want'"; exit 1; }; \
+	done < deploy/alertmanager/routes_test.txt; echo "routes_test.txt: $$n routing cases pass"
 
 ## rules-bench: the rules' evaluation cost per 1,000 GPUs on GPUS (50) simulated GPUs x 24 h backfilled into a
 ## Prometheus TSDB (tools/rulesbench; docs/operations/deploy.md "At scale"); a benchmark, not part of make test
