@@ -32,7 +32,7 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all help check test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml kubeapi e2e demo rules rules-bench rules-bench3 deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check alertmanager
+.PHONY: all help check test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml kubeapi e2e demo rules rules-bench rules-bench3 deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version report packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check alertmanager
 
 ## all: the default target: build
 all: build
@@ -129,6 +129,15 @@ $(OTELCOL): $(OCB) builder-config.yaml go.mod go.sum $(shell git ls-files '*.go'
 	@# any GOFLAGS from the environment are kept.
 	GOFLAGS="$${GOFLAGS:+$$GOFLAGS }-e=true" $(OCB) --config builder-config.yaml
 
+## report: build otelcol-nvml-report (tools/report: GPU-hours, cost and advice from Prometheus;
+## docs/operations/report.md) into _build/
+REPORT := $(DIST_DIR)/otelcol-nvml-report
+report: $(REPORT)
+
+# Pure Go (no NVML): built without cgo, so one binary runs on any glibc.
+$(REPORT): go.mod go.sum $(wildcard tools/report/*.go internal/report/*.go)
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $@ ./tools/report
+
 ## run: build otelcol-nvml and run it with the default config
 run: build
 	$(OTELCOL) --config $(CONFIG)
@@ -217,12 +226,12 @@ $(KUBE_APISERVER) $(ETCD) &: test/kubeapi/go.mod test/kubeapi/go.sum test/kubeap
 	cd test/kubeapi && $(GO) build -o $(KUBEAPI_DIR)/ k8s.io/kubernetes/cmd/kube-apiserver ./etcd
 
 ## e2e: the built collector on the simulated NVML, end to end: a backend collector, Prometheus, faults
-e2e: build $(FAKENVML) $(PROMETHEUS3) $(KUBE_APISERVER) $(ETCD)
+e2e: build $(FAKENVML) $(PROMETHEUS3) $(KUBE_APISERVER) $(ETCD) $(REPORT)
 	@test -x $(PROMETHEUS) || { echo "prometheus not found at $(PROMETHEUS): apt-get install prometheus, or set PROMETHEUS="; exit 1; }
 	$(GO) vet -tags e2e ./test/e2e
 	$(GO) test -tags e2e -count=1 -v -timeout 10m ./test/e2e \
 		-otelcol=$(OTELCOL) -fakenvml=$(FAKENVML) -prometheus=$(PROMETHEUS) -prometheus3=$(PROMETHEUS3) -gonvml=$(GONVML_DIR) \
-		-kube-apiserver=$(KUBE_APISERVER) -etcd=$(ETCD)
+		-kube-apiserver=$(KUBE_APISERVER) -etcd=$(ETCD) -report=$(REPORT)
 
 ## soak: the fault soak (issue 9) for SOAK_DURATION (10m) at 200 ms against the built collector on the
 ## simulated NVML; its figures go to _build/soak-report.md (make test runs a 60 s one in e2e)
