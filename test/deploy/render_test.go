@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
+	monitoringv1alpha1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1alpha1"
 	appsv1 "k8s.io/api/apps/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -90,6 +91,8 @@ func newObject(apiVersion, kind string) any {
 		return &monitoringv1.ServiceMonitor{}
 	case "monitoring.coreos.com/v1/PrometheusRule":
 		return &monitoringv1.PrometheusRule{}
+	case "monitoring.coreos.com/v1alpha1/AlertmanagerConfig":
+		return &monitoringv1alpha1.AlertmanagerConfig{}
 	}
 	return nil
 }
