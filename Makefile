@@ -32,7 +32,7 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all help check test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml kubeapi e2e demo rules rules-bench rules-bench3 deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version report packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check alertmanager
+.PHONY: all help check test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml kubeapi e2e demo rules rules-bench rules-bench3 deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version report packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check alertmanager rules-render
 
 ## all: the default target: build
 all: build
@@ -284,6 +284,18 @@ alertmanager:
 		got=$$($(AMTOOL) config routes test --config.file=deploy/alertmanager/alertmanager.yml $$labels 2>/dev/null) || true; \
 		test "$$got" = "$$want" || { echo "routes_test.txt: {$$labels} routes to '$$got', want '$$want'"; exit 1; }; \
 	done < deploy/alertmanager/routes_test.txt; echo "routes_test.txt: $$n routing cases pass"
+
+## rules-render: the alert and recording rules with your thresholds and prices, without a cluster: the chart's
+## PrometheusRule (helm template) with VALUES (deploy/standalone/values.yaml), as a plain Prometheus rules file in OUT
+## (deploy/standalone/rules.yaml), checked by promtool (docs/operations/single-server.md)
+VALUES ?= deploy/standalone/values.yaml
+OUT    ?= deploy/standalone/rules.yaml
+rules-render: $(HELM)
+	$(HELM) template otelcol-nvml deploy/helm/otelcol-nvml --show-only templates/prometheusrule.yaml \
+		$(foreach v,$(VALUES),-f $(v)) --set prometheusRule.enabled=true | $(GO) run ./tools/rulesrender -values "$(VALUES)" >$(OUT).tmp
+	$(PROMTOOL) check rules $(OUT).tmp >/dev/null
+	mv $(OUT).tmp $(OUT)
+	@echo "$(OUT): the rules with $(VALUES)"
 
 ## rules-bench: the rules' evaluation cost per 1,000 GPUs on GPUS (50) simulated GPUs x 24 h backfilled into a
 ## Prometheus TSDB (tools/rulesbench; docs/operations/deploy.md "At scale"); a benchmark, not part of make test
