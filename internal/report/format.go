@@ -29,6 +29,9 @@ type grid struct {
 	rows    [][]string
 	total   []string
 	advice  []adviceLine
+	// numeric is the first column of figures; they run to the one before
+	// the last (the state), right-aligned in Markdown.
+	numeric int
 }
 
 type adviceLine struct{ state, who, text, link string }
@@ -138,7 +141,7 @@ func (s *Summary) adviceLines(who func(Row) string) []adviceLine {
 }
 
 func (s *Summary) grid() grid {
-	g := grid{title: fmt.Sprintf("GPU-hours by %s, %s; %s counters", s.Kind.Name, s.rangeLine(), s.Source)}
+	g := grid{title: fmt.Sprintf("GPU-hours by %s, %s; %s counters", s.Kind.Name, s.rangeLine(), s.Source), numeric: len(s.Kind.Labels)}
 	for _, l := range s.Kind.Labels {
 		g.headers = append(g.headers, columnTitles[l])
 	}
@@ -176,7 +179,7 @@ func (js *JobSummary) grid() grid {
 	if js.User != "" {
 		who += " (user " + js.User + ")"
 	}
-	g := grid{title: fmt.Sprintf("%s: %d GPU(s), %s", who, len(s.Rows), s.rangeLine())}
+	g := grid{title: fmt.Sprintf("%s: %d GPU(s), %s", who, len(s.Rows), s.rangeLine()), numeric: 2}
 	g.headers = []string{"GPU", "NODE", "HELD", "BUSY", "ACTIVE", "IDLE", "EFFICIENCY", "PEAK MEMORY", "STATES"}
 	for _, r := range s.Rows {
 		g.rows = append(g.rows, append(s.holderCells(r), clock(r.Held), clock(r.Busy), clock(r.Active), clock(r.Idle),
@@ -240,7 +243,7 @@ func writeMarkdown(w io.Writer, g grid) error {
 	sep := make([]string, len(g.headers))
 	for i := range sep {
 		sep[i] = "---"
-		if i >= len(g.headers)-7 && i < len(g.headers)-1 {
+		if i >= g.numeric && i < len(g.headers)-1 {
 			sep[i] = "---:"
 		}
 	}

@@ -97,18 +97,21 @@ func Job(ctx context.Context, api v1.API, h Holder, o Options, fixedRange bool) 
 	return js, nil
 }
 
-// life finds the first and last instant the holder had a GPU counter in
-// [o.From, o.To], at a step of at most a minute (a range query of a few
-// thousand points).
-func life(ctx context.Context, api v1.API, h Holder, o Options) (time.Time, time.Time, error) {
-	span := o.To.Sub(o.From)
-	step := span / 2000
+// lifeStep is the step of the search for a life over span: whole seconds,
+// at most 10,000 points (Prometheus answers up to 11,000); a minute over a
+// week.
+func lifeStep(span time.Duration) time.Duration {
+	step := (span/10000 + time.Second - 1).Truncate(time.Second)
 	if step < time.Second {
 		step = time.Second
 	}
-	if step > time.Minute && span <= 7*24*time.Hour {
-		step = time.Minute
-	}
+	return step
+}
+
+// life finds the first and last instant the holder had a GPU counter in
+// [o.From, o.To], at lifeStep.
+func life(ctx context.Context, api v1.API, h Holder, o Options) (time.Time, time.Time, error) {
+	step := lifeStep(o.To.Sub(o.From))
 	q := Query{GPUFilter: o.gpuFilter, ProcFilter: o.procFilter}
 	val, _, err := api.QueryRange(ctx, q.Life(), v1.Range{Start: o.From, End: o.To, Step: step})
 	if err != nil {
