@@ -156,15 +156,18 @@ func TestConfigBlocks(t *testing.T) {
 
 var backticked = regexp.MustCompile("^`([^`]+)`$")
 
-// TestMetricTable: the README's metric table lists exactly metadata.yaml's
+// metricTable is the file of the metric table (the README links to it).
+var metricTable = filepath.Join("docs", "reference", "metrics.md")
+
+// TestMetricTable: the metric table lists exactly metadata.yaml's
 // metrics, with their instruments and units, and a Prometheus name built
 // from each OTLP name. (The e2e suite checks the Prometheus names against
 // a real Prometheus.)
 func TestMetricTable(t *testing.T) {
-	text := readFile(t, "README.md")
+	text := readFile(t, metricTable)
 	start := strings.Index(text, "<!-- metrics-table:start -->")
 	end := strings.Index(text, "<!-- metrics-table:end -->")
-	require.True(t, start >= 0 && end > start, "README.md has the metrics-table markers")
+	require.True(t, start >= 0 && end > start, "%s has the metrics-table markers", metricTable)
 	type row struct{ prom, kind, unit string }
 	rows := map[string]row{}
 	for _, line := range strings.Split(text[start:end], "\n") {
@@ -177,7 +180,7 @@ func TestMetricTable(t *testing.T) {
 		if otlp == nil || prom == nil {
 			continue
 		}
-		assert.NotContains(t, rows, otlp[1], "README lists %s twice", otlp[1])
+		assert.NotContains(t, rows, otlp[1], "the metric table lists %s twice", otlp[1])
 		rows[otlp[1]] = row{prom[1], strings.TrimSpace(cells[2]), strings.TrimSpace(cells[3])}
 	}
 
@@ -194,19 +197,19 @@ func TestMetricTable(t *testing.T) {
 	require.NotEmpty(t, md.Metrics)
 	for name, m := range md.Metrics {
 		r, ok := rows[name]
-		if !assert.True(t, ok, "README.md does not list %s", name) {
+		if !assert.True(t, ok, "%s does not list %s", metricTable, name) {
 			continue
 		}
 		kind := "gauge"
 		if m.Sum != nil {
 			kind = map[bool]string{true: "counter", false: "updown"}[m.Sum.Monotonic]
 		}
-		assert.Equal(t, kind, r.kind, "README.md: the type of %s", name)
-		assert.Equal(t, m.Unit, r.unit, "README.md: the unit of %s", name)
-		assert.True(t, strings.HasPrefix(r.prom, strings.ReplaceAll(name, ".", "_")), "README.md: %s's Prometheus name %s", name, r.prom)
-		assert.Equal(t, kind == "counter", strings.HasSuffix(r.prom, "_total"), "README.md: %s: _total on counters only", r.prom)
+		assert.Equal(t, kind, r.kind, "the metric table: the type of %s", name)
+		assert.Equal(t, m.Unit, r.unit, "the metric table: the unit of %s", name)
+		assert.True(t, strings.HasPrefix(r.prom, strings.ReplaceAll(name, ".", "_")), "the metric table: %s's Prometheus name %s", name, r.prom)
+		assert.Equal(t, kind == "counter", strings.HasSuffix(r.prom, "_total"), "the metric table: %s: _total on counters only", r.prom)
 	}
 	for name := range rows {
-		assert.Contains(t, md.Metrics, name, "README.md lists %s, which metadata.yaml does not have", name)
+		assert.Contains(t, md.Metrics, name, "%s lists %s, which metadata.yaml does not have", metricTable, name)
 	}
 }
