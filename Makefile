@@ -353,6 +353,15 @@ NICE           ?=
 QEMU_AARCH64   ?= $(or $(shell command -v qemu-aarch64-static 2>/dev/null),/usr/bin/qemu-aarch64-static)
 otelcol_amd64  := $(OTELCOL)
 otelcol_arm64  := $(OTELCOL_ARM64)
+# otelcol-nvml-report beside it in the image and the packages (pure Go: a
+# plain cross-build).
+REPORT_ARM64   := $(DIST_DIR)/linux-arm64/otelcol-nvml-report
+report_amd64   := $(REPORT)
+report_arm64   := $(REPORT_ARM64)
+
+$(REPORT_ARM64): go.mod go.sum $(wildcard tools/report/*.go internal/report/*.go)
+	@mkdir -p $(@D)
+	GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o $@ ./tools/report
 
 ## build-arm64: cross-build otelcol-nvml for linux/arm64 into _build/linux-arm64/
 build-arm64: $(OTELCOL_ARM64)
@@ -377,9 +386,9 @@ image: $(IMAGE_ARCHIVE)
 
 # image_rule ARCH: the platform's rootfs (deploy/image/rootfs.sh), image and archive.
 define image_rule
-$(call arch_archive,$(1)): $(otelcol_$(1)) deploy/image/Containerfile deploy/image/config.yaml deploy/image/rootfs.sh
+$(call arch_archive,$(1)): $(otelcol_$(1)) $(report_$(1)) deploy/image/Containerfile deploy/image/config.yaml deploy/image/rootfs.sh
 	@command -v $(PODMAN) >/dev/null || { echo "podman not found: apt-get install podman buildah"; exit 1; }
-	deploy/image/rootfs.sh $(otelcol_$(1)) deploy/image/config.yaml $(IMAGE_DIR)/$(1)/rootfs $(1)
+	deploy/image/rootfs.sh $(otelcol_$(1)) deploy/image/config.yaml $(IMAGE_DIR)/$(1)/rootfs $(1) $(report_$(1))
 	cp deploy/image/Containerfile $(IMAGE_DIR)/$(1)/Containerfile
 	$(PODMAN) build --format oci --pull=never --platform linux/$(1) -t $(IMAGE)-$(1) -f $(IMAGE_DIR)/$(1)/Containerfile \
 		--build-arg VERSION=$(VERSION) --build-arg REVISION=$$$$(git rev-parse HEAD) \
@@ -424,9 +433,9 @@ packages: $(PACKAGES)
 
 # package_rule ARCH FORMAT TARGET
 define package_rule
-$(3): $(otelcol_$(1)) $(PACKAGE_SRCS) $(NFPM)
+$(3): $(otelcol_$(1)) $(report_$(1)) $(PACKAGE_SRCS) $(NFPM)
 	@mkdir -p $$(@D)
-	sed -e 's|$$$${PKG_ARCH}|$(1)|g' -e 's|$$$${PKG_VERSION}|$(VERSION)|g' -e 's|$$$${PKG_BINARY}|$(otelcol_$(1))|g' \
+	sed -e 's|$$$${PKG_ARCH}|$(1)|g' -e 's|$$$${PKG_VERSION}|$(VERSION)|g' -e 's|$$$${PKG_BINARY}|$(otelcol_$(1))|g' -e 's|$$$${PKG_REPORT}|$(report_$(1))|g' \
 		deploy/packages/nfpm.yaml > $$@.nfpm.yaml
 	$(NFPM) package --config $$@.nfpm.yaml --packager $(2) --target $$@
 	rm $$@.nfpm.yaml

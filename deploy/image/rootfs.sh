@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# rootfs.sh BINARY CONFIG OUT [ARCH]: assemble the image's root filesystem in
+# rootfs.sh BINARY CONFIG OUT [ARCH [REPORT]]: assemble the image's root filesystem in
 # OUT from files of this machine (no base image): the binary, exactly the
 # shared libraries it links plus the glibc libraries libnvidia-ml.so.1 links,
 # the loader, CA certificates, passwd/group with nonroot (65532), the config.
@@ -7,8 +7,10 @@
 # glibc, libc6-dev-arm64-cross, for a binary cross-built with
 # aarch64-linux-gnu-gcc). The libraries are found by their sonames
 # (readelf's NEEDED, transitively), so a foreign binary needs no loader here.
+# REPORT, otelcol-nvml-report for ARCH (static, pure Go), goes beside the
+# collector as /otelcol-nvml-report.
 set -euo pipefail
-bin=$1 config=$2 out=$3 arch=${4:-amd64}
+bin=$1 config=$2 out=$3 arch=${4:-amd64} report=${5:-}
 case $arch in
 amd64)
 	multiarch=usr/lib/x86_64-linux-gnu machine='Advanced Micro Devices X86-64'
@@ -26,6 +28,11 @@ rm -rf "$out"
 mkdir -p "$out/$multiarch" "$out/etc/otelcol-nvml" "$out/etc/ssl/certs" "$out/tmp"
 chmod 1777 "$out/tmp"
 install -m 0755 "$bin" "$out/otelcol-nvml"
+if [ -n "$report" ]; then
+	got=$(readelf -h "$report" | sed -n 's/^ *Machine: *//p')
+	[ "$got" = "$machine" ] || { echo "rootfs.sh: $report is for $got, not $arch" >&2; exit 1; }
+	install -m 0755 "$report" "$out/otelcol-nvml-report"
+fi
 
 # find_lib SONAME: its file among the architecture's library directories.
 find_lib() {

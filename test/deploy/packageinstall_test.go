@@ -252,6 +252,16 @@ func TestPackageDebInstall(t *testing.T) {
 		require.NoError(t, syscall.Mount("proc", proc, "proc", syscall.MS_NOSUID|syscall.MS_NODEV|syscall.MS_NOEXEC, ""))
 		t.Cleanup(func() { _ = syscall.Unmount(proc, syscall.MNT_DETACH) })
 
+		// otelcol-nvml-report runs from the package as any user: here, no
+		// Prometheus to reach, its one-line message and exit 1.
+		out, err := exec.Command("chroot", fmt.Sprintf("--userspec=%d:%d", uid, gid), root,
+			"/usr/bin/otelcol-nvml-report", fmt.Sprintf("--prometheus=http://127.0.0.1:%d", freePort(t))).CombinedOutput()
+		var exit *exec.ExitError
+		if assert.ErrorAs(t, err, &exit, "otelcol-nvml-report without a Prometheus: %s", out) {
+			assert.Equal(t, 1, exit.ExitCode())
+		}
+		assert.Contains(t, string(out), "cannot reach Prometheus")
+
 		// The admin's settings, in the unit's environment file.
 		promPort, healthPort, telemetryPort := freePort(t), freePort(t), freePort(t)
 		conf := filepath.Join(root, "etc/otelcol-nvml/otelcol-nvml.conf")

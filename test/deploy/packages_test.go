@@ -38,6 +38,7 @@ type packageFile struct {
 
 var packageFiles = map[string]packageFile{
 	"/usr/bin/otelcol-nvml":                        {0o755, false},
+	"/usr/bin/otelcol-nvml-report":                 {0o755, false},
 	"/usr/lib/systemd/system/otelcol-nvml.service": {0o644, false},
 	"/etc/otelcol-nvml/config.yaml":                {0o644, true},
 	"/etc/otelcol-nvml/otelcol-nvml.conf":          {0o600, true}, // systemd reads it as root; it may hold a token
@@ -180,6 +181,15 @@ func TestPackageDeb(t *testing.T) {
 			ef.Close()
 			newest := newestGLIBC(t, bin)
 			assert.False(t, versionLess(glibc, newest), "the binary needs GLIBC_%s, newer than the packages' glibc >= %s", newest, glibc)
+			// otelcol-nvml-report is pure Go: the package's architecture, no libc.
+			report := filepath.Join(root, "usr/bin/otelcol-nvml-report")
+			rf, err := elf.Open(report)
+			require.NoError(t, err)
+			assert.Equal(t, machine, rf.Machine, "otelcol-nvml-report's machine")
+			libs, err := rf.ImportedLibraries()
+			require.NoError(t, err)
+			assert.Empty(t, libs, "otelcol-nvml-report links no library")
+			rf.Close()
 		})
 	}
 }

@@ -390,3 +390,34 @@ func copyFile(t *testing.T, from, to string) {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(to, data, 0o755))
 }
+
+// TestImageReport: otelcol-nvml-report is in the image beside the collector,
+// for the image's platform, and runs there as the image's user (static: it
+// needs none of the image's libraries); with no Prometheus to reach it says
+// so in one line and exits 1.
+func TestImageReport(t *testing.T) {
+	cfg := inspect(t)
+	uid, gid := parseUser(t, cfg.Config.User)
+	ctr := podman(t, "create", *imageRef)
+	t.Cleanup(func() { podman(t, "rm", "--force", ctr) })
+	root := podman(t, "mount", ctr)
+	t.Cleanup(func() { podman(t, "unmount", ctr) })
+
+	bin := filepath.Join(root, "otelcol-nvml-report")
+	assert.Equal(t, elfMachine[*archFlag], readelfMachine(t, bin))
+	argv := []string{"/otelcol-nvml-report", fmt.Sprintf("--prometheus=http://127.0.0.1:%d", testutil.FreePort(t))}
+	if *archFlag != runtime.GOARCH {
+		require.NotEmpty(t, *qemuPath, "-arch %s on %s needs -qemu", *archFlag, runtime.GOARCH)
+		copyFile(t, absFile(t, *qemuPath), filepath.Join(root, ".qemu-user"))
+		t.Cleanup(func() { _ = os.Remove(filepath.Join(root, ".qemu-user")) })
+		argv = append([]string{"/.qemu-user"}, argv...)
+	}
+	cmd := exec.Command("chroot", append([]string{"--userspec=" + fmt.Sprintf("%d:%d", uid, gid), root}, argv...)...)
+	cmd.Env = cfg.Config.Env
+	out, err := cmd.CombinedOutput()
+	var exit *exec.ExitError
+	if assert.ErrorAs(t, err, &exit, "otelcol-nvml-report without a Prometheus: %s", out) {
+		assert.Equal(t, 1, exit.ExitCode())
+	}
+	assert.Regexp(t, `^otelcol-nvml-report: cannot reach Prometheus at \S+ .*\n$`, string(out))
+}
