@@ -272,7 +272,7 @@ demo-check: build $(FAKENVML) $(DEMOKUBELET)
 rules: alertmanager
 	@test -x $(PROMTOOL) || { echo "promtool not found at $(PROMTOOL): apt-get install prometheus, or set PROMTOOL="; exit 1; }
 	$(PROMTOOL) check rules deploy/prometheus/rules.yaml deploy/prometheus/dcgm-compat.yaml
-	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml waste_test.yaml diagnosis_test.yaml holders_test.yaml dcgm-compat_test.yaml fleet_test.yaml
+	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml waste_test.yaml diagnosis_test.yaml holders_test.yaml holder_alerts_test.yaml dcgm-compat_test.yaml fleet_test.yaml
 
 ## alertmanager: amtool check-config on deploy/alertmanager/alertmanager.yml, and amtool config routes test on
 ## each routing case of deploy/alertmanager/routes_test.txt (the receiver a label set must reach)

@@ -104,7 +104,7 @@ func TestPromtoolFilesOrderEveryGroup(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, 5, checked, "the promtool test files of rules.yaml")
+	assert.Equal(t, 6, checked, "the promtool test files of rules.yaml")
 }
 
 // TestGroupIntervalsStayUnderTheLookback: a record that dashboards and

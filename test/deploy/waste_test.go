@@ -85,7 +85,11 @@ func TestWasteRuleNames(t *testing.T) {
 	}
 	assert.Equal(t, []string{"memory_pressure", "idle", "input_bound", "gpu_bound", "underused"}, states,
 		"one diagnosis series per state, in the order of their codes (1 to 5)")
-	assert.NotEmpty(t, rulesNamed(spec, "GPUPodIdle"))
+	for _, name := range []string{"GPUHolderIdle", "GPUHolderInputBound", "GPUHolderMemoryPressure", "GPUHolderUnderused"} {
+		assert.NotEmpty(t, rulesNamed(spec, name))
+	}
+	assert.Empty(t, rulesNamed(spec, "GPUPodIdle"), "replaced by GPUHolderIdle")
+	assert.Empty(t, rulesNamed(spec, "GPUHeldButIdle"), "replaced by GPUHolderIdle where the diagnosis is on")
 	assert.NotEmpty(t, rulesNamed(spec, "NamespaceIdleGPUHours"))
 	assert.NotEmpty(t, rulesNamed(spec, "NodeGPUTimeUnobserved"))
 }
@@ -103,7 +107,10 @@ func TestWasteRulesFollowValues(t *testing.T) {
     gpuBound: {activity: 0.6}
     memoryPressure: {usage: 0.9, trendMinutes: 15, trendMinSpanMinutes: 10, predictMinutes: 60}
     stableMinutes: 7
-    podIdle: {ratio: 0.9, for: 1h}
+    alerts:
+      runbookURL: https://wiki.example.com/gpu-runbook
+      idle: {enabled: true, for: 1h, advice: Ask in the GPU channel.}
+      underused: {enabled: false, for: 30m, advice: x}
     namespaceIdle: {gpuHours: 24, for: 30m}
     unobserved: {ratio: 0.25, for: 1h}
     pricePerHour:
@@ -158,11 +165,16 @@ func TestWasteRulesFollowValues(t *testing.T) {
 	codeRule := oneRule(t, spec, "gpu_holder:nvidia_gpu_diagnosis_code:5m")
 	code := codeRule.Expr.String()
 	assert.Contains(t, code, "changes(gpu_holder:nvidia_gpu_diagnosis_candidate:5m[7m])")
-	podIdle := oneRule(t, spec, "GPUPodIdle")
-	assert.Contains(t, podIdle.Expr.String(), ">= 0.9\n")
-	require.NotNil(t, podIdle.For)
-	assert.Equal(t, monitoringv1.Duration("1h"), *podIdle.For)
-	assert.Contains(t, podIdle.Annotations["description"], "at or above 90% for 1h")
+	idle := oneRule(t, spec, "GPUHolderIdle")
+	require.NotNil(t, idle.For)
+	assert.Equal(t, monitoringv1.Duration("1h"), *idle.For)
+	require.NotNil(t, idle.KeepFiringFor)
+	assert.Equal(t, monitoringv1.NonEmptyDuration("7m"), *idle.KeepFiringFor, "an alert keeps firing for the diagnosis's hold")
+	assert.Equal(t, "Ask in the GPU channel.", idle.Annotations["advice"])
+	assert.Equal(t, "https://wiki.example.com/gpu-runbook#idle", idle.Annotations["runbook_url"])
+	assert.Contains(t, idle.Annotations["summary"], "(activity under 10%)")
+	assert.Empty(t, rulesNamed(spec, "GPUHolderUnderused"), "alerts.underused.enabled false")
+	assert.NotEmpty(t, rulesNamed(spec, "GPUHolderInputBound"), "the defaults the values file leaves")
 	nsIdle := oneRule(t, spec, "NamespaceIdleGPUHours")
 	assert.Equal(t, "namespace:nvidia_gpu_idle_hours:24h > 24", nsIdle.Expr.String())
 	require.NotNil(t, nsIdle.For)
@@ -176,6 +188,9 @@ func TestWasteRulesFollowValues(t *testing.T) {
 	off := renderRules(t, "--set", "prometheusRule.waste.enabled=false")
 	require.Len(t, off.Groups, 1)
 	assert.Equal(t, "otelcol-nvml", off.Groups[0].Name)
+	// Without the diagnosis, the per-GPU idle alerts stand in for GPUHolderIdle.
+	assert.NotEmpty(t, rulesNamed(off, "GPUHeldButIdle"))
+	assert.NotEmpty(t, rulesNamed(off, "GPUHeldButSMIdle"))
 }
 
 // TestWasteTrendSpanWithinRange: a minimum span of the memory trend longer
