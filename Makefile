@@ -228,10 +228,11 @@ $(KUBE_APISERVER) $(ETCD) &: test/kubeapi/go.mod test/kubeapi/go.sum test/kubeap
 ## e2e: the built collector on the simulated NVML, end to end: a backend collector, Prometheus, faults
 e2e: build $(FAKENVML) $(PROMETHEUS3) $(KUBE_APISERVER) $(ETCD) $(REPORT)
 	@test -x $(PROMETHEUS) || { echo "prometheus not found at $(PROMETHEUS): apt-get install prometheus, or set PROMETHEUS="; exit 1; }
+	@test -x $(ALERTMANAGER) || { echo "Alertmanager not found at $(ALERTMANAGER): apt-get install prometheus-alertmanager, or set ALERTMANAGER="; exit 1; }
 	$(GO) vet -tags e2e ./test/e2e
 	$(GO) test -tags e2e -count=1 -v -timeout 10m ./test/e2e \
 		-otelcol=$(OTELCOL) -fakenvml=$(FAKENVML) -prometheus=$(PROMETHEUS) -prometheus3=$(PROMETHEUS3) -gonvml=$(GONVML_DIR) \
-		-kube-apiserver=$(KUBE_APISERVER) -etcd=$(ETCD) -report=$(REPORT)
+		-kube-apiserver=$(KUBE_APISERVER) -etcd=$(ETCD) -report=$(REPORT) -alertmanager=$(ALERTMANAGER)
 
 ## soak: the fault soak (issue 9) for SOAK_DURATION (10m) at 200 ms against the built collector on the
 ## simulated NVML; its figures go to _build/soak-report.md (make test runs a 60 s one in e2e)
@@ -253,16 +254,23 @@ DEMO_PODS   ?= testdata/demo/pods.json
 $(DEMOKUBELET): go.mod go.sum $(wildcard tools/demokubelet/*.go)
 	$(GO) build -o $@ ./tools/demokubelet
 
+DEMOWEBHOOK := $(DIST_DIR)/demowebhook
+
+$(DEMOWEBHOOK): go.mod $(wildcard tools/demowebhook/*.go)
+	$(GO) build -o $@ ./tools/demowebhook
+
 ## demo: otelcol-nvml on six SIMULATED GPUs (no GPU needed; go, gcc, libcjson-dev), with a simulated kubelet and,
-## where Debian's prometheus is installed, a Prometheus with the shipped rules, all on 127.0.0.1 (tools/demo.sh)
-demo: build $(FAKENVML) $(DEMOKUBELET)
-	OTELCOL=$(OTELCOL) FAKENVML=$(FAKENVML) DEMOKUBELET=$(DEMOKUBELET) PROMETHEUS=$(PROMETHEUS) \
-		DEMO_SCENARIO=$(DEMO_SCENARIO) DEMO_PODS=$(DEMO_PODS) bash tools/demo.sh
+## where Debian's prometheus is installed, a Prometheus with the shipped rules, and where prometheus-alertmanager
+## is, an Alertmanager with the shipped routes whose notifications print in the terminal, all on 127.0.0.1
+## (tools/demo.sh); Ctrl-C, or SIGINT or SIGTERM to the script's PID, stops it all
+demo: build $(FAKENVML) $(DEMOKUBELET) $(DEMOWEBHOOK)
+	OTELCOL=$(OTELCOL) FAKENVML=$(FAKENVML) DEMOKUBELET=$(DEMOKUBELET) DEMOWEBHOOK=$(DEMOWEBHOOK) PROMETHEUS=$(PROMETHEUS) \
+		ALERTMANAGER=$(ALERTMANAGER) DEMO_SCENARIO=$(DEMO_SCENARIO) DEMO_PODS=$(DEMO_PODS) bash tools/demo.sh
 
 ## demo-check: make demo for DURATION (15m), asked through its Prometheus; fails when a GPU is reported degraded,
 ## a holder's diagnosis flaps or misses the state the demo plays, or a holder or README query has no data
 ## (tools/demo-check.sh; report in _build/demo-check)
-demo-check: build $(FAKENVML) $(DEMOKUBELET)
+demo-check: build $(FAKENVML) $(DEMOKUBELET) $(DEMOWEBHOOK)
 	PROMETHEUS=$(PROMETHEUS) bash tools/demo-check.sh
 
 # ---- deploy/: alert rules, Helm chart, image, dashboard ----
