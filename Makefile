@@ -32,7 +32,7 @@ OTELCOL   := $(DIST_DIR)/otelcol-nvml
 CONFIG    ?= deploy/config.yaml
 RECEIVER  := receiver/nvmlreceiver
 
-.PHONY: all help check test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle fakenvml kubeapi e2e demo rules rules-bench rules-bench3 deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version report packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check alertmanager rules-render
+.PHONY: all help check test vet generate check-generated unit build run smoke bench fmt tools clean h200-bundle h200-alert-bundle fakenvml kubeapi e2e demo rules rules-bench rules-bench3 deploy-check deploy-generate image image-test dashboard soak logvolume build-arm64 lint-workflows check-version report packages package-test release-artifacts release-check release-push release-login test-checks test-background demo-check alertmanager rules-render
 
 ## all: the default target: build
 all: build
@@ -168,6 +168,22 @@ h200-bundle: build
 	cp $(OTELCOL) .carry/otelcol-nvml
 	gzip -f -6 .carry/otelcol-nvml .carry/scrapecost .carry/receivercost.test .carry/nvmlclientprobe.test .carry/collectprobe.test
 	@ls -l .carry
+
+## h200-alert-bundle: .carry/ for tools/h200/alert-run.sh alone (emptied first): otelcol-nvml, otelcol-nvml-report,
+## Prometheus and Alertmanager (PROMETHEUS, ALERTMANAGER) gzipped; the rules rendered with deploy/standalone/values.yaml
+## and tools/h200/alert-values.yaml (short durations); the shipped Alertmanager config, its receivers webhooks
+## (docs/runs/h200-runs.md)
+h200-alert-bundle: build report $(HELM)
+	rm -rf .carry && mkdir -p .carry
+	$(MAKE) --no-print-directory rules-render VALUES="deploy/standalone/values.yaml tools/h200/alert-values.yaml" OUT=.carry/rules.yaml
+	python3 tools/h200/alert-bundle.py deploy/alertmanager/alertmanager.yml .carry/alertmanager.yml
+	$(AMTOOL) check-config .carry/alertmanager.yml
+	cp $(OTELCOL) $(REPORT) .carry/
+	cp $(PROMETHEUS) .carry/prometheus
+	cp $(ALERTMANAGER) .carry/prometheus-alertmanager
+	gzip -f -6 .carry/otelcol-nvml .carry/otelcol-nvml-report .carry/prometheus .carry/prometheus-alertmanager
+	@ls -l .carry
+	@test $$(du -cb .carry/* | tail -1 | cut -f1) -lt 62914560 || { echo ".carry/ is over 60 MiB"; exit 1; }
 
 # ---- the simulated NVML (test/fakenvml), the e2e suite and the demo ----
 
