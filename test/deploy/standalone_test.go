@@ -2,8 +2,10 @@ package deploy
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -11,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	"github.com/stretchr/testify/assert"
@@ -400,4 +403,125 @@ func TestStandaloneFilesOnLoopback(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(data), "{key: host.name, value: \"${env:HOST_NAME:-}\", action: upsert}")
 	assert.Regexp(t, `processors: \[resource, batch\]`, string(data))
+}
+
+// TestStandaloneStack runs the three on loopback ports as the standalone
+// configs wire them (the simulated NVML under the collector): Prometheus
+// loads the rendered rules (GPUHolderUnderused after values.yaml's 5
+// minutes), scrapes the collector, whose series carry host_name from
+// HOST_NAME, and finds the Alertmanager, which runs the shipped config.
+func TestStandaloneStack(t *testing.T) {
+	otelcol := binFlag(t, "otelcol", *otelcolPath)
+	fake := binFlag(t, "fakenvml", *fakeNVMLPath)
+	prometheus := tool(t, "prometheus", "prometheus")
+	alertmanager := tool(t, "prometheus-alertmanager", "prometheus-alertmanager")
+	dir := t.TempDir()
+	abs := func(p string) string {
+		a, err := filepath.Abs(filepath.Join(repoRoot, p))
+		require.NoError(t, err)
+		return a
+	}
+
+	// The rules with the standalone values, beside a prometheus.yml that
+	// differs from the shipped one in its two ports only.
+	out, err := makeIn(t, "rules-render", "VALUES=deploy/standalone/values.yaml", "OUT="+filepath.Join(dir, "rules.yaml"))
+	require.NoError(t, err, "%s", out)
+	colAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	amAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	promAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	shipped, err := os.ReadFile(filepath.Join(standaloneDir, "prometheus.yml"))
+	require.NoError(t, err)
+	config := strings.NewReplacer(`"127.0.0.1:8889"`, `"`+colAddr+`"`, `"127.0.0.1:9093"`, `"`+amAddr+`"`).Replace(string(shipped))
+	require.Contains(t, config, colAddr)
+	require.Contains(t, config, amAddr)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(config), 0o600))
+
+	col := exec.Command(otelcol, "--config="+abs("deploy/standalone/collector.yaml"),
+		"--set=receivers::nvml::library_path="+fake,
+		"--set=exporters::prometheus::endpoint="+colAddr,
+		fmt.Sprintf("--set=extensions::health_check::endpoint=127.0.0.1:%d", freePort(t)),
+		fmt.Sprintf("--set=service::telemetry::metrics::readers=[{pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}}]", freePort(t)))
+	col.Env = append(os.Environ(), "HOST_NAME=gpu-server-1", "FAKE_NVML_SCENARIO="+abs("testdata/scenarios/demo.json"))
+	startUntilCleanup(t, col)
+	am := exec.Command(alertmanager, "--config.file="+abs("deploy/alertmanager/alertmanager.yml"),
+		"--web.listen-address="+amAddr, "--storage.path="+filepath.Join(dir, "alertmanager"), "--cluster.listen-address=")
+	startUntilCleanup(t, am)
+	prom := exec.Command(prometheus, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--web.listen-address="+promAddr, "--storage.tsdb.path="+filepath.Join(dir, "prometheus"))
+	startUntilCleanup(t, prom)
+
+	api := func(path string, v any) error {
+		resp, err := http.Get("http://" + promAddr + path)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("%s: HTTP %d", path, resp.StatusCode)
+		}
+		return json.NewDecoder(resp.Body).Decode(v)
+	}
+	eventually := func(what string, ok func() (bool, string)) {
+		t.Helper()
+		last := ""
+		for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+			var done bool
+			if done, last = ok(); done {
+				return
+			}
+		}
+		t.Errorf("%s: not within 60 s; last: %s", what, last)
+	}
+
+	eventually("Prometheus loads GPUHolderUnderused for 5 minutes", func() (bool, string) {
+		var r struct {
+			Data struct {
+				Groups []struct {
+					Rules []struct {
+						Name     string  `json:"name"`
+						Duration float64 `json:"duration"`
+					} `json:"rules"`
+				} `json:"groups"`
+			} `json:"data"`
+		}
+		if err := api("/api/v1/rules", &r); err != nil {
+			return false, err.Error()
+		}
+		for _, g := range r.Data.Groups {
+			for _, rule := range g.Rules {
+				if rule.Name == "GPUHolderUnderused" {
+					return rule.Duration == 300, fmt.Sprintf("for %v s", rule.Duration)
+				}
+			}
+		}
+		return false, fmt.Sprintf("%d groups, no GPUHolderUnderused", len(r.Data.Groups))
+	})
+	eventually("Prometheus finds the Alertmanager", func() (bool, string) {
+		var r struct {
+			Data struct {
+				Active []struct {
+					URL string `json:"url"`
+				} `json:"activeAlertmanagers"`
+			} `json:"data"`
+		}
+		if err := api("/api/v1/alertmanagers", &r); err != nil {
+			return false, err.Error()
+		}
+		return len(r.Data.Active) == 1 && strings.HasPrefix(r.Data.Active[0].URL, "http://"+amAddr+"/"), fmt.Sprint(r.Data.Active)
+	})
+	eventually("the collector's GPUs in Prometheus, named by host_name", func() (bool, string) {
+		var r struct {
+			Data struct {
+				Result []struct {
+					Metric map[string]string `json:"metric"`
+				} `json:"result"`
+			} `json:"data"`
+		}
+		q := url.Values{"query": {`count by (host_name, job) (hw_gpu_memory_limit_bytes)`}}
+		if err := api("/api/v1/query?"+q.Encode(), &r); err != nil {
+			return false, err.Error()
+		}
+		return len(r.Data.Result) == 1 && r.Data.Result[0].Metric["host_name"] == "gpu-server-1" && r.Data.Result[0].Metric["job"] == "otelcol-nvml",
+			fmt.Sprint(r.Data.Result)
+	})
 }
