@@ -142,7 +142,7 @@ $(REPORT): go.mod go.sum $(wildcard tools/report/*.go internal/report/*.go)
 run: build
 	$(OTELCOL) --config $(CONFIG)
 
-## smoke: start the built collector with the default config and check it serves
+## smoke: start the built collector with the default config and check it serves, and that its log stays quiet
 smoke: build
 	$(GO) test -tags smoke -count=1 -v ./test/smoke -otelcol=$(OTELCOL) -config=$(CURDIR)/$(CONFIG)
 
