@@ -24,11 +24,18 @@ const (
 	userBusyHours      = "user:nvidia_gpu_busy_hours:1h"
 	userIdleHours1h    = "user:nvidia_gpu_idle_hours:1h"
 	userActiveHours    = "user:nvidia_gpu_active_hours:1h"
+	userHeldHours24h   = "user:nvidia_gpu_held_hours:24h"
+	userIdleHours24h   = "user:nvidia_gpu_idle_hours:24h"
+	userIdleCost24h    = "user:nvidia_gpu_idle_cost:24h"
 	jobHeldGPUs        = "slurm_job:nvidia_gpu_held_gpus:5m"
 	jobMemory          = "slurm_job:nvidia_gpu_process_memory_usage_bytes:sum"
 	jobHeldHours       = "slurm_job:nvidia_gpu_held_hours:1h"
 	jobActiveHours     = "slurm_job:nvidia_gpu_active_hours:1h"
 	jobIdleHours       = "slurm_job:nvidia_gpu_idle_hours:1h"
+	jobBusyHours       = "slurm_job:nvidia_gpu_busy_hours:1h"
+	jobHeldHours24h    = "slurm_job:nvidia_gpu_held_hours:24h"
+	jobIdleHours24h    = "slurm_job:nvidia_gpu_idle_hours:24h"
+	jobIdleCost24h     = "slurm_job:nvidia_gpu_idle_cost:24h"
 	jobSelector        = `slurm_job_id=~"$slurm_job"`
 )
 
@@ -43,19 +50,21 @@ func holdersRow(b *dashboard.DashboardBuilder, ds common.DataSourceRef) *dashboa
 			[]string{"Namespace"},
 			[]string{"Quota", "Allocated", "Held", "Active", "Held of quota", "Active of held (1h)"},
 			namespaceQuota, namespaceAllocated, namespaceHeld, namespaceActive, namespaceQuotaUsed, namespaceEff)).
-		WithPanel(joined(ds, "Users: GPUs and memory held now, GPU-hours in the trailing hour", 12,
-			"Per user (process.owner: the name from the host's passwd or NSS, the uid where neither knows it): GPUs their processes held in the last 5 minutes, GPU memory they hold now, and held, busy, idle and active GPU-hours over the trailing hour.",
+		WithPanel(joined(ds, "Users: GPUs and memory held now, GPU-hours in the trailing hour and day", 12,
+			"Per user (process.owner: the name from the host's passwd or NSS, the uid where neither knows it; for a GPU allocated to a Slurm job, the job's user): GPUs their processes or their jobs' allocations held in the last 5 minutes, GPU memory they hold now, held, busy, idle and active GPU-hours over the trailing hour, and held and idle GPU-hours and the idle cost over the trailing 24 hours.",
 			[]string{"process_owner"},
 			[]string{"User"},
-			[]string{"GPUs held", "Memory", "Held (h)", "Busy (h)", "Idle (h)", "Active (h)"},
-			userHeldGPUs, userMemory, userHeldHours, userBusyHours, userIdleHours1h, userActiveHours)).
-		WithPanel(joined(ds, "Slurm jobs: GPUs and memory held now, GPU-hours in the trailing hour", 12,
-			"Per Slurm job (slurm.job.id, from its processes' cgroups) and its user: GPUs held in the last 5 minutes, GPU memory held now, and held, active and idle GPU-hours over the trailing hour; the Slurm job variable filters it.",
+			[]string{"GPUs held", "Memory", "Held (h)", "Busy (h)", "Idle (h)", "Active (h)", "Held (24h)", "Idle (24h)", "Idle cost (24h)"},
+			userHeldGPUs, userMemory, userHeldHours, userBusyHours, userIdleHours1h, userActiveHours,
+			userHeldHours24h, userIdleHours24h, userIdleCost24h)).
+		WithPanel(joined(ds, "Slurm jobs: GPUs and memory held now, GPU-hours in the trailing hour and day", 12,
+			"Per Slurm job (slurm.job.id, from its processes' cgroups and the allocation files: a GPU allocated to the job counts, with a process or not) and its user: GPUs held in the last 5 minutes, GPU memory held now, held, busy, active and idle GPU-hours over the trailing hour, and held and idle GPU-hours and the idle cost over the trailing 24 hours; the Slurm job variable filters it.",
 			[]string{"slurm_job_id", "process_owner"},
 			[]string{"Job", "User"},
-			[]string{"GPUs held", "Memory", "Held (h)", "Active (h)", "Idle (h)"},
+			[]string{"GPUs held", "Memory", "Held (h)", "Busy (h)", "Active (h)", "Idle (h)", "Held (24h)", "Idle (24h)", "Idle cost (24h)"},
 			jobHeldGPUs+`{`+jobSelector+`}`, jobMemory+`{`+jobSelector+`}`, jobHeldHours+`{`+jobSelector+`}`,
-			jobActiveHours+`{`+jobSelector+`}`, jobIdleHours+`{`+jobSelector+`}`)).
+			jobBusyHours+`{`+jobSelector+`}`, jobActiveHours+`{`+jobSelector+`}`, jobIdleHours+`{`+jobSelector+`}`,
+			jobHeldHours24h+`{`+jobSelector+`}`, jobIdleHours24h+`{`+jobSelector+`}`, jobIdleCost24h+`{`+jobSelector+`}`)).
 		WithPanel(chargebackTable(ds))
 }
 
@@ -128,15 +137,22 @@ func (h holderKind) perGPU(figure string) string {
 		procs := agg + ` by (` + by + `) (` + increaseOver("nvidia_gpu_process_"+figure+"_time_seconds_total", h.matcher) + `)`
 		return `max by (` + by + `) (label_replace(` + own + `, "source", "gpu", "", "") or label_replace(` + procs + `, "source", "process", "", ""))`
 	}
+	// A GPU allocated to a Slurm job (its own series carry slurm_job_id and
+	// user_name) counts whole for the job and its user, process or not;
+	// the processes count on the other GPUs.
+	allocated := func(figure string) string {
+		return `sum by (` + by + `) (label_replace(` + increaseOver("nvidia_gpu_"+figure+"_time_seconds_total", `slurm_job_id!="", user_name!=""`) +
+			` unless on (hw_id) ` + migParentsNow + `, "process_owner", "$1", "user_name", "(.+)")) or on (k8s_node_name, hw_id, ` + h.label + `) `
+	}
 	switch figure {
 	case "held":
-		return `max by (` + by + `) (` + increaseOver("nvidia_gpu_process_held_time_seconds_total", h.matcher) + `)`
+		return `(` + allocated(figure) + `max by (` + by + `) (` + increaseOver("nvidia_gpu_process_held_time_seconds_total", h.matcher) + `))`
 	case "active":
 		busy := h.perGPU("busy")
 		ratio := `(sum by (` + gpuBy + `) (` + increaseOver("nvidia_gpu_active_time_seconds_total", `hw_id!=""`) + `) / (sum by (` + gpuBy + `) (` + increaseOver("nvidia_gpu_busy_time_seconds_total", `hw_id!=""`) + `) > 0))`
 		return `(` + busy + ` * on (` + gpuBy + `) group_left () ` + ratio + ` or ` + busy + `)`
 	default:
-		return `sum by (` + by + `) (` + increaseOver("nvidia_gpu_process_"+figure+"_time_seconds_total", h.matcher) + `)`
+		return `(` + allocated(figure) + `sum by (` + by + `) (` + increaseOver("nvidia_gpu_process_"+figure+"_time_seconds_total", h.matcher) + `))`
 	}
 }
 
