@@ -44,6 +44,8 @@ func (f *fakeProm) what(q string) string {
 		return "memory"
 	case strings.Contains(q, "group by (user)"):
 		return "user"
+	case strings.Contains(q, "group by (hw_id, node)"):
+		return "nodes"
 	}
 	if m := firstIncrease.FindStringSubmatch(q); m != nil {
 		return m[1]

@@ -19,7 +19,7 @@ var Formats = []string{"table", "csv", "json", "markdown"}
 // columnTitles are the table's and Markdown's titles of the holder labels.
 var columnTitles = map[string]string{
 	"k8s_namespace_name": "NAMESPACE", "k8s_pod_name": "POD", "user": "USER",
-	"slurm_job_id": "JOB", "hw_id": "GPU", "k8s_node_name": "NODE",
+	"slurm_job_id": "JOB", "hw_id": "GPU",
 }
 
 // grid is a report as cells: the table, Markdown and CSV write it.
@@ -182,8 +182,12 @@ func (js *JobSummary) grid() grid {
 	g := grid{title: fmt.Sprintf("%s: %d GPU(s), %s", who, len(s.Rows), s.rangeLine()), numeric: 2}
 	g.headers = []string{"GPU", "NODE", "HELD", "BUSY", "ACTIVE", "IDLE", "EFFICIENCY", "PEAK MEMORY", "STATES"}
 	for _, r := range s.Rows {
-		g.rows = append(g.rows, append(s.holderCells(r), clock(r.Held), clock(r.Busy), clock(r.Active), clock(r.Idle),
-			percent(r.Efficiency()), r.memoryCell(), r.statesCell(true)))
+		node := r.Holder["node"]
+		if node == "" {
+			node = "-"
+		}
+		g.rows = append(g.rows, []string{r.Holder["hw_id"], node, clock(r.Held), clock(r.Busy), clock(r.Active), clock(r.Idle),
+			percent(r.Efficiency()), r.memoryCell(), r.statesCell(true)})
 	}
 	t := s.totals()
 	g.total = []string{"TOTAL", "", clock(t.Held), clock(t.Busy), clock(t.Active), clock(t.Idle), percent(t.Efficiency()), t.memoryCell(),

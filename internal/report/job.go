@@ -94,7 +94,35 @@ func Job(ctx context.Context, api v1.API, h Holder, o Options, fixedRange bool) 
 	if h.Kind == "job" {
 		js.User, _ = jobUser(ctx, api, h, from, to)
 	}
+	// The node of each GPU: its Kubernetes node, else its host (host.name);
+	// a summary without them still stands.
+	nodes, _ := gpuNodes(ctx, api, h, from, to)
+	for _, r := range s.Rows {
+		if n := nodes[r.Holder["hw_id"]]; n != "" {
+			r.Holder["node"] = n
+		}
+	}
 	return js, nil
+}
+
+// gpuNodes are the node (k8s_node_name, else host_name) of each GPU the
+// holder held in [from, to].
+func gpuNodes(ctx context.Context, api v1.API, h Holder, from, to time.Time) (map[string]string, error) {
+	gpu, proc, _ := h.filters()
+	rng := promRange(to.Sub(from).Round(time.Second) + time.Second)
+	q := fmt.Sprintf(`group by (hw_id, node) (label_replace(label_replace(last_over_time(%s[%s]) or last_over_time(%s[%s]), "node", "$1", "host_name", "(.+)"), "node", "$1", "k8s_node_name", "(.+)"))`,
+		selector(SourceRaw.counter("held"), gpu), rng, selector(SourceRaw.counter("process_held"), proc), rng)
+	val, _, err := api.Query(ctx, q, to)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	if vec, ok := val.(model.Vector); ok {
+		for _, s := range vec {
+			out[string(s.Metric["hw_id"])] = string(s.Metric["node"])
+		}
+	}
+	return out, nil
 }
 
 // lifeStep is the step of the search for a life over span: whole seconds,

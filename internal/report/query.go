@@ -81,12 +81,13 @@ var (
 var Kinds = map[string]Kind{"namespace": KindNamespace, "pod": KindPod, "user": KindUser, "job": KindJob}
 
 // gpuKind groups one holder's figures by GPU (a job's or pod's summary):
-// filter narrows every series to the holder.
+// filter narrows every series to the holder. The GPU's node is read apart
+// (nodes), so that a diagnosis without the host's label still meets its GPU.
 func gpuKind() Kind {
 	return Kind{
-		Name: "gpu", Labels: []string{"hw_id", "k8s_node_name"},
-		GPU: []string{"hw_id", "k8s_node_name"}, Proc: []string{"hw_id", "k8s_node_name"},
-		Diagnosis: [][]string{{"hw_id"}, {"k8s_node_name"}},
+		Name: "gpu", Labels: []string{"hw_id"},
+		GPU: []string{"hw_id"}, Proc: []string{"hw_id"},
+		Diagnosis: [][]string{{"hw_id"}},
 	}
 }
 

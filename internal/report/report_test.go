@@ -207,8 +207,8 @@ func TestJobSummary(t *testing.T) {
 	from := time.Date(2026, 12, 4, 17, 0, 0, 0, time.UTC)
 	// The job's counters exist from 17:00:30 to 17:10:30.
 	f.life = `[{"metric":{},"values":[[` + fmt.Sprint(from.Add(30*time.Second).Unix()) + `,"2"],[` + fmt.Sprint(from.Add(630*time.Second).Unix()) + `,"2"]]}]`
-	g1 := map[string]string{"hw_id": "GPU-01", "k8s_node_name": "", "hw_model": "NVIDIA H200"}
-	g2 := map[string]string{"hw_id": "GPU-02", "k8s_node_name": "", "hw_model": "NVIDIA H200"}
+	g1 := map[string]string{"hw_id": "GPU-01", "hw_model": "NVIDIA H200"}
+	g2 := map[string]string{"hw_id": "GPU-02", "hw_model": "NVIDIA H200"}
 	f.answers["held"] = vector(sample(g1, 600), sample(g2, 600))
 	f.answers["busy"] = vector(sample(g1, 590), sample(g2, 0))
 	f.answers["active"] = vector(sample(g1, 560), sample(g2, 0))
@@ -217,6 +217,7 @@ func TestJobSummary(t *testing.T) {
 	f.answers["states"] = vector(sample(map[string]string{"hw_id": "GPU-01", "state": "gpu_bound"}, 600),
 		sample(map[string]string{"hw_id": "GPU-02", "state": "idle"}, 600))
 	f.answers["user"] = vector(sample(map[string]string{"user": "alice"}, 1))
+	f.answers["nodes"] = vector(sample(map[string]string{"hw_id": "GPU-01", "node": "gpu-node-7"}, 1), sample(map[string]string{"hw_id": "GPU-02", "node": "gpu-node-7"}, 1))
 	f.answers["prices"] = vector(sample(map[string]string{"hw_model": "NVIDIA H200"}, 4))
 	h, _ := ParseHolder("job", "4242")
 	js, err := Job(context.Background(), f.api(t), h, Options{Prometheus: f.srv.URL, From: from.Add(-7 * 24 * time.Hour), To: from.Add(time.Hour), RunbookURL: DefaultRunbookURL}, false)
