@@ -30,6 +30,10 @@ type Config struct {
 	// ResourceSlices to map DRA claims to GPUs; without it, or where they
 	// cannot be read, claims are matched by the fallback (dra.go).
 	ResourceSlices *ResourceSlicesConfig
+	// SlurmGPUStatDir, when set, is the directory where Slurm's prolog
+	// writes each allocated GPU's job and uid (gpustat.go): such a GPU is
+	// held by that job. Absent: nothing, silently.
+	SlurmGPUStatDir string
 }
 
 // Process is what is known of one GPU process.
@@ -56,6 +60,8 @@ type Attributor struct {
 	pods   *PodResourcesCache // nil: no kubelet
 	slices *sliceWatcher      // nil: no ResourceSlices, the fallback only
 	minors sync.Map           // GPU UUID -> NVML minor number (int), for the fallback
+	slurm  *gpuStatDir        // nil: no gpustat directory configured
+	index  sync.Map           // GPU UUID -> NVML index (int), for the gpustat files
 
 	// warned holds the causes of failed reads already logged (what read
 	// failed, and ErrorCause), at most maxWarnedCauses: an unreadable proc
@@ -111,6 +117,15 @@ func New(cfg Config, logger *zap.Logger) *Attributor {
 		}
 		a.procs = procs
 		a.cgroup = newResolver(cfg.ProcRoot, logger)
+	}
+	if cfg.SlurmGPUStatDir != "" {
+		// The job's user is named as a process's owner is: from the host's
+		// passwd through the proc root; without one, by uid.
+		var userName func(string) string
+		if a.procs != nil {
+			userName = a.procs.UserName
+		}
+		a.slurm = newGPUStatDir(cfg.SlurmGPUStatDir, userName, logger)
 	}
 	if cfg.PodResources != nil {
 		a.pods = NewPodResourcesCache(*cfg.PodResources, logger)
@@ -213,9 +228,41 @@ func (a *Attributor) Started(pid int) time.Time {
 	return t
 }
 
+// Refresh reads the Slurm allocation again (the gpustat directory): call it
+// once per scrape, before the scrape's Attribute, Holders and Allocated.
+// Without a gpustat directory it does nothing.
+func (a *Attributor) Refresh() {
+	if a.slurm != nil {
+		a.slurm.refresh()
+	}
+}
+
+// SetIndex tells the NVML index of a GPU, by which the gpustat files name
+// it.
+func (a *Attributor) SetIndex(uuid string, index int) { a.index.Store(uuid, index) }
+
+// allocatedTo returns what the device (a GPU's or a MIG device's UUID) is
+// allocated to: the kubelet's containers (kubeletAllocation), and the Slurm
+// job of its gpustat file, as of the last Refresh.
+func (a *Attributor) allocatedTo(deviceID string) []Owner {
+	owners := a.kubeletAllocation(deviceID)
+	if a.slurm == nil {
+		return owners
+	}
+	index := -1
+	if v, ok := a.index.Load(deviceID); ok {
+		index = v.(int)
+	}
+	if o, ok := a.slurm.owner(deviceID, index); ok {
+		owners = appendOwner(owners, o)
+	}
+	return owners
+}
+
 // Allocated reports whether the kubelet has allocated the device (a GPU's
-// or a MIG device's UUID) to a pod: such a GPU is held, with or without a
-// process on it. False without a kubelet, and while its listing is stale.
+// or a MIG device's UUID) to a pod, or Slurm's prolog to a job: such a GPU
+// is held, with or without a process on it. False without a kubelet or a
+// gpustat file, and while the kubelet's listing is stale.
 func (a *Attributor) Allocated(deviceID string) bool {
 	return len(a.allocatedTo(deviceID)) > 0
 }

@@ -129,12 +129,12 @@ func (a *Attributor) SetMinor(uuid string, minor int) {
 // by DRA claims. Nil without a kubelet, or while its listing is stale.
 func (a *Attributor) Holders(deviceID string) []Owner { return a.allocatedTo(deviceID) }
 
-// allocatedTo returns the containers the kubelet allocated the device (a
+// kubeletAllocation returns the containers the kubelet allocated the device (a
 // GPU's or a MIG device's UUID) to: through the device plugin, by UUID, and
 // through DRA claims, by the DRA devices that are that UUID (from the
 // ResourceSlices, or the fallback). A device of one claim shared by several
 // pods, or by several requests through share_id, lists each holder once.
-func (a *Attributor) allocatedTo(deviceID string) []Owner {
+func (a *Attributor) kubeletAllocation(deviceID string) []Owner {
 	if a.pods == nil {
 		return nil
 	}

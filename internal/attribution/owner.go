@@ -20,6 +20,10 @@ type Owner struct {
 	ClaimName  string
 	SlurmJobID string // slurm.job.id: the Slurm job whose cgroup holds the process
 	SlurmStep  string // slurm.job.step: its step, a number or batch, extern, interactive
+	// UserName is user.name: the login name (or decimal uid) of the Slurm
+	// job a GPU is allocated to (gpustat.go). Set on a GPU's owner only;
+	// a process's user is its process.owner.
+	UserName string
 }
 
 // IsZero reports whether nothing is known: a host process, or no
@@ -97,6 +101,7 @@ func singleOwner(owners []Owner) (Owner, bool) {
 //   - Either source several, or the processes outside Kubernetes while the
 //     GPU is allocated to a pod: Owner{}, false (shared: rely on the
 //     per-process resources).
+//   - Allocated to one Slurm job (the gpustat directory): slurmGPUOwner.
 //
 // The kubelet's List gives no pod UIDs, so when both sources name one pod
 // they are taken to be the same pod: the pod the GPU is allocated to runs
@@ -115,6 +120,9 @@ func gpuOwner(allocated, processes []Owner) (Owner, bool) {
 	if !ok {
 		return Owner{}, false
 	}
+	if a.SlurmJobID != "" && !a.hasPod() {
+		return slurmGPUOwner(a, processes)
+	}
 	p, ok := singleOwner(processes)
 	if !ok || p.PodUID == "" {
 		return Owner{}, false
@@ -124,6 +132,20 @@ func gpuOwner(allocated, processes []Owner) (Owner, bool) {
 		merged.ContainerID, merged.ContainerName = p.ContainerID, a.ContainerName
 	}
 	return merged, true
+}
+
+// slurmGPUOwner is gpuOwner for a GPU allocated to one Slurm job (a,
+// from the gpustat directory, with no pod) that has processes: the job and
+// its user when every process whose cgroup names an owner is in that job,
+// with their step when they share one; Owner{}, false (shared, as with a
+// pod's allocation) when a process belongs to another job or to a
+// container. Each process keeps its own attribution either way.
+func slurmGPUOwner(a Owner, processes []Owner) (Owner, bool) {
+	p, ok := singleOwner(processes)
+	if !ok || p.SlurmJobID != a.SlurmJobID || p.hasPod() || p.ContainerID != "" {
+		return Owner{}, false
+	}
+	return Owner{SlurmJobID: a.SlurmJobID, SlurmStep: p.SlurmStep, UserName: a.UserName}, true
 }
 
 // withPodNames adds the GPU owner's pod and container names to a process of

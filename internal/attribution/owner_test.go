@@ -64,6 +64,8 @@ func TestGPUOwner(t *testing.T) {
 	allocSidecar := Owner{PodName: "trainer-0", Namespace: "ml", ContainerName: "sidecar"}
 	allocOther := Owner{PodName: "llm-0", Namespace: "serve", ContainerName: "main"}
 	full := Owner{ContainerID: idBurstable, PodUID: uidBurstable, PodName: "trainer-0", Namespace: "ml", ContainerName: "main"}
+	slurmAlloc := Owner{SlurmJobID: "4711", UserName: "alice"}
+	slurmStep0 := Owner{SlurmJobID: "4711", SlurmStep: "0"}
 
 	tests := []struct {
 		name        string
@@ -85,6 +87,18 @@ func TestGPUOwner(t *testing.T) {
 		{name: "allocated, and another pod's process too", alloc: []Owner{allocMain}, proc: []Owner{procA, procB}},
 		{name: "allocated, and a host process too", alloc: []Owner{allocMain}, proc: []Owner{procA, {}}},
 		{name: "allocated, used by a plain docker container", alloc: []Owner{allocMain}, proc: []Owner{docker}},
+		// Slurm's prolog allocated the GPU (gpustat.go).
+		{name: "Slurm job, no process", alloc: []Owner{slurmAlloc}, want: slurmAlloc, ok: true},
+		{name: "Slurm job and its process", alloc: []Owner{slurmAlloc}, proc: []Owner{slurmStep0},
+			want: Owner{SlurmJobID: "4711", SlurmStep: "0", UserName: "alice"}, ok: true},
+		{name: "Slurm job and its processes in two steps", alloc: []Owner{slurmAlloc},
+			proc: []Owner{slurmStep0, {SlurmJobID: "4711", SlurmStep: "batch"}}, want: slurmAlloc, ok: true},
+		{name: "Slurm job, another job's process", alloc: []Owner{slurmAlloc}, proc: []Owner{{SlurmJobID: "4720", SlurmStep: "0"}}},
+		{name: "Slurm job, its process and another job's", alloc: []Owner{slurmAlloc},
+			proc: []Owner{slurmStep0, {SlurmJobID: "4720", SlurmStep: "0"}}},
+		{name: "Slurm job, a pod's process", alloc: []Owner{slurmAlloc}, proc: []Owner{procA}},
+		{name: "Slurm job, a docker container's process", alloc: []Owner{slurmAlloc}, proc: []Owner{docker}},
+		{name: "Slurm job and a pod both allocated", alloc: []Owner{allocMain, slurmAlloc}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -68,6 +68,10 @@ func New(procRoot string) (*Reader, error) {
 	return r, nil
 }
 
+// UserName returns the name the host gives uid (decimal), as for a
+// process's owner; uid itself where none is known.
+func (r *Reader) UserName(uid string) string { return r.users.name(uid) }
+
 // Read returns the process's details. Command lines can hold secrets, so
 // they are read only when withCommandLine is set.
 func (r *Reader) Read(pid int, withCommandLine bool) (Info, error) {

@@ -39,6 +39,9 @@ type Config struct {
 	// Kubernetes configures pod attribution through the kubelet.
 	Kubernetes KubernetesConfig `mapstructure:"kubernetes"`
 
+	// Slurm configures reading the GPUs' Slurm allocation.
+	Slurm SlurmConfig `mapstructure:"slurm"`
+
 	// Accounting configures the held, busy, active and idle time counters
 	// (accounting.go).
 	Accounting AccountingConfig `mapstructure:"accounting"`
@@ -138,6 +141,20 @@ func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
 	return conf.Unmarshal((*plain)(cfg))
 }
 
+// SlurmConfig configures the Slurm allocation of the node's GPUs.
+type SlurmConfig struct {
+	// GPUStatDir is the directory where Slurm's prolog writes one file per
+	// allocated GPU, named by its index or UUID (a MIG device's UUID for a
+	// MIG device), holding "<jobid> <uid>", and its epilog removes it
+	// (Princeton jobstats' convention). A GPU so allocated is held by the
+	// job, with or without a process. Read once per scrape; absent, nothing
+	// is read and nothing logged. Empty turns it off.
+	GPUStatDir string `mapstructure:"gpustat_dir"`
+}
+
+// DefaultGPUStatDir is where jobstats' prolog writes the allocation.
+const DefaultGPUStatDir = "/run/gpustat"
+
 // AccountingConfig configures the GPU-time counters.
 type AccountingConfig struct {
 	// IdleThreshold is the activity (SM activity with GPM, utilization
@@ -220,6 +237,17 @@ func (cfg *Config) Validate() error {
 	}
 	if cfg.Processes.Enabled && !filepath.IsAbs(cfg.Processes.CgroupRoot) {
 		errs = append(errs, fmt.Errorf("processes::cgroup_root: %q must be an absolute path", cfg.Processes.CgroupRoot))
+	}
+	if d := cfg.Slurm.GPUStatDir; d != "" {
+		if strings.ContainsRune(d, 0) {
+			errs = append(errs, errors.New("slurm::gpustat_dir: must not contain a NUL byte"))
+		} else if !filepath.IsAbs(d) {
+			errs = append(errs, fmt.Errorf("slurm::gpustat_dir: %q must be an absolute path (or empty to read no Slurm allocation)", d))
+		} else if fi, err := os.Stat(d); err == nil && !fi.IsDir() {
+			errs = append(errs, fmt.Errorf("slurm::gpustat_dir: %q is not a directory", d))
+		}
+		// A directory that does not exist yet is allowed: the prolog makes
+		// it at the first job.
 	}
 	if cfg.Kubernetes.Enabled {
 		if !cfg.Processes.Enabled {

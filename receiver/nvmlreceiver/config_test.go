@@ -1,6 +1,7 @@
 package nvmlreceiver
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -98,6 +99,7 @@ func TestInvalidConfigNamesTheField(t *testing.T) {
 		// start times (stampStarts) could not be told apart.
 		{"process_pid_off", []string{"resource_attributes::process.pid::enabled: false"}},
 		{"hw_id_off", []string{"resource_attributes::hw.id::enabled: false"}},
+		{"bad_gpustat_dir", []string{`slurm::gpustat_dir: "run/gpustat" must be an absolute path`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -134,6 +136,29 @@ func TestAccountingConfig(t *testing.T) {
 	cfg.CollectionInterval = 10 * time.Second
 	cfg.Metrics.NvidiaGpuProcessBusyTime.Enabled = false
 	assert.Zero(t, cfg.shareSampling(), "nothing uses the shares")
+}
+
+func TestSlurmConfig(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadConfig(t, "")
+	require.NoError(t, err)
+	assert.Equal(t, "/run/gpustat", cfg.Slurm.GPUStatDir, "jobstats' directory by default")
+	cfg, err = loadConfig(t, "slurm")
+	require.NoError(t, err)
+	assert.Equal(t, "/var/run/gpustat", cfg.Slurm.GPUStatDir)
+	cfg, err = loadConfig(t, "slurm_off")
+	require.NoError(t, err)
+	assert.Empty(t, cfg.Slurm.GPUStatDir, "empty turns it off")
+
+	cfg = createDefaultConfig().(*Config)
+	cfg.Slurm.GPUStatDir = filepath.Join(t.TempDir(), "not-yet")
+	assert.NoError(t, cfg.Validate(), "the prolog makes it at the first job")
+	file := filepath.Join(t.TempDir(), "gpustat")
+	require.NoError(t, os.WriteFile(file, nil, 0o644))
+	cfg.Slurm.GPUStatDir = file
+	assert.ErrorContains(t, cfg.Validate(), "slurm::gpustat_dir: \""+file+"\" is not a directory")
+	cfg.Slurm.GPUStatDir = "/run/gpu\x00stat"
+	assert.ErrorContains(t, cfg.Validate(), "slurm::gpustat_dir: must not contain a NUL byte")
 }
 
 func TestLibraryPathDirectoryIsRejected(t *testing.T) {

@@ -53,6 +53,7 @@ func createDefaultConfig() component.Config {
 				ResourceSlices: ResourceSlicesConfig{Enabled: true},
 			},
 		},
+		Slurm: SlurmConfig{GPUStatDir: DefaultGPUStatDir},
 	}
 }
 

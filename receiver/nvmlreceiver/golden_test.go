@@ -31,8 +31,9 @@ func everyMetric(t *testing.T) func(*Config) {
 // review:
 //   - GPU 0, whole: a pod's process (its names from the kubelet, which
 //     gave it the GPU) and a host process; an Xid; fans;
-//   - GPU 1, in MIG mode: a Slurm job's process on one instance, the other
-//     instance idle and allocated to a pod.
+//   - GPU 1, in MIG mode: a Slurm job's process on one instance, which
+//     Slurm's prolog allocated to that job (uid 0: user.name root), the
+//     other instance idle and allocated to a pod.
 func TestScrapeGoldenEveryMetric(t *testing.T) {
 	t.Parallel()
 	m := nvmltest.NewH200GPUs(2)
@@ -51,7 +52,9 @@ func TestScrapeGoldenEveryMetric(t *testing.T) {
 	resp.PodResources = append(resp.PodResources,
 		claimedGPU(map[string][4]string{"gpu-0": {"ml", "trainer-0", "trainer", "trainer-gpu"}}).PodResources...)
 	socket := serveKubelet(t, resp)
+	slurm := gpuStatDir(t, map[string]string{migs[0].UUID: "4711 0"}) // 5555's job (testdata/proc)
 	ts := newTestScraper(t, m, everyMetric(t), func(cfg *Config) {
+		cfg.Slurm.GPUStatDir = slurm
 		cfg.Kubernetes.Enabled = true
 		cfg.Kubernetes.PodResourcesSocket = socket
 		cfg.Kubernetes.DRA.ResourceSlices.Enabled = false

@@ -25,13 +25,15 @@ type ownedProcess struct {
 }
 
 // newAttributor configures attribution from the receiver's configuration:
-// processes through processes::proc_root, pods through the kubelet.
+// processes through processes::proc_root, pods through the kubelet, Slurm
+// jobs through their cgroups and slurm::gpustat_dir.
 func newAttributor(cfg *Config, logger *zap.Logger) *attribution.Attributor {
 	var ac attribution.Config
 	if cfg.Processes.Enabled {
 		ac.ProcRoot = cfg.Processes.ProcRoot
 		ac.CommandLine = cfg.ResourceAttributes.ProcessCommandLine.Enabled
 	}
+	ac.SlurmGPUStatDir = cfg.Slurm.GPUStatDir
 	if cfg.Kubernetes.Enabled {
 		pc := attribution.DefaultPodResourcesConfig()
 		pc.Socket, pc.RefreshInterval = cfg.Kubernetes.PodResourcesSocket, cfg.Kubernetes.RefreshInterval

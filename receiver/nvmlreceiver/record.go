@@ -269,6 +269,9 @@ func setOwnerAttributes(rb *metadata.ResourceBuilder, o owner) {
 	if o.SlurmStep != "" {
 		rb.SetSlurmJobStep(o.SlurmStep)
 	}
+	if o.UserName != "" {
+		rb.SetUserName(o.UserName)
+	}
 }
 
 // gpmGauges record each GPM activity; static, so that a scrape builds no

@@ -84,6 +84,14 @@ func (r *reporter) newSession(gen uint64, openedAt time.Time) {
 	}
 }
 
+// beginScrape reads what is read once per scrape for every GPU: the Slurm
+// allocation.
+func (r *reporter) beginScrape() {
+	if r.owners != nil {
+		r.owners.Refresh()
+	}
+}
+
 // gpu records one GPU's sample.
 func (r *reporter) gpu(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) {
 	rep := r.report(info, smp, xids)
@@ -169,6 +177,7 @@ func (r *reporter) account(rep *gpuReport) {
 func (r *reporter) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) gpuReport {
 	rep := gpuReport{info: info, sample: smp, xids: xids}
 	r.owners.SetMinor(info.UUID, info.MinorNumber)
+	r.owners.SetIndex(info.UUID, info.Index)
 	rep.holders = r.owners.Holders(info.UUID)
 	if !smp.ProcessesListed {
 		for i := range smp.MIG {

@@ -196,6 +196,7 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 	}
 	devices := s.session.client.Devices()
 	s.reporter.newSession(s.session.generation())
+	s.reporter.beginScrape()
 	// XIDs counted so far: taken before the reads, so that no count is
 	// stamped with a time before its event.
 	xids := make(map[string]map[int64]int64, len(devices))

@@ -64,6 +64,9 @@ func newBoundedTestScraper(t testing.TB, m *nvmltest.Machine, b lifecycleBounds,
 	cfg.Processes.ProcRoot = procRoot
 	cfg.Processes.CgroupRoot, err = filepath.Abs(filepath.Join("testdata", "cgroup"))
 	require.NoError(t, err)
+	// No Slurm allocation unless a test writes one: the machine's own
+	// /run/gpustat is not read.
+	cfg.Slurm.GPUStatDir = filepath.Join(t.TempDir(), "gpustat")
 	for _, mod := range mods {
 		mod(cfg)
 	}

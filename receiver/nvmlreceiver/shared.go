@@ -190,7 +190,8 @@ func leftOutMetrics(m *metadata.MetricsConfig, failed nvmlclient.Figures) int {
 // owner is found through the GPU's processes (attribute).
 func ownerFigures(ra *metadata.ResourceAttributesConfig) nvmlclient.Figures {
 	if ra.ContainerID.Enabled || ra.K8sPodUID.Enabled || ra.K8sPodName.Enabled ||
-		ra.K8sNamespaceName.Enabled || ra.K8sContainerName.Enabled || ra.SlurmJobID.Enabled || ra.SlurmJobStep.Enabled {
+		ra.K8sNamespaceName.Enabled || ra.K8sContainerName.Enabled || ra.SlurmJobID.Enabled || ra.SlurmJobStep.Enabled ||
+		ra.UserName.Enabled {
 		return figs(nvmlclient.FigProcesses)
 	}
 	return 0

@@ -1984,6 +1984,7 @@ type ResourceAttributesConfig struct {
 	ProcessPid                    ResourceAttributeConfig `mapstructure:"process.pid"`
 	SlurmJobID                    ResourceAttributeConfig `mapstructure:"slurm.job.id"`
 	SlurmJobStep                  ResourceAttributeConfig `mapstructure:"slurm.job.step"`
+	UserName                      ResourceAttributeConfig `mapstructure:"user.name"`
 }
 
 func DefaultResourceAttributesConfig() ResourceAttributesConfig {
@@ -2062,6 +2063,9 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 		},
 		SlurmJobStep: ResourceAttributeConfig{
 			Enabled: false,
+		},
+		UserName: ResourceAttributeConfig{
+			Enabled: true,
 		},
 	}
 }

@@ -253,6 +253,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					ProcessPid:                    ResourceAttributeConfig{Enabled: true},
 					SlurmJobID:                    ResourceAttributeConfig{Enabled: true},
 					SlurmJobStep:                  ResourceAttributeConfig{Enabled: true},
+					UserName:                      ResourceAttributeConfig{Enabled: true},
 				},
 			},
 		},
@@ -487,6 +488,7 @@ func TestMetricsBuilderConfig(t *testing.T) {
 					ProcessPid:                    ResourceAttributeConfig{Enabled: false},
 					SlurmJobID:                    ResourceAttributeConfig{Enabled: false},
 					SlurmJobStep:                  ResourceAttributeConfig{Enabled: false},
+					UserName:                      ResourceAttributeConfig{Enabled: false},
 				},
 			},
 		},
@@ -785,6 +787,7 @@ func TestResourceAttributesConfig(t *testing.T) {
 				ProcessPid:                    ResourceAttributeConfig{Enabled: true},
 				SlurmJobID:                    ResourceAttributeConfig{Enabled: true},
 				SlurmJobStep:                  ResourceAttributeConfig{Enabled: true},
+				UserName:                      ResourceAttributeConfig{Enabled: true},
 			},
 		},
 		{
@@ -815,6 +818,7 @@ func TestResourceAttributesConfig(t *testing.T) {
 				ProcessPid:                    ResourceAttributeConfig{Enabled: false},
 				SlurmJobID:                    ResourceAttributeConfig{Enabled: false},
 				SlurmJobStep:                  ResourceAttributeConfig{Enabled: false},
+				UserName:                      ResourceAttributeConfig{Enabled: false},
 			},
 		},
 	}

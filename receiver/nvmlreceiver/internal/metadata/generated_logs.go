@@ -334,6 +334,12 @@ func NewLogsBuilder(lbc LogsBuilderConfig, settings receiver.Settings) *LogsBuil
 	if lbc.ResourceAttributes.SlurmJobStep.EventsExclude != nil {
 		lb.resourceAttributeExcludeFilter["slurm.job.step"] = filter.CreateFilter(lbc.ResourceAttributes.SlurmJobStep.EventsExclude)
 	}
+	if lbc.ResourceAttributes.UserName.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["user.name"] = filter.CreateFilter(lbc.ResourceAttributes.UserName.EventsInclude)
+	}
+	if lbc.ResourceAttributes.UserName.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["user.name"] = filter.CreateFilter(lbc.ResourceAttributes.UserName.EventsExclude)
+	}
 
 	return lb
 }

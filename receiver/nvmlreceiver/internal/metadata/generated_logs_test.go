@@ -55,6 +55,7 @@ func TestLogsBuilderAppendLogRecord(t *testing.T) {
 	rb.SetProcessPid(11)
 	rb.SetSlurmJobID("slurm.job.id-val")
 	rb.SetSlurmJobStep("slurm.job.step-val")
+	rb.SetUserName("user.name-val")
 	res := rb.Emit()
 
 	// append the first log record
@@ -186,6 +187,7 @@ func TestLogsBuilder(t *testing.T) {
 			rb.SetProcessPid(11)
 			rb.SetSlurmJobID("slurm.job.id-val")
 			rb.SetSlurmJobStep("slurm.job.step-val")
+			rb.SetUserName("user.name-val")
 			res := rb.Emit()
 			logs := lb.Emit(WithLogsResource(res))
 

@@ -1566,7 +1566,7 @@ type metricNvidiaGpuAllocation struct {
 // init fills nvidia.gpu.allocation metric with initial data.
 func (m *metricNvidiaGpuAllocation) init() {
 	m.data.SetName("nvidia.gpu.allocation")
-	m.data.SetDescription("The device's share allocated to one holder: one point per container the kubelet allocated the GPU or MIG device to (device plugin, or DRA claim; a claim shared by several pods or through share_id lists each), on a resource of the device and the holder, with value 1 / the number of holders. The device's held time is counted once, on the device; a holder's part of it is the held time times this share (docs/design/waste.md).")
+	m.data.SetDescription("The device's share allocated to one holder: one point per container the kubelet allocated the GPU or MIG device to (device plugin, or DRA claim; a claim shared by several pods or through share_id lists each), and for the Slurm job whose prolog allocated it (slurm::gpustat_dir), on a resource of the device and the holder, with value 1 / the number of holders. The device's held time is counted once, on the device; a holder's part of it is the held time times this share (docs/design/waste.md).")
 	m.data.SetUnit("1")
 	m.data.SetEmptyGauge()
 }
@@ -4538,6 +4538,12 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	}
 	if mbc.ResourceAttributes.SlurmJobStep.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["slurm.job.step"] = filter.CreateFilter(mbc.ResourceAttributes.SlurmJobStep.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.UserName.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["user.name"] = filter.CreateFilter(mbc.ResourceAttributes.UserName.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.UserName.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["user.name"] = filter.CreateFilter(mbc.ResourceAttributes.UserName.MetricsExclude)
 	}
 
 	for _, op := range options {

@@ -340,6 +340,7 @@ func TestMetricsBuilder(t *testing.T) {
 			rb.SetProcessPid(11)
 			rb.SetSlurmJobID("slurm.job.id-val")
 			rb.SetSlurmJobStep("slurm.job.step-val")
+			rb.SetUserName("user.name-val")
 			res := rb.Emit()
 			metrics := mb.Emit(WithResource(res))
 			if tt.name == "reaggregate_set" {
@@ -700,7 +701,7 @@ func TestMetricsBuilder(t *testing.T) {
 					validatedMetrics["nvidia.gpu.allocation"] = true
 					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
 					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
-					assert.Equal(t, "The device's share allocated to one holder: one point per container the kubelet allocated the GPU or MIG device to (device plugin, or DRA claim; a claim shared by several pods or through share_id lists each), on a resource of the device and the holder, with value 1 / the number of holders. The device's held time is counted once, on the device; a holder's part of it is the held time times this share (docs/design/waste.md).", mi.Description())
+					assert.Equal(t, "The device's share allocated to one holder: one point per container the kubelet allocated the GPU or MIG device to (device plugin, or DRA claim; a claim shared by several pods or through share_id lists each), and for the Slurm job whose prolog allocated it (slurm::gpustat_dir), on a resource of the device and the holder, with value 1 / the number of holders. The device's held time is counted once, on the device; a holder's part of it is the held time times this share (docs/design/waste.md).", mi.Description())
 					assert.Equal(t, "1", mi.Unit())
 					dp := mi.Gauge().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())

@@ -196,6 +196,13 @@ func (rb *ResourceBuilder) SetSlurmJobStep(val string) {
 	}
 }
 
+// SetUserName sets provided value as "user.name" attribute.
+func (rb *ResourceBuilder) SetUserName(val string) {
+	if rb.config.UserName.Enabled {
+		rb.res.Attributes().PutStr("user.name", val)
+	}
+}
+
 // Emit returns the built resource and resets the internal builder state.
 func (rb *ResourceBuilder) Emit() pcommon.Resource {
 	r := rb.res

@@ -38,15 +38,16 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetProcessPid(11)
 			rb.SetSlurmJobID("slurm.job.id-val")
 			rb.SetSlurmJobStep("slurm.job.step-val")
+			rb.SetUserName("user.name-val")
 
 			res := rb.Emit()
 			assert.Equal(t, 0, rb.Emit().Attributes().Len()) // Second call should return empty Resource
 
 			switch tt {
 			case "default":
-				assert.Equal(t, 23, res.Attributes().Len())
+				assert.Equal(t, 24, res.Attributes().Len())
 			case "all_set":
-				assert.Equal(t, 25, res.Attributes().Len())
+				assert.Equal(t, 26, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
@@ -177,6 +178,11 @@ func TestResourceBuilder(t *testing.T) {
 			assert.Equal(t, tt == "all_set", ok)
 			if ok {
 				assert.Equal(t, "slurm.job.step-val", slurmJobStepAttrVal.Str())
+			}
+			userNameAttrVal, ok := res.Attributes().Get("user.name")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "user.name-val", userNameAttrVal.Str())
 			}
 		})
 	}
