@@ -205,3 +205,33 @@ func TestWasteTrendSpanWithinRange(t *testing.T) {
 		"--set", "prometheusRule.waste.memoryPressure.trendMinSpanMinutes=30")
 	assert.True(t, ok, "a span equal to the trend's range is refused")
 }
+
+// TestHolderAlertsRunbook: each holder alert of rules.yaml links to the
+// runbook's section of its state (docs/operations/runbook.md, "## <state>"
+// gives the anchor #<state>), under the chart's default base URL, and
+// carries its state, severity and advice.
+func TestHolderAlertsRunbook(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "deploy", "prometheus", "rules.yaml"))
+	require.NoError(t, err)
+	var spec monitoringv1.PrometheusRuleSpec
+	require.NoError(t, yaml.UnmarshalStrict(data, &spec))
+	runbook, err := os.ReadFile(filepath.Join(repoRoot, "docs", "operations", "runbook.md"))
+	require.NoError(t, err)
+	const base = "https://github.com/otelcol-nvml/otelcol-nvml/blob/main/docs/operations/runbook.md#"
+	for name, want := range map[string]struct{ state, severity string }{
+		"GPUHolderIdle":           {"idle", "warning"},
+		"GPUHolderInputBound":     {"input_bound", "warning"},
+		"GPUHolderMemoryPressure": {"memory_pressure", "warning"},
+		"GPUHolderUnderused":      {"underused", "info"},
+	} {
+		r := oneRule(t, spec, name)
+		assert.Equal(t, want.state, r.Labels["state"], name)
+		assert.Equal(t, want.severity, r.Labels["severity"], name)
+		assert.Equal(t, base+want.state, r.Annotations["runbook_url"], name)
+		assert.Contains(t, string(runbook), "\n## "+want.state+"\n", "runbook.md has no section %q for %s", want.state, name)
+		assert.NotEmpty(t, r.Annotations["advice"], name)
+		for _, figure := range []string{"gpu_holder:nvidia_gpu_activity:5m", "gpu_holder:nvidia_gpu_process_cpu:5m", "gpu_holder:nvidia_gpu_memory_headroom:5m", "deriv(hw_gpu_memory_usage_bytes"} {
+			assert.Contains(t, r.Annotations["description"], figure, "%s's description reads %s", name, figure)
+		}
+	}
+}
