@@ -232,6 +232,31 @@ service:
 		t.Errorf("--by user: no row for %q: %s", gpus[3].procs[0].owner, out)
 	}
 
+	// The rules' resampled counters (evaluated every second here, as every
+	// group of the e2e Prometheus) give the raw counters' figures.
+	var resampled reportJSON
+	out = runReport(t, prom, append([]string{"--by=pod", "--format=json", "--source=resampled"}, rng...)...)
+	if err := json.Unmarshal([]byte(out), &resampled); err != nil {
+		t.Fatalf("--source resampled: %v\n%s", err, out)
+	}
+	if i := row(gpus[0]); i >= 0 {
+		found := false
+		for _, r := range resampled.Rows {
+			if r.Holder["k8s_pod_name"] == gpus[0].pod.name {
+				found = true
+				near("GPU 0's pod: held GPU-hours from the resampled counters", r.HeldGPUHours, byPod.Rows[i].HeldGPUHours, 2.0/3600)
+				near("GPU 0's pod: idle GPU-hours from the resampled counters", r.IdleGPUHours, byPod.Rows[i].IdleGPUHours, 2.0/3600)
+			}
+		}
+		if !found || resampled.Source != "resampled" {
+			t.Errorf("--source resampled (%s): no row for GPU 0's pod: %s", resampled.Source, out)
+		}
+	}
+	// No Slurm job in this scenario: the no-data line, not a failed query.
+	if _, errOut, code := runReportCode(t, prom, append([]string{"--by=job"}, rng...)...); code != 1 || !strings.Contains(errOut, "no GPU was held by any job") {
+		t.Errorf("--by job on a scenario without Slurm: exit %d, %q; want exit 1 and the no-data line", code, errOut)
+	}
+
 	// The terminal table and Markdown name the holders and the advice.
 	table := runReport(t, prom, append([]string{"--by=namespace"}, rng...)...)
 	md := runReport(t, prom, append([]string{"--by=pod", "--format=markdown"}, rng...)...)
