@@ -120,8 +120,12 @@ type ResourceSlicesConfig struct {
 }
 
 // Unmarshal reads the configuration, taking a device index written as a
-// YAML integer (devices: [0, 1]) as its string.
+// YAML integer (devices: [0, 1]) as its string. Unknown keys fail first,
+// each named by its path with the key likely meant (config_keys.go).
 func (cfg *Config) Unmarshal(conf *confmap.Conf) error {
+	if err := unknownKeysError(conf.ToStringMap()); err != nil {
+		return err
+	}
 	if raw, ok := conf.Get("devices").([]any); ok {
 		devices := make([]any, len(raw))
 		for i, d := range raw {
