@@ -141,11 +141,14 @@ if [ "$FAKE" = 1 ]; then
 	echo "$((CPUS * 100000)) 100000" >"$fake/cgroup/docker-$CID.scope/cpu.max"
 	python3 - "$fake/scenario.json" "$FAKE_PID" "$FAKE_LEAD" "$WORKLOAD_SECONDS" <<-'EOF'
 		# One simulated H200 whose one process starves it: 5 % busy, SM
-		# activity 2 %, as the input-bound loader measured on the H200.
+		# activity 2 %, as the input-bound loader measured on the H200. Its
+		# model is the real one's, which the rendered rules price (the
+		# default price needs 24h figures that a run this short lacks); the
+		# serial and the UUID say it is simulated.
 		import json, sys
 		out, pid, lead, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 		gpu = {
-		    "name": "NVIDIA H200 (SIMULATED)", "uuid": "GPU-5151a7ed-de30-4000-8000-0000000a1e27",
+		    "name": "NVIDIA H200", "uuid": "GPU-5151a7ed-de30-4000-8000-0000000a1e27",
 		    "serial": "SIMULATED-A1E2", "pci_bus_id": "00000000:19:00.0",
 		    "utilization": {"gpu": {"busy": 0.05, "period_s": 2}, "memory": {"busy": 0.01, "period_s": 2}},
 		    "memory": {"total_bytes": 150754820096, "reserved_bytes": 617086976, "used_bytes": 3221225472},
