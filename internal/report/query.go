@@ -183,8 +183,8 @@ func (q Query) procLabels() []string { return uniq([]string{"hw_id", "hw_model"}
 // Counter is the increase of one accounting counter (held, busy, active or
 // idle) per holder over rng, in seconds. On each GPU the holder's figure is
 // the larger of its GPU's own series (allocated to it) and its processes'
-// (the longest-held process for held time, their sum for busy and idle), as
-// the rules' gpu_pod records read it. A process has no active time: its
+// (their held time added up and capped at the GPU's, their busy and idle
+// time added up), as the rules' gpu_pod records read it. A process has no active time: its
 // share of the GPU's is its busy time times the GPU's active over busy time,
 // or its busy time on a GPU without an active figure. byModel keeps hw_model
 // in the result (held time, for the price).
@@ -197,8 +197,15 @@ func (q Query) Counter(metric string, rng time.Duration, byModel bool) string {
 	var proc string
 	switch metric {
 	case "held":
-		proc = fmt.Sprintf("max by (%s) (increase(%s[%s]))", procBy,
+		// A holder's processes on a GPU, one after another (a new process
+		// is a new series), add up; at the same time they overlap. Their
+		// sum, capped at the GPU's own held time over the range (anyone's),
+		// counts both; the longest one alone (the rules' 1h figure) would
+		// miss every process of the day but one.
+		sum := fmt.Sprintf("sum by (%s) (increase(%s[%s]))", procBy,
 			selector(q.Source.counter("process_held"), notEmpty(q.Kind.RequireProc, q.ProcFilter)), r)
+		gpuHeld := fmt.Sprintf("sum by (hw_id) (increase(%s[%s]))", q.Source.counter("held"), r)
+		proc = fmt.Sprintf("((%s < on (hw_id) group_left () %s) or (%s * 0 + on (hw_id) group_left () %s) or %s)", sum, gpuHeld, sum, gpuHeld, sum)
 	case "busy", "idle":
 		proc = fmt.Sprintf("sum by (%s) (increase(%s[%s]))", procBy,
 			selector(q.Source.counter("process_"+metric), notEmpty(q.Kind.RequireProc, q.ProcFilter)), r)
