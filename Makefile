@@ -242,13 +242,13 @@ $(KUBE_APISERVER) $(ETCD) &: test/kubeapi/go.mod test/kubeapi/go.sum test/kubeap
 	cd test/kubeapi && $(GO) build -o $(KUBEAPI_DIR)/ k8s.io/kubernetes/cmd/kube-apiserver ./etcd
 
 ## e2e: the built collector on the simulated NVML, end to end: a backend collector, Prometheus, faults
-e2e: build $(FAKENVML) $(PROMETHEUS3) $(KUBE_APISERVER) $(ETCD) $(REPORT)
+e2e: build $(FAKENVML) $(PROMETHEUS3) $(KUBE_APISERVER) $(ETCD) $(REPORT) $(HELM)
 	@test -x $(PROMETHEUS) || { echo "prometheus not found at $(PROMETHEUS): apt-get install prometheus, or set PROMETHEUS="; exit 1; }
 	@test -x $(ALERTMANAGER) || { echo "Alertmanager not found at $(ALERTMANAGER): apt-get install prometheus-alertmanager, or set ALERTMANAGER="; exit 1; }
 	$(GO) vet -tags e2e ./test/e2e
 	$(GO) test -tags e2e -count=1 -v -timeout 10m ./test/e2e \
 		-otelcol=$(OTELCOL) -fakenvml=$(FAKENVML) -prometheus=$(PROMETHEUS) -prometheus3=$(PROMETHEUS3) -gonvml=$(GONVML_DIR) \
-		-kube-apiserver=$(KUBE_APISERVER) -etcd=$(ETCD) -report=$(REPORT) -alertmanager=$(ALERTMANAGER)
+		-kube-apiserver=$(KUBE_APISERVER) -etcd=$(ETCD) -report=$(REPORT) -alertmanager=$(ALERTMANAGER) -helm=$(HELM)
 
 ## soak: the fault soak (issue 9) for SOAK_DURATION (10m) at 200 ms against the built collector on the
 ## simulated NVML; its figures go to _build/soak-report.md (make test runs a 60 s one in e2e)
