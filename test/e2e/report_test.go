@@ -284,3 +284,103 @@ service:
 		p.requireAlive(t)
 	}
 }
+
+// TestReportSlurmJob runs `otelcol-nvml-report job` on the Slurm allocation
+// scenario (slurm_test.go): job 4711 of alice holds GPU 0 at activity 0.6
+// and GPU 1 with no process through its gpustat files. Its summary must read
+// 2 GPUs, each held the seconds Prometheus has of it (GPUs x seconds / 3600
+// GPU-hours), GPU 1 all idle with the idle advice, GPU 0 busy 0.6 of its
+// time, and the same job in `--by job`.
+func TestReportSlurmJob(t *testing.T) {
+	t.Parallel()
+	rules, err := filepath.Abs(filepath.Join("..", "..", "deploy", "prometheus", "rules.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := startSlurmAllocation(t)
+	prom := startPrometheus(t, run.col.promAddr, rules)
+	procs := []*process{run.col.proc, run.be.proc, prom.proc}
+	from := time.Now().Add(-time.Minute)
+	// 40 s of the job, then a few scrapes and evaluations more.
+	waitFor(t, 90*time.Second, "40 s of the job in Prometheus", func() bool {
+		res := prom.tryQuery(fmt.Sprintf(`nvidia_gpu_held_time_seconds_total{hw_id=%q, slurm_job_id=%q}`, slurmAllocGPUs[1], slurmAllocJob))
+		return len(res) == 1 && res[0].value(t) >= 40
+	}, procs...)
+	time.Sleep(3 * time.Second)
+	to := time.Now().Add(-time.Second)
+	// Each GPU's seconds in Prometheus: from its first sample of the job to
+	// the report's end.
+	seconds := map[string]float64{}
+	for _, uuid := range slurmAllocGPUs[:2] {
+		res := prom.query(t, fmt.Sprintf(`min(min_over_time(timestamp(nvidia_gpu_held_time_seconds_total{hw_id=%q, slurm_job_id=%q})[5m:1s]))`, uuid, slurmAllocJob))
+		if len(res) != 1 {
+			t.Fatalf("GPU %s: no held time of the job in Prometheus", uuid)
+		}
+		seconds[uuid] = float64(to.UnixNano())/1e9 - res[0].value(t)
+	}
+	const tol = 2.5 // seconds: as TestReport's
+	near := func(what string, got, want, tol float64) {
+		t.Helper()
+		if math.Abs(got-want) > tol {
+			t.Errorf("%s = %.5f; the scenario says %.5f (± %.5f)", what, got, want, tol)
+		}
+	}
+	rng := []string{"--from=" + from.UTC().Format(time.RFC3339Nano), "--to=" + to.UTC().Format(time.RFC3339Nano)}
+
+	var job reportJSON
+	out := runReport(t, prom, append([]string{"job", slurmAllocJob, "--format=json"}, rng...)...)
+	if err := json.Unmarshal([]byte(out), &job); err != nil {
+		t.Fatalf("job --format json: %v\n%s", err, out)
+	}
+	if len(job.Rows) != 2 {
+		t.Fatalf("job %s: %d GPUs; want 2:\n%s", slurmAllocJob, len(job.Rows), out)
+	}
+	total := 0.0
+	for _, r := range job.Rows {
+		uuid, s := r.Holder["hw_id"], seconds[r.Holder["hw_id"]]
+		total += r.HeldGPUHours
+		near(uuid+": held GPU-hours", r.HeldGPUHours, s/3600, tol/3600)
+		switch uuid {
+		case slurmAllocGPUs[0]:
+			near("GPU 0: busy GPU-hours (activity 0.6)", r.BusyGPUHours, slurmAllocActivity*s/3600, tol/3600)
+			near("GPU 0: idle GPU-hours", r.IdleGPUHours, 0, tol/3600)
+			if r.PeakMemory == nil || *r.PeakMemory != 20<<30 {
+				t.Errorf("GPU 0: peak memory %v; want its process's 20 GiB", r.PeakMemory)
+			}
+		case slurmAllocGPUs[1]:
+			near("GPU 1 (no process): idle GPU-hours, all of its held time", r.IdleGPUHours, r.HeldGPUHours, tol/3600)
+			near("GPU 1 (no process): busy GPU-hours", r.BusyGPUHours, 0, 1e-9)
+			if r.State != "idle" || r.States["idle"] < 0.9 || !strings.HasSuffix(r.RunbookURL, "runbook.md#idle") || !strings.Contains(r.Advice, "release it") {
+				t.Errorf("GPU 1: state %q %v, advice %q, runbook %q; want idle nearly all its time, and the idle advice", r.State, r.States, r.Advice, r.RunbookURL)
+			}
+		default:
+			t.Errorf("job %s on GPU %s, which it does not hold", slurmAllocJob, uuid)
+		}
+	}
+	near("the job's held GPU-hours (2 GPUs x seconds / 3600)", total, (seconds[slurmAllocGPUs[0]]+seconds[slurmAllocGPUs[1]])/3600, 2*tol/3600)
+
+	// The table a user reads at the end of the job.
+	table := runReport(t, prom, append([]string{"job", slurmAllocJob}, rng...)...)
+	for _, want := range []string{"Slurm job " + slurmAllocJob + " (user " + slurmAllocUser + "): 2 GPU(s)", slurmAllocGPUs[1], "idle 100%", "What to do:", "idle (" + slurmAllocGPUs[1] + ")", "runbook.md#idle"} {
+		if !strings.Contains(table, want) {
+			t.Errorf("the job's table lacks %q:\n%s", want, table)
+		}
+	}
+	t.Logf("job summary:\n%s", table)
+
+	// --by job: one row, the job and its user, the same hours.
+	var byJob reportJSON
+	out = runReport(t, prom, append([]string{"--by=job", "--format=json"}, rng...)...)
+	if err := json.Unmarshal([]byte(out), &byJob); err != nil {
+		t.Fatalf("--by job: %v\n%s", err, out)
+	}
+	if len(byJob.Rows) != 1 || byJob.Rows[0].Holder["slurm_job_id"] != slurmAllocJob || byJob.Rows[0].Holder["user"] != slurmAllocUser {
+		t.Fatalf("--by job: %s; want job %s of %s alone", out, slurmAllocJob, slurmAllocUser)
+	}
+	r := byJob.Rows[0]
+	near("--by job: held GPU-hours", r.HeldGPUHours, total, 2*tol/3600)
+	near("--by job: idle GPU-hours (GPU 1's)", r.IdleGPUHours, seconds[slurmAllocGPUs[1]]/3600, 2*tol/3600)
+	for _, p := range procs {
+		p.requireAlive(t)
+	}
+}
