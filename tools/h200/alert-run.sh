@@ -78,9 +78,18 @@ alert_cleanup() {
 trap alert_cleanup EXIT
 trap 'exit 130' INT TERM
 
+# results: report.txt, the notifications and every reading to $OUT.
+results() {
+	cp "$RUN_DIR/report.txt" "$OUT/report.txt"
+	cp "$RUN_DIR/notifications.jsonl" "$OUT/" 2>/dev/null
+	tar czf "$OUT/alert.tgz" -C "$(dirname "$RUN_DIR")" --exclude "$(basename "$RUN_DIR")/bin" "$(basename "$RUN_DIR")"
+}
 fail() {
 	note "FAILED: $*"
-	echo "FAILED: $*" >"$OUT/report.txt"
+	echo "FAILED: $*" >"$RUN_DIR/report.txt"
+	alert_cleanup
+	trap - EXIT
+	results
 	exit 1
 }
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
@@ -141,14 +150,11 @@ if [ "$FAKE" = 1 ]; then
 	echo "$((CPUS * 100000)) 100000" >"$fake/cgroup/docker-$CID.scope/cpu.max"
 	python3 - "$fake/scenario.json" "$FAKE_PID" "$FAKE_LEAD" "$WORKLOAD_SECONDS" <<-'EOF'
 		# One simulated H200 whose one process starves it: 5 % busy, SM
-		# activity 2 %, as the input-bound loader measured on the H200. Its
-		# model is the real one's, which the rendered rules price (the
-		# default price needs 24h figures that a run this short lacks); the
-		# serial and the UUID say it is simulated.
+		# activity 2 %, as the input-bound loader measured on the H200.
 		import json, sys
 		out, pid, lead, secs = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
 		gpu = {
-		    "name": "NVIDIA H200", "uuid": "GPU-5151a7ed-de30-4000-8000-0000000a1e27",
+		    "name": "NVIDIA H200 (SIMULATED)", "uuid": "GPU-5151a7ed-de30-4000-8000-0000000a1e27",
 		    "serial": "SIMULATED-A1E2", "pci_bus_id": "00000000:19:00.0",
 		    "utilization": {"gpu": {"busy": 0.05, "period_s": 2}, "memory": {"busy": 0.01, "period_s": 2}},
 		    "memory": {"total_bytes": 150754820096, "reserved_bytes": 617086976, "used_bytes": 3221225472},
@@ -351,8 +357,6 @@ rc=${PIPESTATUS[0]}
 
 alert_cleanup
 trap - EXIT
-cp "$RUN_DIR/report.txt" "$OUT/report.txt"
-cp "$RUN_DIR/notifications.jsonl" "$OUT/" 2>/dev/null
-tar czf "$OUT/alert.tgz" -C "$(dirname "$RUN_DIR")" --exclude "$(basename "$RUN_DIR")/bin" "$(basename "$RUN_DIR")"
+results
 note "exit $rc; $OUT/report.txt"
 exit "$rc"
