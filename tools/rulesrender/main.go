@@ -91,6 +91,19 @@ func render(stream []byte, values string) ([]byte, error) {
 	if err := enc.Close(); err != nil {
 		return nil, err
 	}
+	// Read it back as a rules file's groups, each named: what promtool and
+	// Prometheus will read first.
+	var file struct {
+		Groups []map[string]any `yaml:"groups"`
+	}
+	if err := yaml.Unmarshal(out.Bytes(), &file); err != nil {
+		return nil, fmt.Errorf("the PrometheusRule's groups are not rule groups: %w", err)
+	}
+	for i, g := range file.Groups {
+		if name, ok := g["name"].(string); !ok || name == "" {
+			return nil, fmt.Errorf("the PrometheusRule's group %d has no name", i+1)
+		}
+	}
 	return out.Bytes(), nil
 }
 

@@ -75,6 +75,8 @@ func TestRenderRefuses(t *testing.T) {
 		"no spec":       {"kind: PrometheusRule\n", "has no spec"},
 		"no groups":     {"kind: PrometheusRule\nspec:\n  groups: []\n", "no rule groups"},
 		"other key":     {"kind: PrometheusRule\nspec:\n  groups: [{name: a}]\n  extra: 1\n", `"extra"`},
+		"unnamed group": {"kind: PrometheusRule\nspec: {groups: [{rules: []}]}\n", "has no name"},
+		"odd group":     {"kind: PrometheusRule\nspec: {groups: [{[]}]}", "not rule groups"},
 		"two":           {"kind: PrometheusRule\nspec: {groups: [{name: a}]}\n---\nkind: PrometheusRule\nspec: {groups: [{name: b}]}\n", "more than one"},
 		"not yaml":      {"kind: [\n", "not YAML"},
 	} {
@@ -83,4 +85,26 @@ func TestRenderRefuses(t *testing.T) {
 			assert.Contains(t, err.Error(), c.want, name)
 		}
 	}
+}
+
+// FuzzRender: any input gives a rules file that decodes to groups, or an
+// error; never a panic.
+func FuzzRender(f *testing.F) {
+	f.Add([]byte(rendering))
+	f.Add([]byte("kind: PrometheusRule\nspec: {groups: [{name: a, rules: []}]}\n"))
+	f.Add([]byte("---\n---\nkind: PrometheusRule\n"))
+	f.Fuzz(func(t *testing.T, in []byte) {
+		out, err := render(in, "v.yaml")
+		if err != nil {
+			return
+		}
+		var file struct {
+			Groups []map[string]any `yaml:"groups"`
+		}
+		require.NoError(t, yaml.Unmarshal(out, &file), "%s", out)
+		require.NotEmpty(t, file.Groups)
+		for _, g := range file.Groups {
+			require.NotEmpty(t, g["name"], "%s", out)
+		}
+	})
 }
