@@ -81,10 +81,7 @@ func (w *webhook) notifications() []notification {
 // receivers' names, grouping, continue and inhibitions stay as shipped.
 func shippedAlertmanagerConfig(t *testing.T, url string) []byte {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "alertmanager", "alertmanager.yml"))
-	require.NoError(t, err)
-	var cfg map[string]any
-	require.NoError(t, yaml.Unmarshal(data, &cfg))
+	cfg := readShippedAlertmanagerConfig(t)
 	receivers, _ := cfg["receivers"].([]any)
 	require.NotEmpty(t, receivers)
 	for i, r := range receivers {
@@ -110,6 +107,15 @@ func shippedAlertmanagerConfig(t *testing.T, url string) []byte {
 	out, err := yaml.Marshal(cfg)
 	require.NoError(t, err)
 	return out
+}
+
+func readShippedAlertmanagerConfig(t *testing.T) map[string]any {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "deploy", "alertmanager", "alertmanager.yml"))
+	require.NoError(t, err)
+	var cfg map[string]any
+	require.NoError(t, yaml.Unmarshal(data, &cfg))
+	return cfg
 }
 
 // startAlertmanager starts the Alertmanager server on config, on 127.0.0.1
