@@ -224,8 +224,16 @@ else:
 
             held, busy, active, idle = (secs(k) for k in ("held_gpu_hours", "busy_gpu_hours", "active_gpu_hours", "idle_gpu_hours"))
             tol = max(10, 0.05 * window)
+            # Time the collector could not observe (a late read, past 2.5
+            # collection intervals, is a gap): held leaves it out.
+            d, _ = prom("/api/v1/query", query=f'sum by (nvidia_gpu_unobserved_reason) (increase('
+                        f'nvidia_gpu_unobserved_time_seconds_total{{hw_id="{UUID}"}}[{int(truth["finish_ns"] / 1e9 - start) + 60}s]))',
+                        time=truth["finish_ns"] / 1e9)
+            unobserved = {s["metric"].get("nvidia_gpu_unobserved_reason", ""): round(float(s["value"][1]), 1)
+                          for s in (d or {}).get("result", []) if float(s["value"][1]) > 0}
             check("held = the workload's time on the GPU", held is not None and abs(held - window) <= tol,
-                  f"{held if held is None else round(held, 1)} s against {window:.1f} s (±{tol:.0f} s)")
+                  f"{held if held is None else round(held, 1)} s against {window:.1f} s (±{tol:.0f} s); "
+                  f"unobserved by the collector: {unobserved or 'none'}")
             if held and busy_truth is not None:
                 check("busy = held x nvidia-smi's mean utilization", busy is not None and abs(busy - busy_truth * held) <= 0.05 * held + 5,
                       f"{busy if busy is None else round(busy, 1)} s against {busy_truth * held:.1f} s")

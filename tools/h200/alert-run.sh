@@ -15,7 +15,7 @@
 #     inhibitions as shipped);
 #   - Prometheus (scrape every 2 s, rules every 5 s) with the rendered rules,
 #     alerting to that Alertmanager;
-#   - otelcol-nvml reading every GPU each second, processes and cgroups on,
+#   - otelcol-nvml reading every GPU every 2 s, processes and cgroups on,
 #     through its Prometheus exporter.
 # Then the workload of loaderbound-run.sh's input-bound container: the
 # DataLoader loop of loaderbound.py --mode cpu on GPU $GPU_INDEX, in a cgroup
@@ -203,7 +203,9 @@ ready "http://127.0.0.1:$AM_PORT/-/ready" alertmanager "${pids[-1]}"
 cat >"$RUN_DIR/collector.yaml" <<-EOF
 	receivers:
 	  nvml:
-	    collection_interval: 1s
+	    # 2 s: a read later than 2.5 intervals is a gap, unobserved time that
+	    # held time leaves out; 1 s was too tight on a loaded machine.
+	    collection_interval: 2s
 	    $library
 	    processes:
 	      enabled: true
@@ -219,7 +221,7 @@ cat >"$RUN_DIR/collector.yaml" <<-EOF
 	  prometheus:
 	    endpoint: 127.0.0.1:$COL_PORT
 	    # 3 collection intervals: an exited process leaves the endpoint soon.
-	    metric_expiration: 3s
+	    metric_expiration: 6s
 	    resource_constant_labels:
 	      included: ["*"]
 	service:
