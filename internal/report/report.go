@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
@@ -51,6 +52,8 @@ type Options struct {
 	// Progress, when not nil, gets a line per chunk of a report of more
 	// than one.
 	Progress io.Writer
+	// Parallel is how many of a chunk's queries run at once (1 when 0).
+	Parallel int
 
 	// A holder's summary: its series only (see JobOptions).
 	gpuFilter, procFilter, diagnosisFilter []Matcher
@@ -242,8 +245,28 @@ func Run(ctx context.Context, api v1.API, o Options) (*Summary, error) {
 			}},
 			{"diagnosis", q.States(rng), func(r *Row, m model.Metric, v float64) { r.stateCounts[string(m["state"])] += v }},
 		}
-		for _, s := range steps {
-			val, _, err := api.Query(ctx, s.query, at)
+		// The chunk's queries run Parallel at a time; their answers add up
+		// in order.
+		type answer struct {
+			val model.Value
+			err error
+		}
+		answers := make([]answer, len(steps))
+		sem := make(chan struct{}, max(o.Parallel, 1))
+		var wg sync.WaitGroup
+		for j, s := range steps {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				sem <- struct{}{}
+				defer func() { <-sem }()
+				val, _, err := api.Query(ctx, s.query, at)
+				answers[j] = answer{val, err}
+			}()
+		}
+		wg.Wait()
+		for j, s := range steps {
+			val, err := answers[j].val, answers[j].err
 			if err != nil {
 				return nil, apiError(err, &o, "the "+s.what+" query")
 			}

@@ -164,7 +164,7 @@ func TestSummary(t *testing.T) {
 	f := summaryFake(t)
 	var progress bytes.Buffer
 	s, err := Run(context.Background(), f.api(t), Options{Prometheus: f.srv.URL, Kind: KindNamespace, From: day0, To: day2,
-		Source: SourceAuto, RunbookURL: DefaultRunbookURL, Progress: &progress})
+		Source: SourceAuto, RunbookURL: DefaultRunbookURL, Progress: &progress, Parallel: 3})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,6 +106,7 @@ func run(args []string, stdout, stderr io.Writer, now time.Time) int {
 		chunk      = fs.Duration("chunk", 24*time.Hour, "longest range one query reads; a longer report shows progress between them")
 		runbook    = fs.String("runbook-url", report.DefaultRunbookURL, "the runbook the advice links to (#<state> is added)")
 		timeout    = fs.Duration("timeout", 5*time.Minute, "give up after this long")
+		parallel   = fs.Int("parallel", 2, "queries of a chunk sent to Prometheus at once")
 		progress   = fs.String("progress", "auto", "progress lines on stderr: auto (when stderr is a terminal), always or never")
 		perModel   = modelPrices{}
 		priceGiven bool
@@ -121,6 +122,9 @@ func run(args []string, stdout, stderr io.Writer, now time.Time) int {
 		return fail(2, "unexpected argument %q: flags go after job <id> or pod <ns>/<name>; see --help", fs.Arg(0))
 	}
 	fs.Visit(func(f *flag.Flag) { priceGiven = priceGiven || f.Name == "price" })
+	if *parallel < 1 {
+		return fail(2, "--parallel %d: at least 1", *parallel)
+	}
 	if *price < 0 {
 		return fail(2, "--price %v: a price is at least 0", *price)
 	}
@@ -151,7 +155,7 @@ func run(args []string, stdout, stderr io.Writer, now time.Time) int {
 	}
 	o := report.Options{
 		Prometheus: *promURL, Kind: kind, From: from, To: to, Source: report.Source(*source), Chunk: *chunk,
-		Price: *price, PriceSet: priceGiven, ModelPrices: perModel, RunbookURL: *runbook,
+		Price: *price, PriceSet: priceGiven, ModelPrices: perModel, RunbookURL: *runbook, Parallel: *parallel,
 	}
 	switch *progress {
 	case "always":

@@ -51,6 +51,7 @@ func TestExit(t *testing.T) {
 		{[]string{"--from", "yesterday"}, 2, "--from"},
 		{[]string{"--format", "xml"}, 2, "--format \"xml\""},
 		{[]string{"--price", "-1"}, 2, "--price"},
+		{[]string{"--parallel", "0"}, 2, "--parallel 0"},
 		{[]string{"--price-model", "H200"}, 2, "MODEL=PRICE"},
 		{[]string{"--by", "pod", "extra"}, 2, "unexpected argument"},
 		{[]string{"--from", "now", "--to", "-1d", "--prometheus", url}, 1, "is not before --to"},
