@@ -32,6 +32,8 @@ type (
 	GPMReading = figure.GPMReading
 	// Process is one process with a context on a GPU.
 	Process = figure.Process
+	// MPSRole is a process's part in CUDA MPS.
+	MPSRole = figure.MPSRole
 	// MIGInfo is the static identity of one MIG device.
 	MIGInfo = figure.MIGInfo
 	// MIGSample is one reading of one MIG device.
@@ -103,6 +105,12 @@ const (
 
 	// NoInstance is NVML's "not a MIG instance" id.
 	NoInstance = figure.NoInstance
+
+	MPSNone   = figure.MPSNone
+	MPSServer = figure.MPSServer
+	MPSClient = figure.MPSClient
+	// MPSServerName is the MPS server's executable name.
+	MPSServerName = figure.MPSServerName
 	// MaxProcessesPerGPU caps the process list read from one GPU.
 	MaxProcessesPerGPU = figure.MaxProcessesPerGPU
 )

@@ -92,7 +92,10 @@ type GPU struct {
 
 	ComputeProcs  []nvml.ProcessInfo
 	GraphicsProcs []nvml.ProcessInfo
-	procSamples   []nvml.ProcessUtilizationSample
+	// MPSProcs answers nvmlDeviceGetMPSComputeRunningProcesses: the MPS
+	// clients among ComputeProcs (SetMPS).
+	MPSProcs    []nvml.ProcessInfo
+	procSamples []nvml.ProcessUtilizationSample
 }
 
 // UUID is the deterministic UUID of GPU i.
@@ -240,6 +243,11 @@ func (g *GPU) setFuncs(i int) {
 		g.mu.Lock()
 		defer g.mu.Unlock()
 		return append([]nvml.ProcessInfo(nil), g.GraphicsProcs...), nvml.SUCCESS
+	}
+	d.GetMPSComputeRunningProcessesFunc = func() ([]nvml.ProcessInfo, nvml.Return) {
+		g.mu.Lock()
+		defer g.mu.Unlock()
+		return append([]nvml.ProcessInfo(nil), g.MPSProcs...), nvml.SUCCESS
 	}
 	d.GetProcessUtilizationFunc = g.getProcessUtilization
 	d.GetTotalEccErrorsFunc = func(t nvml.MemoryErrorType, _ nvml.EccCounterType) (uint64, nvml.Return) {
@@ -392,6 +400,17 @@ func (g *GPU) SetProcesses(procs ...nvml.ProcessInfo) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	g.ComputeProcs = procs
+}
+
+// SetMPS makes the GPU an MPS one, as NVML shows it (an H200, driver
+// 580): the server and the clients are all compute processes, the MPS list
+// holds the clients alone, and process utilization samples only the
+// server (AddProcessSamples with the server's PID), for all of them.
+func (g *GPU) SetMPS(server nvml.ProcessInfo, clients ...nvml.ProcessInfo) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.ComputeProcs = append([]nvml.ProcessInfo{server}, clients...)
+	g.MPSProcs = append([]nvml.ProcessInfo(nil), clients...)
 }
 
 // AddProcessSamples appends per-process utilization samples, as NVML's
@@ -566,6 +585,17 @@ func (g *GPU) newMIGDevice(m, mem *MIGDevice, info nvml.GpuInstanceProfileInfo) 
 			defer g.mu.Unlock()
 			var out []nvml.ProcessInfo
 			for _, p := range g.ComputeProcs {
+				if int(p.GpuInstanceId) == m.GPUInstanceID && int(p.ComputeInstanceId) == m.ComputeInstanceID {
+					out = append(out, p)
+				}
+			}
+			return out, nvml.SUCCESS
+		},
+		GetMPSComputeRunningProcessesFunc: func() ([]nvml.ProcessInfo, nvml.Return) {
+			g.mu.Lock()
+			defer g.mu.Unlock()
+			var out []nvml.ProcessInfo
+			for _, p := range g.MPSProcs {
 				if int(p.GpuInstanceId) == m.GPUInstanceID && int(p.ComputeInstanceId) == m.ComputeInstanceID {
 					out = append(out, p)
 				}

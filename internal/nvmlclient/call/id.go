@@ -21,6 +21,7 @@ const (
 	GraphicsProcesses
 	ProcessUtilization
 	MIGProcesses
+	MPSProcesses
 	GPMSampleGet
 	GPMMetricsGet
 	ECCCorrected

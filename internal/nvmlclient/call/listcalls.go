@@ -33,6 +33,19 @@ func RunningProcesses(c raw.Device, h nvml.Device, graphics bool) ([]nvml.Proces
 	return infos, ret
 }
 
+// MPSClients lists h's MPS clients (nvmlDeviceGetMPSComputeRunningProcesses,
+// _v3 where the driver has it), as RunningProcesses lists the others.
+func MPSClients(c raw.Device, h nvml.Device) ([]nvml.ProcessInfo, nvml.Return) {
+	if c.OK() {
+		return c.MPSProcesses(figure.MaxProcessesPerGPU)
+	}
+	infos, ret := h.GetMPSComputeRunningProcesses()
+	if ret == nvml.SUCCESS && len(infos) > figure.MaxProcessesPerGPU {
+		return nil, raw.ErrTooMany
+	}
+	return infos, ret
+}
+
 // ProcessUtilization reads the process samples newer than lastSeen;
 // NOT_FOUND when there is none.
 func (d *GPU) ProcessUtilization(lastSeen uint64) ([]nvml.ProcessUtilizationSample, nvml.Return) {

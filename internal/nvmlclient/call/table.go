@@ -129,6 +129,12 @@ var fixedReads = [fixedCount]Spec{
 	// parent's list answers for it.
 	MIGProcesses: {Name: "nvmlDeviceGetComputeRunningProcesses(MIG device)", Symbol: "nvmlDeviceGetComputeRunningProcesses",
 		Figures: figure.Of(figure.Processes)},
+	// The MPS clients among the compute processes (0.01 ms), asked only
+	// when the compute list holds a process, of the GPU and of each MIG
+	// device that lists its own. Not all or nothing: without it (an old
+	// driver, a failure) no process is known to be a client.
+	MPSProcesses: {Name: "nvmlDeviceGetMPSComputeRunningProcesses", Symbol: "nvmlDeviceGetMPSComputeRunningProcesses",
+		Figures: figure.Of(figure.Processes)},
 
 	// GPM (collect/gpm.go): one sample (0.05 ms) and one metrics call (0.9-1.7 ms)
 	// per GPU per scrape, asking only for the asked-for figures

@@ -336,9 +336,17 @@ func (r *reading) migProcesses(m *migDevice) (out []figure.Process, own, gone bo
 	// A plain failure is asked again at the next read, and costs nothing
 	// meanwhile: the parent's list answers.
 	if made && call.Classify(ret) != call.OutcomeFailed && r.Result(call.MIGProcesses, ret) {
+		byPID := make(map[uint32]*figure.Process, len(infos))
 		for _, in := range infos {
 			out = append(out, figure.Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
 				GPUInstanceID: m.info.GPUInstanceID, ComputeInstanceID: m.info.ComputeInstanceID})
+		}
+		for i := range out {
+			byPID[out[i].PID] = &out[i]
+		}
+		// MPS runs within a MIG device too: its own MPS list marks them.
+		if !r.markMPS(m.raw, m.handle, byPID) {
+			return nil, false, false
 		}
 		return out, true, false
 	}

@@ -157,6 +157,9 @@ func (pc *processCollector) read(r *reading, s *figure.Sample) {
 			p.GraphicsMemoryBytes = addOpt(p.GraphicsMemoryBytes, memoryOpt(in.UsedGpuMemory))
 		}
 	}
+	if listed && !tooMany && len(r.Failed) == failures {
+		tooMany = !r.markMPS(r.GPU.Raw, h, byPID)
+	}
 	if !listed || tooMany || len(r.Failed) > failures {
 		return // a partial list would undercount: none rather than some
 	}
@@ -190,6 +193,12 @@ func (pc *processCollector) read(r *reading, s *figure.Sample) {
 	pc.listed.Store(len(byPID) > 0)
 	s.ProcessesListed = true
 	for _, p := range byPID {
+		if p.MPS == figure.MPSClient {
+			// NVML samples the MPS server, for all its clients together:
+			// a client's own figures are not observable, so absent.
+			s.Processes = append(s.Processes, *p)
+			continue
+		}
 		if utilOK {
 			u := newest[p.PID]
 			p.SMUtil = figure.Some(percentToFraction(float64(u.SmUtil)))
@@ -221,6 +230,49 @@ func (pc *processCollector) sampleShares(r *call.Reading) bool {
 		pc.shares.add(newestByPID(samples), r.GPU.Plan.Now())
 	}
 	return ok
+}
+
+// markMPS asks the device's MPS list (only when a compute process is
+// listed) and marks its processes MPS clients, and the server where it is
+// the one compute process besides them (the receiver also knows it by its
+// executable name, figure.MPSServerName, where a plain process runs beside
+// it). It reports false when the list is too long to read: the whole list
+// is then dropped, as for the other lists. "Not supported" is cached and
+// leaves every process unmarked; a failure is the read's.
+func (r *reading) markMPS(c raw.Device, h nvml.Device, byPID map[uint32]*figure.Process) bool {
+	compute := 0
+	for _, p := range byPID {
+		if p.Compute {
+			compute++
+		}
+	}
+	if compute == 0 {
+		return true
+	}
+	var infos []nvml.ProcessInfo
+	ret, made := r.Call(call.MPSProcesses, func() (ret nvml.Return) { infos, ret = call.MPSClients(c, h); return })
+	if made && ret == raw.ErrTooMany {
+		r.GPU.TooManyProcesses(call.MPSProcesses)
+		return false
+	}
+	if !made || !r.Result(call.MPSProcesses, ret) {
+		return true
+	}
+	clients := 0
+	for _, in := range infos {
+		if p, ok := byPID[in.Pid]; ok && p.Compute {
+			p.MPS = figure.MPSClient
+			clients++
+		}
+	}
+	if clients > 0 && compute == clients+1 {
+		for _, p := range byPID {
+			if p.Compute && p.MPS == figure.MPSNone {
+				p.MPS = figure.MPSServer
+			}
+		}
+	}
+	return true
 }
 
 func addOpt(a, b figure.Opt[uint64]) figure.Opt[uint64] {

@@ -169,7 +169,24 @@ type Process struct {
 	// GPUInstanceID and ComputeInstanceID place the process on a MIG slice;
 	// both are NoInstance outside MIG.
 	GPUInstanceID, ComputeInstanceID uint32
+	// MPS is the process's part in CUDA MPS, as the device's MPS list
+	// tells (collect/processes.go). A client's own utilization and busy
+	// share are not observable (NVML gives the server's, for all its
+	// clients together): they are absent, never 0.
+	MPS MPSRole
 }
+
+// MPSRole is a process's part in CUDA MPS (Multi-Process Service).
+type MPSRole uint8
+
+const (
+	MPSNone   MPSRole = iota // not under MPS, or not known to be
+	MPSServer                // nvidia-cuda-mps-server: runs its clients' kernels
+	MPSClient                // a process whose work the MPS server runs
+)
+
+// MPSServerName is the MPS server's executable name.
+const MPSServerName = "nvidia-cuda-mps-server"
 
 // NoInstance is NVML's "not a MIG instance" id.
 const NoInstance = math.MaxUint32

@@ -57,7 +57,7 @@ const listAttempts = 3
 // [:10] with capacity 5" when samples arrive between its size query and
 // its fill, as NVML then writes the larger count back).
 type Lib struct {
-	byUUID, computeProcs, graphicsProcs, procUtil unsafe.Pointer
+	byUUID, computeProcs, graphicsProcs, mpsProcs, procUtil unsafe.Pointer
 }
 
 // Load looks the entry points up in the library go-nvml loaded from
@@ -84,6 +84,7 @@ func Load(path string) *Lib {
 		// v2 and v3 share nvmlProcessInfo_t, which nvml.ProcessInfo mirrors.
 		computeProcs:  sym("nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"),
 		graphicsProcs: sym("nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2"),
+		mpsProcs:      sym("nvmlDeviceGetMPSComputeRunningProcesses_v3", "nvmlDeviceGetMPSComputeRunningProcesses_v2"),
 		procUtil:      sym("nvmlDeviceGetProcessUtilization"),
 	}
 	if r.byUUID == nil {
@@ -123,6 +124,17 @@ func (d Device) RunningProcesses(graphics bool, most int) ([]nvml.ProcessInfo, n
 	if graphics {
 		fn = d.lib.graphicsProcs
 	}
+	return d.list(fn, most)
+}
+
+// MPSProcesses lists the MPS clients among the compute processes, as
+// RunningProcesses does.
+func (d Device) MPSProcesses(most int) ([]nvml.ProcessInfo, nvml.Return) {
+	return d.list(d.lib.mpsProcs, most)
+}
+
+// list calls one of the process-list entry points.
+func (d Device) list(fn unsafe.Pointer, most int) ([]nvml.ProcessInfo, nvml.Return) {
 	if fn == nil {
 		return nil, nvml.ERROR_FUNCTION_NOT_FOUND
 	}
