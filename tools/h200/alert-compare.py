@@ -132,7 +132,7 @@ if firing:
     m = re.search(r"activity ([0-9.]+)%", desc)
     act = float(m.group(1)) / 100 if m else None
     check("the description's activity is at most nvidia-smi's utilization", act is not None and busy_truth is not None
-          and act <= busy_truth + 0.05, f"{act} against {busy_truth}")
+          and act <= busy_truth + 0.05, f"{act} against {busy_truth if busy_truth is None else round(busy_truth, 4)}")
     m = re.search(r"([0-9.]+)% of its CPU limit", desc)
     cpu = float(m.group(1)) / 100 if m else None
     check("the description's CPU of the limit = the cgroup's", cpu is not None and abs(cpu - cpu_truth) <= 0.1,
