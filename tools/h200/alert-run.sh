@@ -75,21 +75,20 @@ alert_cleanup() {
 		rmdir "$cg" 2>/dev/null || echo "WARNING: could not remove $cg: $(tr '\n' ' ' <"$cg/cgroup.procs" 2>/dev/null)"
 	fi
 }
-trap alert_cleanup EXIT
-trap 'exit 130' INT TERM
 
 # results: report.txt, the notifications and every reading to $OUT.
 results() {
-	cp "$RUN_DIR/report.txt" "$OUT/report.txt"
+	cp "$RUN_DIR/report.txt" "$OUT/report.txt" 2>/dev/null
 	cp "$RUN_DIR/notifications.jsonl" "$OUT/" 2>/dev/null
 	tar czf "$OUT/alert.tgz" -C "$(dirname "$RUN_DIR")" --exclude "$(basename "$RUN_DIR")/bin" "$(basename "$RUN_DIR")"
 }
+# Stopped early (SIGTERM at the device's time limit, Ctrl-C) or failed:
+# everything stopped, and what there is to $OUT.
+trap 'alert_cleanup; results' EXIT
+trap 'exit 130' INT TERM
 fail() {
 	note "FAILED: $*"
 	echo "FAILED: $*" >"$RUN_DIR/report.txt"
-	alert_cleanup
-	trap - EXIT
-	results
 	exit 1
 }
 listening() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
