@@ -46,6 +46,9 @@ type Process struct {
 	// pod's names when the GPU's owner is the same pod. Zero for a host
 	// process, or when the cgroup cannot be read.
 	Owner Owner
+	// Cgroup is the cgroup Owner was read from, by which its container's
+	// CPU is read (CgroupCPUReader.ReadCgroup); zero when not read.
+	Cgroup Cgroup
 }
 
 // Attributor tells whom a GPU's processes, and the GPU itself, belong to.
@@ -67,6 +70,9 @@ type Attributor struct {
 	// failed, and ErrorCause), at most maxWarnedCauses: an unreadable proc
 	// root fails every process the same way, and is logged once.
 	warned *logonce.Log
+	// cache keeps each process's details and owner for its life, once
+	// Refresh delimits the scrapes (proccache.go).
+	cache *procCache
 }
 
 // maxWarnedCauses bounds the causes of failed reads remembered; later
@@ -108,7 +114,7 @@ func New(cfg Config, logger *zap.Logger) *Attributor {
 	if logger == nil {
 		logger = zap.NewNop()
 	}
-	a := &Attributor{cfg: cfg, logger: logger, warned: NewCauseLog(maxWarnedCauses)}
+	a := &Attributor{cfg: cfg, logger: logger, warned: NewCauseLog(maxWarnedCauses), cache: newProcCache()}
 	if cfg.ProcRoot != "" {
 		procs, err := procinfo.New(cfg.ProcRoot)
 		if err != nil {
@@ -173,33 +179,19 @@ func (a *Attributor) Attribute(deviceID string, pids []int) ([]Process, Owner) {
 	// collector's own PID namespace they name other processes, or none:
 	// nothing is read there (the resolver logs why, once).
 	foreign := a.cgroup != nil && len(pids) > 0 && errors.Is(a.cgroup.check(), errPIDNamespace)
+	if !foreign {
+		a.cache.mu.Lock()
+		defer a.cache.mu.Unlock()
+	}
 	for i, pid := range pids {
 		p := Process{PID: pid}
 		if foreign {
 			out[i] = p
 			continue
 		}
-		if a.procs != nil {
-			info, err := a.procs.Read(pid, a.cfg.CommandLine)
-			switch {
-			case err == nil:
-				p.Info, p.InfoOK = info, true
-			case !processGone(err):
-				a.warnRead(readDetails, pid, err)
-			}
-		}
-		if a.cgroup != nil {
-			o, err := a.cgroup.resolve(pid)
-			switch {
-			case err == nil && !o.IsZero():
-				p.Owner = o
-				fromCgroups = append(fromCgroups, o)
-			case err == nil, processGone(err):
-			case a.cgroup.check() != nil:
-				// The proc root itself: the resolver has said why, once.
-			default:
-				a.warnRead(readCgroup, pid, err)
-			}
+		p = a.process(pid)
+		if !p.Owner.IsZero() {
+			fromCgroups = append(fromCgroups, p.Owner)
 		}
 		out[i] = p
 	}
@@ -212,6 +204,80 @@ func (a *Attributor) Attribute(deviceID string, pids []int) ([]Process, Owner) {
 		out[i].Owner = withPodNames(out[i].Owner, gpu)
 	}
 	return out, gpu
+}
+
+// process returns what is known of process pid: from the cache while it
+// holds the same process (proccache.go), else read; a.cache.mu is held.
+func (a *Attributor) process(pid int) Process {
+	c := a.cache
+	if a.procs == nil || c.gen == 0 {
+		p, _ := a.readProcess(pid, nil)
+		return p
+	}
+	e := c.entry(pid, a.procs.ReadStat)
+	if e.statErr != nil {
+		// Gone, or an odd stat: read as without a cache, which says why.
+		e.forget()
+		p, _ := a.readProcess(pid, nil)
+		return p
+	}
+	if c.fresh(e) {
+		p := Process{PID: pid, Info: procinfo.WithCPU(e.info, e.stat), InfoOK: e.infoOK, Owner: e.owner, Cgroup: e.cgroup}
+		if a.cfg.CommandLine {
+			// It can change without a new comm (setproctitle may leave
+			// comm): read every time, as it was before the cache.
+			p.Info.CommandLine = a.procs.CommandLine(pid)
+		}
+		return p
+	}
+	p, ok := a.readProcess(pid, &e.stat)
+	if ok {
+		c.store(e, p)
+	} else {
+		e.forget()
+	}
+	return p
+}
+
+// readProcess reads process pid's details (with st when given: this
+// scrape's stat) and cgroup, logging a failed read once per cause; ok says
+// that both were read, and the answer can be kept.
+func (a *Attributor) readProcess(pid int, st *procinfo.Stat) (p Process, ok bool) {
+	p, ok = Process{PID: pid}, true
+	if a.procs != nil {
+		var info procinfo.Info
+		var err error
+		if st != nil {
+			info, err = a.procs.ReadDetails(pid, *st, a.cfg.CommandLine)
+		} else {
+			info, err = a.procs.Read(pid, a.cfg.CommandLine)
+		}
+		switch {
+		case err == nil:
+			p.Info, p.InfoOK = info, true
+		case !processGone(err):
+			a.warnRead(readDetails, pid, err)
+			ok = false
+		default:
+			ok = false
+		}
+	}
+	if a.cgroup != nil {
+		o, cg, err := a.cgroup.resolveCgroup(pid)
+		switch {
+		case err == nil:
+			p.Owner, p.Cgroup = o, cg
+		case processGone(err):
+			ok = false
+		case a.cgroup.check() != nil:
+			// The proc root itself: the resolver has said why, once.
+			ok = false
+		default:
+			a.warnRead(readCgroup, pid, err)
+			ok = false
+		}
+	}
+	return p, ok
 }
 
 // Started returns when process pid started, from /proc; zero when that
@@ -230,8 +296,13 @@ func (a *Attributor) Started(pid int) time.Time {
 
 // Refresh reads the Slurm allocation again (the gpustat directory): call it
 // once per scrape, before the scrape's Attribute, Holders and Allocated.
-// Without a gpustat directory it does nothing.
+// It also starts the scrape for the process cache: from the first Refresh
+// on, each process's details and owner are read once in its life (and every
+// procRecheck), its stat once per scrape, and a process that the last
+// scrape did not ask for is forgotten (proccache.go). Without Refresh every
+// Attribute reads everything.
 func (a *Attributor) Refresh() {
+	a.cache.refresh()
 	if a.slurm != nil {
 		a.slurm.refresh()
 	}

@@ -28,22 +28,40 @@ const maxCgroupFile = 64 << 10
 //
 // resolveProcess does not check the PID namespace: resolver does.
 func resolveProcess(procRoot string, pid int) (Owner, error) {
+	o, _, err := resolveProcessCgroup(procRoot, pid)
+	return o, err
+}
+
+// Cgroup is a process's cgroup paths as its /proc/<pid>/cgroup gave them:
+// CgroupCPUReader.ReadCgroup reads its CPU by them, without reading the
+// file again. The zero Cgroup is none.
+type Cgroup struct {
+	v1      map[string]string
+	unified string
+	ok      bool
+}
+
+// IsZero reports whether c holds no paths.
+func (c Cgroup) IsZero() bool { return !c.ok }
+
+// resolveProcessCgroup is resolveProcess with the paths it read.
+func resolveProcessCgroup(procRoot string, pid int) (Owner, Cgroup, error) {
 	if pid <= 0 {
-		return Owner{}, fmt.Errorf("pid %d: %w", pid, ErrProcessNotFound)
+		return Owner{}, Cgroup{}, fmt.Errorf("pid %d: %w", pid, ErrProcessNotFound)
 	}
 	f, err := os.Open(filepath.Join(procRoot, strconv.Itoa(pid), "cgroup"))
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
-			return Owner{}, fmt.Errorf("pid %d: %w: %w", pid, ErrProcessNotFound, err)
+			return Owner{}, Cgroup{}, fmt.Errorf("pid %d: %w: %w", pid, ErrProcessNotFound, err)
 		}
-		return Owner{}, fmt.Errorf("pid %d: %w", pid, err)
+		return Owner{}, Cgroup{}, fmt.Errorf("pid %d: %w", pid, err)
 	}
 	defer f.Close()
-	o, err := parseCgroup(io.LimitReader(f, maxCgroupFile))
+	v1, unified, err := parseCgroupFile(io.LimitReader(f, maxCgroupFile))
 	if err != nil {
-		return Owner{}, fmt.Errorf("pid %d: %w", pid, err)
+		return Owner{}, Cgroup{}, fmt.Errorf("pid %d: parse cgroup file: %w", pid, err)
 	}
-	return o, nil
+	return ownerOf(v1, unified), Cgroup{v1: v1, unified: unified, ok: true}, nil
 }
 
 // parseCgroup parses the contents of a /proc/<pid>/cgroup file, cgroup v1,

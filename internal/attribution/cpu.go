@@ -104,6 +104,23 @@ func (r *CgroupCPUReader) read(pid int, containerID string, check bool) (Contain
 			return ContainerCPU{}, fmt.Errorf("pid %d is in container %q, not %q: %w: %w", pid, now, containerID, ErrContainerChanged, ErrProcessNotFound)
 		}
 	}
+	return r.readPaths(v1, unified)
+}
+
+// ReadCgroup returns the CPU of the cgroup c, a process's as attribution
+// read it (Process.Cgroup), without reading /proc again: the cgroup of the
+// container that process was attributed to, whatever process is in it now,
+// so that another container's CPU is never read for it. A cgroup that is
+// gone gives the read's error: ReadContainer then tells whether the
+// process is gone too.
+func (r *CgroupCPUReader) ReadCgroup(c Cgroup) (ContainerCPU, error) {
+	if !c.ok {
+		return ContainerCPU{}, errors.New("no cgroup was read for the process")
+	}
+	return r.readPaths(c.v1, c.unified)
+}
+
+func (r *CgroupCPUReader) readPaths(v1 map[string]string, unified string) (ContainerCPU, error) {
 	if _, err := os.Stat(filepath.Join(r.cgroupRoot, "cgroup.controllers")); err == nil {
 		return r.readV2(unified)
 	}

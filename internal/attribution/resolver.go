@@ -146,8 +146,14 @@ func parseNSpid(r io.Reader) ([]string, error) {
 // A host process gets a zero Owner and no error. resolve reads one small
 // file per call and caches nothing, since PIDs are reused.
 func (r *resolver) resolve(pid int) (Owner, error) {
+	o, _, err := r.resolveCgroup(pid)
+	return o, err
+}
+
+// resolveCgroup is resolve with the cgroup paths it read.
+func (r *resolver) resolveCgroup(pid int) (Owner, Cgroup, error) {
 	if err := r.check(); err != nil {
-		return Owner{}, err
+		return Owner{}, Cgroup{}, err
 	}
-	return resolveProcess(r.procRoot, pid)
+	return resolveProcessCgroup(r.procRoot, pid)
 }

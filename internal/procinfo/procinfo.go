@@ -87,15 +87,7 @@ func (r *Reader) Read(pid int, withCommandLine bool) (Info, error) {
 		info.Owner = r.users.name(strconv.FormatUint(st.UIDs[0], 10))
 	}
 	if st, err := p.Stat(); err == nil {
-		// Ticks times the tick's length: multiplying by time.Second first
-		// overflows int64 after ~2.9 years of uptime.
-		info.UserCPU = time.Duration(st.UTime) * (time.Second / userHZ)
-		info.SystemCPU = time.Duration(st.STime) * (time.Second / userHZ)
-		info.CPUOK = true
-		if r.bootTimeOK {
-			info.Started = r.started(st)
-			info.CreationTime = info.Started.Format(creationTimeLayout)
-		}
+		r.fromStat(&info, r.stat(st))
 	}
 	if withCommandLine {
 		if args, err := p.CmdLine(); err == nil {
@@ -103,6 +95,99 @@ func (r *Reader) Read(pid int, withCommandLine bool) (Info, error) {
 		}
 	}
 	return info, nil
+}
+
+// Stat is what /proc/<pid>/stat says of a process: one file, read every
+// scrape for the CPU, and what tells a process from a later one with the
+// same PID (Start) or from itself before an exec (Comm: exec sets it).
+type Stat struct {
+	Comm  string
+	Start uint64 // ticks since boot
+	// UserCPU and SystemCPU: as Info's.
+	UserCPU, SystemCPU time.Duration
+	// Started: as Info's; zero without the boot time.
+	Started time.Time
+}
+
+// ReadStat reads /proc/<pid>/stat alone.
+func (r *Reader) ReadStat(pid int) (Stat, error) {
+	p, err := r.fs.Proc(pid)
+	if err != nil {
+		return Stat{}, err
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return Stat{}, err
+	}
+	return r.stat(st), nil
+}
+
+// ReadDetails is Read with the stat already read (ReadStat): it reads the
+// executable, the owner and (when asked) the command line, and takes the
+// CPU and start time from st.
+func (r *Reader) ReadDetails(pid int, st Stat, withCommandLine bool) (Info, error) {
+	p, err := r.fs.Proc(pid)
+	if err != nil {
+		return Info{}, err
+	}
+	var info Info
+	if info.ExecutableName, err = executableName(p); err != nil {
+		return Info{}, err
+	}
+	if ps, err := p.NewStatus(); err == nil {
+		info.Owner = r.users.name(strconv.FormatUint(ps.UIDs[0], 10))
+	}
+	r.fromStat(&info, st)
+	if withCommandLine {
+		if args, err := p.CmdLine(); err == nil {
+			info.CommandLine = strings.Join(args, " ")
+		}
+	}
+	return info, nil
+}
+
+// CommandLine reads the process's command line alone; empty where it
+// cannot be read.
+func (r *Reader) CommandLine(pid int) string {
+	p, err := r.fs.Proc(pid)
+	if err != nil {
+		return ""
+	}
+	args, err := p.CmdLine()
+	if err != nil {
+		return ""
+	}
+	return strings.Join(args, " ")
+}
+
+// WithCPU returns info, read by ReadDetails for the same process (same
+// Start), with the CPU of a later st.
+func WithCPU(info Info, st Stat) Info {
+	info.UserCPU, info.SystemCPU, info.CPUOK = st.UserCPU, st.SystemCPU, true
+	return info
+}
+
+func (r *Reader) stat(st procfs.ProcStat) Stat {
+	// Ticks times the tick's length: multiplying by time.Second first
+	// overflows int64 after ~2.9 years of uptime.
+	s := Stat{
+		Comm: st.Comm, Start: st.Starttime,
+		UserCPU:   time.Duration(st.UTime) * (time.Second / userHZ),
+		SystemCPU: time.Duration(st.STime) * (time.Second / userHZ),
+	}
+	if r.bootTimeOK {
+		s.Started = r.started(st)
+	}
+	return s
+}
+
+// fromStat sets info's CPU and start time from st.
+func (r *Reader) fromStat(info *Info, st Stat) {
+	info.UserCPU, info.SystemCPU, info.CPUOK = st.UserCPU, st.SystemCPU, true
+	info.Started, info.CreationTime = st.Started, ""
+	if !st.Started.IsZero() {
+		info.CreationTime = st.Started.Format(creationTimeLayout)
+	}
 }
 
 // Started returns when the process started, reading /proc/<pid>/stat

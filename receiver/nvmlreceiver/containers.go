@@ -33,8 +33,9 @@ const maxWarnedCauses = 16
 
 // gpuContainer is a container with a GPU process in it.
 type gpuContainer struct {
-	owner owner
-	pid   int
+	owner  owner
+	pid    int
+	cgroup attribution.Cgroup // the process's, as attribution read it
 }
 
 // containersOf adds the containers of a GPU's processes (and its MIG
@@ -47,7 +48,7 @@ func containersOf(r gpuReport, seen map[string]gpuContainer) {
 				continue // a host process: the host's CPU (host_metrics) covers it
 			}
 			if c, ok := seen[id]; !ok || c.owner.PodName == "" && p.owner.PodName != "" {
-				seen[id] = gpuContainer{owner: p.owner, pid: int(p.PID)}
+				seen[id] = gpuContainer{owner: p.owner, pid: int(p.PID), cgroup: p.cgroup}
 			}
 		}
 	}
@@ -67,10 +68,16 @@ func (c *containerCPU) record(mb *metadata.MetricsBuilder, ts pcommon.Timestamp,
 	sort.Strings(ids)
 	for _, id := range ids {
 		ctr := containers[id]
-		// The PID was found in container id during attribution; had it
-		// exited and been reused since, another container's CPU would go
-		// out as this one's. ReadContainer checks, and that is no failure.
-		cpu, err := c.reader.ReadContainer(ctr.pid, id)
+		// The cgroup the process was found in during attribution: the
+		// container's own, whatever process is in it now, without reading
+		// /proc again. Where that fails (the container gone, a wrong cgroup
+		// root) the PID tells why: had it exited and been reused since,
+		// another container's CPU would go out as this one's.
+		// ReadContainer checks, and that is no failure.
+		cpu, err := c.reader.ReadCgroup(ctr.cgroup)
+		if err != nil {
+			cpu, err = c.reader.ReadContainer(ctr.pid, id)
+		}
 		if err != nil {
 			if !errors.Is(err, attribution.ErrProcessNotFound) && !errors.Is(err, attribution.ErrContainerChanged) {
 				c.warn(id, err)

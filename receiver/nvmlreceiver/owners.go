@@ -20,6 +20,7 @@ type ownedProcess struct {
 	info   procinfo.Info
 	infoOK bool
 	owner  owner
+	cgroup attribution.Cgroup // what owner was read from, for the container's CPU
 	// account is the process's GPU-time counters (accounting.go).
 	account *processAccount
 }
@@ -71,7 +72,7 @@ func attribute(a *attribution.Attributor, deviceID string, procs []nvmlclient.Pr
 	who, deviceOwner := a.Attribute(deviceID, pids)
 	out := make([]ownedProcess, len(kept))
 	for i, p := range kept {
-		out[i] = ownedProcess{Process: p, info: who[i].Info, infoOK: who[i].InfoOK, owner: who[i].Owner}
+		out[i] = ownedProcess{Process: p, info: who[i].Info, infoOK: who[i].InfoOK, owner: who[i].Owner, cgroup: who[i].Cgroup}
 	}
 	return out, deviceOwner, left
 }
