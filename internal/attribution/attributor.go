@@ -63,6 +63,7 @@ type Attributor struct {
 	pods   *PodResourcesCache // nil: no kubelet
 	slices *sliceWatcher      // nil: no ResourceSlices, the fallback only
 	minors sync.Map           // GPU UUID -> NVML minor number (int), for the fallback
+	migs   sync.Map           // MIG device UUID -> MIGPlacement, for DRA's MIG device names (dra.go)
 	slurm  *gpuStatDir        // nil: no gpustat directory configured
 	index  sync.Map           // GPU UUID -> NVML index (int), for the gpustat files
 

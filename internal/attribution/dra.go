@@ -4,6 +4,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
@@ -14,7 +15,7 @@ func DefaultDRADrivers() []string { return []string{"gpu.nvidia.com"} }
 
 // DRADevice names one device as Dynamic Resource Allocation does: the
 // driver, its pool (for NVIDIA's driver, the node) and the device's name
-// in the pool ("gpu-0", "gpu-0-mig-1g18gb-9-0" (a DNS label: no dots)).
+// in the pool ("gpu-0", "gpu-0-mig-1g18gb-19-0" (a DNS label: no dots)).
 type DRADevice struct {
 	Driver, Pool, Device string
 }
@@ -25,11 +26,19 @@ func (d DRADevice) String() string { return d.Driver + "/" + d.Pool + "/" + d.De
 // (fallbackDevices).
 type driverDevice struct{ driver, device string }
 
+// migKey is a MIG device's placement under one driver, any pool: what the
+// fallback matches a claimed MIG device name on (migClaimOwners).
+type migKey struct {
+	driver string
+	MIGPlacement
+}
+
 // claimIndex is the DRA part of one List's answer: the containers each
 // claimed device of the configured drivers is allocated to.
 type claimIndex struct {
 	byDevice map[DRADevice][]Owner
 	byName   map[driverDevice][]Owner
+	byMIG    map[migKey][]Owner // the claimed devices named as MIG devices
 }
 
 // addClaims indexes a container's DRA allocations of the drivers given.
@@ -51,6 +60,13 @@ func (ci *claimIndex) addClaims(ctr *podresourcesv1.ContainerResources, o Owner,
 			ci.byDevice[d] = appendOwner(ci.byDevice[d], holder)
 			n := driverDevice{d.Driver, d.Device}
 			ci.byName[n] = appendOwner(ci.byName[n], holder)
+			if p, ok := ParseMIGName(d.Device); ok {
+				if ci.byMIG == nil {
+					ci.byMIG = map[migKey][]Owner{}
+				}
+				k := migKey{d.Driver, p}
+				ci.byMIG[k] = appendOwner(ci.byMIG[k], holder)
+			}
 		}
 	}
 }
@@ -85,14 +101,72 @@ func isOneOf(s string, set []string) bool {
 
 // fallbackName is the name NVIDIA's DRA driver gives a whole GPU of minor
 // number minor: "gpu-<minor>". Where the ResourceSlices cannot be read, it
-// is the one name that can be matched to a GPU, through NVML's minor
-// number; a MIG device's name ("gpu-<minor>-mig-…") cannot be, since
-// nothing NVML reports names its placement the same way.
+// is matched to a GPU through NVML's minor number; a MIG device's name is
+// matched on its placement instead (ParseMIGName).
 func fallbackName(minor int) string { return "gpu-" + strconv.Itoa(minor) }
 
 // isMIGName reports whether a device name is NVIDIA's DRA driver's name of a
 // MIG device.
 func isMIGName(name string) bool { return strings.Contains(name, "-mig-") }
+
+// MIGPlacement is what NVIDIA's DRA driver names a MIG device by, and what
+// NVML reports of it: its parent GPU's minor number, its GPU instance's
+// profile id and the start of the GPU instance's placement
+// (nvmlGpuInstanceGetInfo). A GPU instance holds one placement at a time,
+// so these name it on the node.
+type MIGPlacement struct {
+	ParentMinor, ProfileID, Start int
+}
+
+// ParseMIGName reads the placement out of NVIDIA's DRA driver's name of a
+// MIG device. Since v25.12 the name is
+// "gpu-<parent minor>-mig-<profile without dots>-<profile id>-<start>"
+// ("gpu-0-mig-1g18gb-19-0"; the profile may hold dashes: "1g18gb-me" for
+// 1g.18gb+me); up to v25.8 it was "gpu-<parent minor>-mig-<profile
+// id>-<start>-<size>" ("gpu-0-mig-19-0-1"). A profile name always holds a
+// letter, so three numbers after "-mig-" are the old form. ok is false for
+// any other name.
+func ParseMIGName(name string) (p MIGPlacement, ok bool) {
+	rest, ok := strings.CutPrefix(name, "gpu-")
+	if !ok {
+		return p, false
+	}
+	minor, rest, ok := strings.Cut(rest, "-mig-")
+	if !ok || !isNumber(minor) {
+		return p, false
+	}
+	parts := strings.Split(rest, "-")
+	n := len(parts)
+	switch {
+	case n == 3 && isNumber(parts[0]) && isNumber(parts[1]) && isNumber(parts[2]):
+		p = MIGPlacement{ParentMinor: atoi(minor), ProfileID: atoi(parts[0]), Start: atoi(parts[1])}
+	case n >= 3 && isNumber(parts[n-2]) && isNumber(parts[n-1]) && hasLetter(strings.Join(parts[:n-2], "")):
+		p = MIGPlacement{ParentMinor: atoi(minor), ProfileID: atoi(parts[n-2]), Start: atoi(parts[n-1])}
+	default:
+		return p, false
+	}
+	return p, true
+}
+
+// isNumber reports whether s is a decimal number small enough for an int:
+// the driver writes minor numbers, profile ids and starts, all small.
+func isNumber(s string) bool {
+	if s == "" || len(s) > 9 {
+		return false
+	}
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+func atoi(s string) int { n, _ := strconv.Atoi(s); return n }
+
+func hasLetter(s string) bool {
+	return strings.IndexFunc(s, func(c rune) bool { return c >= 'a' && c <= 'z' }) >= 0
+}
 
 // sortOwners orders owners by namespace, pod, container and claim.
 func sortOwners(out []Owner) {
@@ -124,6 +198,20 @@ func (a *Attributor) SetMinor(uuid string, minor int) {
 	}
 }
 
+// SetMIG tells the Attributor a MIG device's placement, by which NVIDIA's
+// DRA driver names it: a MIG device made on demand for a claim (dynamic
+// MIG) has no uuid attribute in any ResourceSlice, and the fallback
+// without slices knows no other name. Call it for each MIG device before
+// attributing it.
+func (a *Attributor) SetMIG(uuid string, p MIGPlacement) {
+	if a.pods == nil {
+		return
+	}
+	if v, ok := a.migs.Load(uuid); !ok || v.(MIGPlacement) != p {
+		a.migs.Store(uuid, p)
+	}
+}
+
 // Holders returns the containers the kubelet allocated the device (a GPU's
 // or a MIG device's UUID) to, each once, sorted: by the device plugin and
 // by DRA claims. Nil without a kubelet, or while its listing is stale.
@@ -139,20 +227,26 @@ func (a *Attributor) kubeletAllocation(deviceID string) []Owner {
 		return nil
 	}
 	owners := a.pods.Owners(deviceID)
-	var devs []DRADevice
 	minor := -1
 	if v, ok := a.minors.Load(deviceID); ok {
 		minor = v.(int)
 	}
+	var mig *MIGPlacement
+	if v, ok := a.migs.Load(deviceID); ok {
+		p := v.(MIGPlacement)
+		mig = &p
+	}
+	var claimed []Owner
+	devs, fallback := fallbackDevices(a.pods.drivers, minor), true
 	if a.slices != nil {
-		devs = a.slices.devicesOf(deviceID, minor)
-	} else {
-		devs = fallbackDevices(a.pods.drivers, minor)
+		devs, fallback = a.slices.devicesOf(deviceID, minor, mig)
 	}
-	if len(devs) == 0 {
-		return owners
+	if len(devs) > 0 {
+		claimed = a.pods.ClaimOwners(devs...)
 	}
-	claimed := a.pods.ClaimOwners(devs...)
+	if fallback && mig != nil {
+		claimed = a.pods.migClaimOwners(a.pods.drivers, *mig)
+	}
 	if len(owners) == 0 {
 		return claimed
 	}
@@ -161,4 +255,22 @@ func (a *Attributor) kubeletAllocation(deviceID string) []Owner {
 	}
 	sortOwners(owners)
 	return owners
+}
+
+// migClaimOwners returns the containers whose DRA claims of the drivers
+// hold a device named as the MIG device of placement p, in any pool: the
+// fallback's match of a MIG device. Nil as for ClaimOwners.
+func (c *PodResourcesCache) migClaimOwners(drivers []string, p MIGPlacement) []Owner {
+	s := c.snap.Load()
+	if s == nil || time.Since(s.at) > c.cfg.MaxAge || s.claims.byMIG == nil {
+		return nil
+	}
+	var out []Owner
+	for _, d := range drivers {
+		for _, o := range s.claims.byMIG[migKey{d, p}] {
+			out = appendOwner(out, o)
+		}
+	}
+	sortOwners(out)
+	return out
 }

@@ -45,7 +45,7 @@ func claimRes(driver, pool, device, shareID string) *podresourcesv1.ClaimResourc
 func draAllocation() *podresourcesv1.ListPodResourcesResponse {
 	return &podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{
 		pod("ml", "notebook-0", claimed("jupyter", "ml", "notebook-gpu", claimRes(nvidiaDriver, "node1", "gpu-2", ""))),
-		pod("serve", "llm-0", claimed("server", "serve", "llm-mig", claimRes(nvidiaDriver, "node1", "gpu-0-mig-1g18gb-9-0", ""))),
+		pod("serve", "llm-0", claimed("server", "serve", "llm-mig", claimRes(nvidiaDriver, "node1", "gpu-0-mig-3g71gb-9-4", ""))),
 		pod("team", "a-0", claimed("a", "team", "shared-gpu", claimRes(nvidiaDriver, "node1", "gpu-3", ""))),
 		pod("team", "b-0", claimed("b", "team", "shared-gpu", claimRes(nvidiaDriver, "node1", "gpu-3", "4d1b8f0e-0000-4000-8000-000000000001"))),
 		pod("net", "nic-0", claimed("app", "net", "rdma", claimRes("rdma.example.com", "node1", "gpu-2", ""))),
@@ -56,7 +56,7 @@ func TestDRAClaimsIndexed(t *testing.T) {
 	s := buildSnapshot(draAllocation(), DefaultResourcePrefixes(), DefaultDRADrivers()...)
 	assert.Empty(t, s.byID, "DRA devices are not device-plugin ids")
 	assert.Equal(t, []DRADevice{
-		{nvidiaDriver, "node1", "gpu-0-mig-1g18gb-9-0"},
+		{nvidiaDriver, "node1", "gpu-0-mig-3g71gb-9-4"},
 		{nvidiaDriver, "node1", "gpu-2"},
 		{nvidiaDriver, "node1", "gpu-3"},
 	}, s.claims.devices(), "the other driver's claim is left out")
@@ -94,9 +94,25 @@ func startDRA(t *testing.T, resp *podresourcesv1.ListPodResourcesResponse, slice
 
 var draMinors = map[string]int{gpuMIG: 0, gpuTrain: 1, gpuIdle: 2, gpuShared: 3}
 
+// draMIGs are the placements of the MIG devices of gpuMIG (minor 0), as
+// NVML reports them: migInfer a 3g.71gb (GPU instance profile 9) at start
+// 4, migBatch a 1g.18gb (profile 19) at start 0.
+var draMIGs = map[string]MIGPlacement{
+	migInfer: {ParentMinor: 0, ProfileID: 9, Start: 4},
+	migBatch: {ParentMinor: 0, ProfileID: 19, Start: 0},
+}
+
+func setMIGs(a *Attributor, migs map[string]MIGPlacement) {
+	for u, p := range migs {
+		a.SetMIG(u, p)
+	}
+}
+
 func TestDRAFallbackByMinorNumber(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	a := startDRA(t, draAllocation(), nil, nil, zap.New(core), draMinors)
+	assert.False(t, a.Allocated(migInfer), "a MIG device of placement unknown is not matched")
+	setMIGs(a, draMIGs)
 
 	procs, gpu := a.Attribute(gpuIdle, nil)
 	assert.Empty(t, procs)
@@ -104,7 +120,10 @@ func TestDRAFallbackByMinorNumber(t *testing.T) {
 		"gpu-2 is the GPU of minor number 2, held with no process")
 	assert.True(t, a.Allocated(gpuIdle))
 	assert.False(t, a.Allocated(gpuTrain), "minor 1: no claim")
-	assert.False(t, a.Allocated(migInfer), "a MIG device cannot be matched without the slices")
+	_, mig := a.Attribute(migInfer, nil)
+	assert.Equal(t, Owner{PodName: "llm-0", Namespace: "serve", ContainerName: "server", ClaimName: "llm-mig"}, mig,
+		"gpu-0-mig-3g71gb-9-4 is the MIG device of GPU instance profile 9 at start 4 on the GPU of minor 0")
+	assert.False(t, a.Allocated(migBatch), "another placement of the same GPU")
 
 	_, shared := a.Attribute(gpuShared, nil)
 	assert.Zero(t, shared, "one claim held by two pods: no single owner")
@@ -193,7 +212,7 @@ func TestDRAResourceSlices(t *testing.T) {
 	// gpu-2 is here the GPU of minor 1: the slices, not the names, say
 	// which GPU a device is.
 	f := &fakeSlices{initial: []resourceapi.ResourceSlice{*slice("node1-gpu", "1",
-		sliceDevice{"gpu-2", gpuTrain}, sliceDevice{"gpu-3", gpuShared}, sliceDevice{"gpu-0-mig-1g18gb-9-0", migInfer})}}
+		sliceDevice{"gpu-2", gpuTrain}, sliceDevice{"gpu-3", gpuShared}, sliceDevice{"gpu-0-mig-3g71gb-9-4", migInfer})}}
 	a := startDRA(t, draAllocation(), &ResourceSlicesConfig{NodeName: "node1"}, f, zap.New(core), draMinors)
 	require.Eventually(t, func() bool { return a.Allocated(gpuTrain) }, 5*time.Second, time.Millisecond)
 
@@ -206,7 +225,7 @@ func TestDRAResourceSlices(t *testing.T) {
 
 	// Changed: gpu-2 is now another GPU.
 	w := f.watcher(t)
-	w.Modify(slice("node1-gpu", "2", sliceDevice{"gpu-2", gpuIdle}, sliceDevice{"gpu-3", gpuShared}, sliceDevice{"gpu-0-mig-1g18gb-9-0", migInfer}))
+	w.Modify(slice("node1-gpu", "2", sliceDevice{"gpu-2", gpuIdle}, sliceDevice{"gpu-3", gpuShared}, sliceDevice{"gpu-0-mig-3g71gb-9-4", migInfer}))
 	require.Eventually(t, func() bool { return a.Allocated(gpuIdle) && !a.Allocated(gpuTrain) }, 5*time.Second, time.Millisecond)
 	// Deleted: nothing maps to a GPU, and nothing falls back.
 	w.Delete(slice("node1-gpu", "3"))
@@ -221,7 +240,7 @@ func TestDRAResourceSlices(t *testing.T) {
 func TestDRAResourceSliceWithoutUUID(t *testing.T) {
 	core, logs := observer.New(zapcore.InfoLevel)
 	f := &fakeSlices{initial: []resourceapi.ResourceSlice{*slice("node1-gpu", "1",
-		sliceDevice{"gpu-2", ""}, sliceDevice{"gpu-3", gpuShared}, sliceDevice{"gpu-0-mig-1g18gb-9-0", migInfer})}}
+		sliceDevice{"gpu-2", ""}, sliceDevice{"gpu-3", gpuShared}, sliceDevice{"gpu-0-mig-3g71gb-9-4", migInfer})}}
 	a := startDRA(t, draAllocation(), &ResourceSlicesConfig{NodeName: "node1"}, f, zap.New(core), draMinors)
 	require.Eventually(t, func() bool { return a.Allocated(gpuShared) }, 5*time.Second, time.Millisecond)
 	assert.False(t, a.Allocated(gpuIdle), "no uuid: not matched by its name's minor either")
@@ -242,11 +261,13 @@ func TestDRAResourceSlicesUnreadable(t *testing.T) {
 	require.Eventually(t, func() bool { return a.Allocated(gpuIdle) }, 5*time.Second, time.Millisecond, "the fallback")
 	_, gpu := a.Attribute(gpuIdle, nil)
 	assert.Equal(t, "notebook-gpu", gpu.ClaimName)
-	assert.False(t, a.Allocated(migInfer))
+	assert.False(t, a.Allocated(migInfer), "its placement not told")
+	setMIGs(a, draMIGs)
+	assert.True(t, a.Allocated(migInfer), "the fallback matches a MIG device by its placement")
 	require.Eventually(t, func() bool { f.mu.Lock(); defer f.mu.Unlock(); return f.lists >= 2 }, 5*time.Second, time.Millisecond)
 	time.Sleep(60 * time.Millisecond)
 	assert.Equal(t, 1, logs.FilterMessageSnippet("Cannot read the node's ResourceSlices").Len(), "said once: %v", logs.All())
-	assert.Equal(t, 1, logs.FilterMessageSnippet("holds a MIG device").Len(), "the MIG claim that cannot be matched, once")
+	assert.Zero(t, logs.FilterMessageSnippet("holds a MIG device").Len(), "a MIG device name with its placement is matched: nothing to say")
 
 	// Granted: the slices are read from then on, and that is said.
 	f.mu.Lock()

@@ -2,6 +2,7 @@ package attribution
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -32,6 +33,7 @@ type ResourceSlicesConfig struct {
 const (
 	indexUUID   = "uuid"   // a device's uuid attribute
 	indexDevice = "device" // DRADevice.String()
+	indexMIG    = "mig"    // a uuid-less MIG device's placement (migIndexKey)
 )
 
 // The slice watch's states.
@@ -115,6 +117,7 @@ func (w *sliceWatcher) startInformer() error {
 	inf := cache.NewSharedIndexInformer(lw, &resourceapi.ResourceSlice{}, 0, cache.Indexers{
 		indexUUID:   w.uuidIndex,
 		indexDevice: w.deviceIndex,
+		indexMIG:    w.migIndex,
 	})
 	// The store keeps what the lookups read: no managed fields.
 	_ = inf.SetTransform(func(obj any) (any, error) {
@@ -156,7 +159,8 @@ func (w *sliceWatcher) unreadable(err error) {
 	}
 	if w.log.Fail("unreadable", "").Log {
 		w.logger.Warn("Cannot read the node's ResourceSlices (resource.k8s.io/v1); GPUs allocated through DRA claims are matched by "+
-			"the fallback instead: the device name gpu-<minor> against the GPU's minor number (claims on MIG devices are not attributed). "+
+			"the fallback instead: the device name gpu-<minor> against the GPU's minor number, and a MIG device's name against its parent's minor "+
+			"number, GPU instance profile id and placement start. "+
 			"Grant get/list/watch on resourceslices (the chart's draResourceSlices value), or set kubernetes::dra::resource_slices::kubeconfig",
 			zap.String("node", w.cfg.NodeName), zap.Error(err))
 	}
@@ -174,31 +178,65 @@ func (w *sliceWatcher) synced() cache.Indexer {
 }
 
 // devicesOf returns the DRA devices that are the device uuid, from the
-// slices; or, where they cannot be read, the fallback: the name gpu-<minor>
-// of each driver, in any pool, for a GPU of minor number minor (negative:
-// unknown, no fallback). Until the first list answers (a second or so after
-// the first claim) it returns none: neither source is known yet.
-func (w *sliceWatcher) devicesOf(uuid string, minor int) []DRADevice {
+// slices: those whose uuid attribute is uuid and, for a MIG device of
+// placement mig (nil: not a MIG device, or its placement unknown), the
+// MIG devices without a uuid named by that placement (dynamic MIG: the
+// driver never publishes their uuid). Where the slices cannot be read,
+// fallback is true and devs is the name gpu-<minor> of each driver, in
+// any pool, for a GPU of minor number minor (negative: unknown); a MIG
+// device is then matched on the claims' names (migClaimOwners). Until the
+// first list answers (a second or so after the first claim) it returns
+// none: neither source is known yet.
+func (w *sliceWatcher) devicesOf(uuid string, minor int, mig *MIGPlacement) (devs []DRADevice, fallback bool) {
 	switch w.state.Load() {
 	case slicesStarting:
-		return nil
+		return nil, false
 	case slicesUnreadable:
-		return fallbackDevices(w.drivers, minor)
+		return fallbackDevices(w.drivers, minor), true
 	}
-	if idx := w.synced(); idx != nil {
-		objs, _ := idx.ByIndex(indexUUID, uuid)
-		var out []DRADevice
-		for _, obj := range objs {
-			s := obj.(*resourceapi.ResourceSlice)
-			for i := range s.Spec.Devices {
-				if deviceUUID(s.Spec.Driver, &s.Spec.Devices[i]) == uuid {
-					out = append(out, DRADevice{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: s.Spec.Devices[i].Name})
-				}
+	idx := w.synced()
+	if idx == nil {
+		return fallbackDevices(w.drivers, minor), true
+	}
+	var out []DRADevice
+	objs, _ := idx.ByIndex(indexUUID, uuid)
+	for _, obj := range objs {
+		s := obj.(*resourceapi.ResourceSlice)
+		for i := range s.Spec.Devices {
+			if deviceUUID(s.Spec.Driver, &s.Spec.Devices[i]) == uuid {
+				out = append(out, DRADevice{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: s.Spec.Devices[i].Name})
 			}
 		}
-		return out
 	}
-	return fallbackDevices(w.drivers, minor)
+	if mig == nil {
+		return out, false
+	}
+	key := migIndexKey(*mig)
+	objs, _ = idx.ByIndex(indexMIG, key)
+	for _, obj := range objs {
+		s := obj.(*resourceapi.ResourceSlice)
+		for i := range s.Spec.Devices {
+			d := &s.Spec.Devices[i]
+			if p, ok := uuidlessMIG(s.Spec.Driver, d); ok && migIndexKey(p) == key {
+				out = append(out, DRADevice{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name})
+			}
+		}
+	}
+	return out, false
+}
+
+// uuidlessMIG returns the placement of a MIG device the slice lists
+// without a uuid: one NVIDIA's driver makes on demand (dynamic MIG), which
+// is matched by its name. A device with a uuid is matched by it alone.
+func uuidlessMIG(driver string, d *resourceapi.Device) (MIGPlacement, bool) {
+	if deviceUUID(driver, d) != "" {
+		return MIGPlacement{}, false
+	}
+	return ParseMIGName(d.Name)
+}
+
+func migIndexKey(p MIGPlacement) string {
+	return strconv.Itoa(p.ParentMinor) + "/" + strconv.Itoa(p.ProfileID) + "/" + strconv.Itoa(p.Start)
 }
 
 // fallbackDevices is the name gpu-<minor> under each driver, any pool.
@@ -214,8 +252,9 @@ func fallbackDevices(drivers []string, minor int) []DRADevice {
 }
 
 // checkClaims logs, once per device, a claimed device that no GPU can be
-// found for: with the slices, a device no slice of the node has, or one
-// without a uuid; without them, a MIG device. Called after each List.
+// found for: with the slices, a device no slice of the node has; without
+// them, a MIG device whose name holds no placement. Called after each
+// List.
 func (w *sliceWatcher) checkClaims(ci *claimIndex) {
 	idx := w.synced()
 	if idx == nil && w.state.Load() != slicesUnreadable {
@@ -224,8 +263,9 @@ func (w *sliceWatcher) checkClaims(ci *claimIndex) {
 	for _, d := range ci.devices() {
 		switch {
 		case idx == nil:
-			if isMIGName(d.Device) && w.log.Fail("fallback "+d.String(), "").Log {
-				w.logger.Warn("A DRA claim holds a MIG device, which cannot be matched to a MIG device without the ResourceSlices; it is not attributed",
+			if _, ok := ParseMIGName(d.Device); !ok && isMIGName(d.Device) && w.log.Fail("fallback "+d.String(), "").Log {
+				w.logger.Warn("A DRA claim holds a MIG device whose name is not NVIDIA's DRA driver's (gpu-<minor>-mig-<profile>-<profile id>-<start>), "+
+					"which cannot be matched to a MIG device without the ResourceSlices; it is not attributed",
 					zap.String("driver", d.Driver), zap.String("pool", d.Pool), zap.String("device", d.Device))
 			}
 		default:
@@ -240,8 +280,10 @@ func (w *sliceWatcher) checkClaims(ci *claimIndex) {
 }
 
 // checkSlice logs, once per device, a device of a slice without a uuid
-// attribute: it cannot be matched to a GPU (a MIG device that is not
-// prepared yet has none).
+// attribute that cannot be matched to a GPU. A MIG device named by its
+// placement is not one: NVIDIA's driver never gives a MIG device it makes
+// on demand a uuid (about 25 such devices per Hopper GPU, which would
+// fill the warnings' budget at once), and it is matched by its name.
 func (w *sliceWatcher) checkSlice(obj any) {
 	s, ok := obj.(*resourceapi.ResourceSlice)
 	if !ok || !isOneOf(s.Spec.Driver, w.drivers) {
@@ -250,6 +292,9 @@ func (w *sliceWatcher) checkSlice(obj any) {
 	for i := range s.Spec.Devices {
 		d := &s.Spec.Devices[i]
 		if deviceUUID(s.Spec.Driver, d) != "" {
+			continue
+		}
+		if _, ok := ParseMIGName(d.Name); ok {
 			continue
 		}
 		dev := DRADevice{Driver: s.Spec.Driver, Pool: s.Spec.Pool.Name, Device: d.Name}
@@ -296,6 +341,22 @@ func (w *sliceWatcher) uuidIndex(obj any) ([]string, error) {
 	for i := range s.Spec.Devices {
 		if u := deviceUUID(s.Spec.Driver, &s.Spec.Devices[i]); u != "" {
 			out = append(out, u)
+		}
+	}
+	return out, nil
+}
+
+// migIndex indexes a slice of the drivers by the placements of its MIG
+// devices without a uuid.
+func (w *sliceWatcher) migIndex(obj any) ([]string, error) {
+	s, ok := obj.(*resourceapi.ResourceSlice)
+	if !ok || !isOneOf(s.Spec.Driver, w.drivers) {
+		return nil, nil
+	}
+	var out []string
+	for i := range s.Spec.Devices {
+		if p, ok := uuidlessMIG(s.Spec.Driver, &s.Spec.Devices[i]); ok {
+			out = append(out, migIndexKey(p))
 		}
 	}
 	return out, nil
