@@ -27,7 +27,7 @@ func TestMIGInventoryH100(t *testing.T) {
 	inv := c.Inventory()
 	require.Len(t, inv.MIGDevices, 2)
 	assert.Equal(t, MIGInfo{UUID: migs[0].UUID, ParentUUID: nvmltest.UUID(0), GPUInstanceID: uint32(migs[0].GPUInstanceID),
-		ComputeInstanceID: uint32(migs[0].ComputeInstanceID), Profile: "1g.10gb"}, inv.MIGDevices[0])
+		ComputeInstanceID: uint32(migs[0].ComputeInstanceID), Profile: "1g.10gb", PlacementOK: true}, inv.MIGDevices[0])
 	assert.Equal(t, "3g.40gb", inv.MIGDevices[1].Profile)
 	assert.Equal(t, nvmltest.UUID(0), inv.MIGDevices[1].ParentUUID)
 	assert.Len(t, inv.Devices, 8, "the parents stay")
@@ -112,6 +112,66 @@ func TestMIGProfileWithoutPrivilege(t *testing.T) {
 	c.PrimeAll()
 	defer c.Close(context.Background())
 	assert.Equal(t, "2g.35gb", c.Inventory().MIGDevices[0].Profile, "from the MIG device's own attributes")
+	assert.False(t, c.Inventory().MIGDevices[0].PlacementOK, "the GPU instance's placement is unknown")
+}
+
+// NVIDIA's DRA driver names a MIG device by its GPU instance's profile id
+// and placement start: they are read at inventory, once per MIG device.
+func TestMIGPlacement(t *testing.T) {
+	m := nvmltest.NewH200()
+	g := m.GPUs[2]
+	migs := g.EnableMIGInstances(
+		nvmltest.MIGInstance{Profile: nvml.GPU_INSTANCE_PROFILE_1_SLICE, ComputeInstances: 1, Placement: &nvml.GpuInstancePlacement{Start: 3, Size: 1}},
+		nvmltest.MIGInstance{Profile: nvml.GPU_INSTANCE_PROFILE_3_SLICE, ComputeInstances: 2, Placement: &nvml.GpuInstancePlacement{Start: 4, Size: 4}},
+	)
+	// On Hopper the GPU instance profile ids are not the indices (1g: 19).
+	byIndex := g.GetGpuInstanceProfileInfoFunc
+	g.GetGpuInstanceProfileInfoFunc = func(i int) (nvml.GpuInstanceProfileInfo, nvml.Return) {
+		p, ret := byIndex(i)
+		p.Id += 19
+		return p, ret
+	}
+	for gi := range g.GpuInstances {
+		gi.Info.ProfileId += 19
+	}
+	var instanceReads int
+	byID := g.GetGpuInstanceByIdFunc
+	g.GetGpuInstanceByIdFunc = func(id int) (nvml.GpuInstance, nvml.Return) { instanceReads++; return byID(id) }
+	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
+	c := New(m, zap.NewNop(), WithClock(clock.Now))
+	require.NoError(t, c.Open(nil))
+	c.PrimeAll()
+	defer c.Close(context.Background())
+
+	type placement struct {
+		uuid      string
+		profile   string
+		id, start uint32
+		ok        bool
+	}
+	var got []placement
+	for _, mi := range c.Inventory().MIGDevices {
+		got = append(got, placement{mi.UUID, mi.Profile, mi.GIProfileID, mi.PlacementStart, mi.PlacementOK})
+	}
+	p1 := uint32(nvml.GPU_INSTANCE_PROFILE_1_SLICE) + 19
+	p3 := uint32(nvml.GPU_INSTANCE_PROFILE_3_SLICE) + 19
+	assert.Equal(t, []placement{
+		{migs[0].UUID, "1g.18gb", p1, 3, true},
+		{migs[1].UUID, "3g.71gb", p3, 4, true},
+		{migs[2].UUID, "3g.71gb", p3, 4, true}, // the GPU instance's second compute instance
+	}, got)
+	reads := instanceReads
+	assert.Equal(t, 3, reads, "one read per MIG device")
+	for range 10 { // past a relisting of the layout (migRelist)
+		clock.Advance(10 * time.Second)
+		_, err := c.Devices()[2].Read()
+		require.NoError(t, err)
+	}
+	assert.Equal(t, reads, instanceReads, "not read again at each scrape, nor at a relisting that finds the same devices")
+	s, err := c.Devices()[2].Read()
+	require.NoError(t, err)
+	require.Len(t, s.MIG, 3)
+	assert.Equal(t, uint32(3), s.MIG[0].Info.PlacementStart, "the sample carries it")
 }
 
 func TestMIGInstanceMemoryAndGPMReadOnce(t *testing.T) {

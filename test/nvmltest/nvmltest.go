@@ -509,11 +509,13 @@ type MIGDevice struct {
 	Memory            nvml.Memory_v2
 }
 
-// MIGInstance is one GPU instance to create: its profile index and how many
-// compute instances (MIG devices) it hosts.
+// MIGInstance is one GPU instance to create: its profile index, how many
+// compute instances (MIG devices) it hosts and, where given, its placement
+// (nvmlDeviceCreateGpuInstanceWithPlacement; else the mock's, start 0).
 type MIGInstance struct {
 	Profile          int
 	ComputeInstances int
+	Placement        *nvml.GpuInstancePlacement
 }
 
 // EnableMIG puts GPU g in MIG mode and creates, through the mock's own MIG
@@ -538,7 +540,12 @@ func (g *GPU) EnableMIGInstances(instances ...MIGInstance) []*MIGDevice {
 		if ret != nvml.SUCCESS {
 			panic(fmt.Sprintf("GPU instance profile %d: %v", inst.Profile, ret))
 		}
-		gi, _ := g.CreateGpuInstanceFunc(&info)
+		var gi nvml.GpuInstance
+		if inst.Placement != nil {
+			gi, _ = g.CreateGpuInstanceWithPlacementFunc(&info, inst.Placement)
+		} else {
+			gi, _ = g.CreateGpuInstanceFunc(&info)
+		}
 		giInfo, _ := gi.GetInfo()
 		ciProfile, ret := gi.GetComputeInstanceProfileInfo(nvml.COMPUTE_INSTANCE_PROFILE_1_SLICE, nvml.COMPUTE_INSTANCE_ENGINE_PROFILE_SHARED)
 		if ret != nvml.SUCCESS {

@@ -100,7 +100,7 @@ func (mc *migCollector) relist(d *call.GPU) {
 			continue
 		}
 		changed = true
-		f.info.Profile = migProfile(d, f.handle, int(f.info.GPUInstanceID))
+		migPlacement(d, f.handle, &f.info)
 		if raw, ret := d.Session.Raw.Device(f.info.UUID); ret == nvml.SUCCESS {
 			f.raw = raw
 		}
@@ -230,34 +230,33 @@ func markFirstInInstance(migs []*migDevice) {
 	}
 }
 
-// migProfile names a MIG device's profile as nvidia-smi does:
-// "<slices>g.<GiB>gb". The GPU instance's profile is exact but needs a
-// privileged user; the MIG device's own attributes need none.
-func migProfile(d *call.GPU, mig nvml.Device, giID int) string {
-	if name := migProfileFromInstance(d, giID); name != "" {
-		return name
+// migPlacement reads, once per MIG device, its profile's name as
+// nvidia-smi writes it ("<slices>g.<GiB>gb") and its GPU instance's profile
+// id and placement start. The GPU instance's info is exact but needs a
+// privileged caller; without it the profile is named from the MIG
+// device's own attributes, which need none, and the placement is unknown.
+func migPlacement(d *call.GPU, mig nvml.Device, info *figure.MIGInfo) {
+	if gi, ret := d.Handle.GetGpuInstanceById(int(info.GPUInstanceID)); ret == nvml.SUCCESS {
+		if gii, ret := gi.GetInfo(); ret == nvml.SUCCESS {
+			info.GIProfileID, info.PlacementStart, info.PlacementOK = gii.ProfileId, gii.Placement.Start, true
+			info.Profile = migProfileOfID(d, gii.ProfileId)
+		}
+	}
+	if info.Profile != "" {
+		return
 	}
 	if a, ret := mig.GetAttributes(); ret == nvml.SUCCESS && a.GpuInstanceSliceCount > 0 {
-		return migProfileName(a.GpuInstanceSliceCount, a.MemorySizeMB)
+		info.Profile = migProfileName(a.GpuInstanceSliceCount, a.MemorySizeMB)
 	}
-	return ""
 }
 
-// migProfileFromInstance finds the GPU instance's profile. Profiles are
-// asked for by index, while a GPU instance carries the profile's id (on
-// Hopper, 1g is id 19 at index 0), so the indices are searched for the id.
-func migProfileFromInstance(d *call.GPU, giID int) string {
-	gi, ret := d.Handle.GetGpuInstanceById(giID)
-	if ret != nvml.SUCCESS {
-		return ""
-	}
-	info, ret := gi.GetInfo()
-	if ret != nvml.SUCCESS {
-		return ""
-	}
+// migProfileOfID names the GPU instance profile of id. Profiles are asked
+// for by index, while a GPU instance carries the profile's id (on Hopper,
+// 1g is id 19 at index 0), so the indices are searched for the id.
+func migProfileOfID(d *call.GPU, id uint32) string {
 	for i := 0; i < nvml.GPU_INSTANCE_PROFILE_COUNT; i++ {
 		p, ret := d.Handle.GetGpuInstanceProfileInfo(i)
-		if ret == nvml.SUCCESS && p.Id == info.ProfileId {
+		if ret == nvml.SUCCESS && p.Id == id {
 			return migProfileName(p.SliceCount, p.MemorySizeMB)
 		}
 	}

@@ -211,6 +211,13 @@ type MIGInfo struct {
 	GPUInstanceID     uint32
 	ComputeInstanceID uint32
 	Profile           string // e.g. "1g.18gb"
+	// The GPU instance's profile id and placement start
+	// (nvmlGpuInstanceGetInfo), by which NVIDIA's DRA driver names the MIG
+	// device (gpu-<parent minor>-mig-<profile>-<profile id>-<start>).
+	// PlacementOK is false where they could not be read: the GPU instance's
+	// handle needs a privileged caller.
+	GIProfileID, PlacementStart uint32
+	PlacementOK                 bool
 }
 
 // MIGSample is one reading of one MIG device.
