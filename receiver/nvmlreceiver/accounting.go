@@ -101,6 +101,10 @@ type deviceAccount struct {
 	start  pcommon.Timestamp
 	seen   uint64
 
+	// mps says the device was shared through MPS (nvidia.gpu.sharing): a
+	// change is a new stream, as a new owner is.
+	mps bool
+
 	held, free, busy, active, idle float64
 	unobserved                     [len(unobservedReasons)]float64
 	// Which counters the device has: a figure never read (no GPM, a MIG
@@ -180,7 +184,9 @@ type deviceWindow struct {
 	// gave the device to a pod.
 	listed, allocated bool
 	holders           int
-	busy, active      nvmlclient.Opt[float64] // fractions of the window
+	// mps says an MPS server or client is on the device.
+	mps          bool
+	busy, active nvmlclient.Opt[float64] // fractions of the window
 	// processes are those accounted on this device (none on a GPU in MIG
 	// mode: they are its MIG devices').
 	processes []ownedProcess
@@ -194,11 +200,12 @@ func (a *accountant) add(w deviceWindow) (*deviceAccount, []*processAccount) {
 	switch {
 	case acct == nil:
 		acct = a.open(w.id, w.owner, w.at)
-	case acct.owner != w.owner:
-		// A new owner took the device during this window: a new stream,
-		// from the window's start.
+		acct.mps = w.mps
+	case acct.owner != w.owner || acct.mps != w.mps:
+		// A new owner took the device during this window, or MPS came or
+		// went: a new stream, from the window's start.
 		start := acct.last
-		acct = &deviceAccount{owner: w.owner, last: start, start: pcommon.NewTimestampFromTime(start), holding: a.holding, activity: acct.activity}
+		acct = &deviceAccount{owner: w.owner, mps: w.mps, last: start, start: pcommon.NewTimestampFromTime(start), holding: a.holding, activity: acct.activity}
 		dt = a.window(acct, w.at)
 	default:
 		dt = a.window(acct, w.at)
@@ -343,11 +350,31 @@ func (a *accountant) unobserved(uuid string, at time.Time, reason unobservedReas
 func (a *accountant) addProcesses(w deviceWindow, windowStart time.Time, dt float64, judged, idle bool) []*processAccount {
 	out := make([]*processAccount, len(w.processes))
 	shared := false
+	// Under MPS NVML samples the server, for its clients together: the
+	// clients split evenly what the other processes' shares leave (the
+	// server's share), and the server holds nothing (mps.go).
+	holders, clients, others := 0, 0, 0.0
 	for _, p := range w.processes {
 		shared = shared || p.BusyShare.OK
+		switch {
+		case p.MPS == nvmlclient.MPSServer:
+			continue
+		case p.MPS == nvmlclient.MPSClient:
+			clients++
+		case p.BusyShare.OK:
+			others += p.BusyShare.Value
+		}
+		holders++
 	}
-	n := float64(len(w.processes))
+	clientShare := 0.0
+	if clients > 0 {
+		clientShare = max(1-others, 0) / float64(clients)
+	}
+	n := float64(holders)
 	for i, p := range w.processes {
+		if p.MPS == nvmlclient.MPSServer {
+			continue // infrastructure: no counters
+		}
 		key := processKey{device: w.id, pid: p.PID, started: p.info.Started}
 		pa := a.processes[key]
 		add := dt
@@ -368,7 +395,10 @@ func (a *accountant) addProcesses(w deviceWindow, windowStart time.Time, dt floa
 		pa.held += add
 		if w.busy.OK {
 			share := 1 / n
-			if shared {
+			switch {
+			case shared && p.MPS == nvmlclient.MPSClient:
+				share = clientShare
+			case shared:
 				share = p.BusyShare.Value // absent: 0
 			}
 			pa.busyOK = true

@@ -62,8 +62,9 @@ func recordGPU(mb *metadata.MetricsBuilder, r gpuReport) {
 	}
 	recordXIDs(mb, ts, r.xids)
 	recordDeviceSample(mb, r.sample)
-	newResource := func(o owner) *metadata.ResourceBuilder { return gpuResource(mb, r.info, o) }
-	emitDevice(mb, newResource, r.owner)
+	mps := mpsShared(r.processes)
+	newResource := func(o owner) *metadata.ResourceBuilder { return sharingOf(gpuResource(mb, r.info, o), mps) }
+	emitDevice(mb, func(o owner) *metadata.ResourceBuilder { return gpuResource(mb, r.info, o) }, r.owner)
 	recordHolderSample(mb, r.sample, r.account)
 	mb.EmitForResource(metadata.WithResource(newResource(r.owner).Emit()))
 	recordHolders(mb, ts, r.holders, newResource)
@@ -110,6 +111,9 @@ func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, procs []
 		}
 		rb := newResource(p.owner)
 		rb.SetProcessPid(int64(p.PID))
+		if role := mpsRole(p.MPS); role != "" {
+			rb.SetNvidiaGpuProcessMps(role)
+		}
 		if p.infoOK {
 			rb.SetProcessExecutableName(p.info.ExecutableName)
 			if p.info.Owner != "" {
@@ -131,11 +135,12 @@ func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, procs []
 // resources, then its processes.
 func recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, parent nvmlclient.DeviceInfo, m migReport, listed bool) {
 	s := m.sample
-	newResource := func(o owner) *metadata.ResourceBuilder { return migResource(mb, parent, s.Info, o) }
+	mps := mpsShared(m.processes)
+	newResource := func(o owner) *metadata.ResourceBuilder { return sharingOf(migResource(mb, parent, s.Info, o), mps) }
 	if s.GPM != nil {
 		recordGPMTraffic(mb, ts, s.GPM)
 	}
-	emitDevice(mb, newResource, m.owner)
+	emitDevice(mb, func(o owner) *metadata.ResourceBuilder { return migResource(mb, parent, s.Info, o) }, m.owner)
 	recordMemory(mb, ts, s.MemoryUsedBytes, s.MemoryTotalBytes, s.MemoryReservedBytes)
 	if s.GPM != nil {
 		recordGPM(mb, ts, s.GPM)
@@ -149,6 +154,15 @@ func recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, parent nvmlcli
 	if listed {
 		recordProcesses(mb, ts, m.processes, newResource)
 	}
+}
+
+// sharingOf marks the resources of a device's use, not its own device
+// resource (emitDevice), as MPS-shared while an MPS process is on it.
+func sharingOf(rb *metadata.ResourceBuilder, mps bool) *metadata.ResourceBuilder {
+	if mps {
+		rb.SetNvidiaGpuSharing("mps")
+	}
+	return rb
 }
 
 // migResource starts a MIG device's resource: its GPU's attributes, its

@@ -139,14 +139,14 @@ func (r *reporter) account(rep *gpuReport) {
 	w := deviceWindow{
 		id: rep.info.UUID, parent: rep.info.UUID, at: smp.Time, owner: rep.owner,
 		listed: smp.ProcessesListed, allocated: r.owners.Allocated(rep.info.UUID),
-		holders: len(rep.processes), processes: rep.processes,
+		holders: mpsHolders(rep.processes), processes: rep.processes, mps: mpsShared(rep.processes),
 		busy: smp.Utilization[nvmlclient.EngineGeneral],
 	}
 	if smp.GPM != nil {
 		w.active = smp.GPM.Activity[nvmlclient.GPMSMActivity]
 	}
 	for _, m := range rep.migs {
-		w.holders += len(m.processes)
+		w.holders += mpsHolders(m.processes)
 		w.allocated = w.allocated || r.owners.Allocated(m.sample.Info.UUID)
 	}
 	var procAccounts []*processAccount
@@ -159,7 +159,7 @@ func (r *reporter) account(rep *gpuReport) {
 		mw := deviceWindow{
 			id: m.sample.Info.UUID, parent: rep.info.UUID, mig: m.sample.Info, at: smp.Time, owner: m.owner,
 			listed: smp.ProcessesListed, allocated: r.owners.Allocated(m.sample.Info.UUID),
-			holders: len(m.processes), processes: m.processes,
+			holders: mpsHolders(m.processes), processes: m.processes, mps: mpsShared(m.processes),
 		}
 		if m.sample.GPM != nil {
 			mw.active = m.sample.GPM.Activity[nvmlclient.GPMSMActivity]
@@ -189,11 +189,13 @@ func (r *reporter) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xi
 	listed, left := smp.Processes, []nvmlclient.Process(nil)
 	if len(smp.MIG) == 0 {
 		rep.processes, rep.owner, left = attribute(r.owners, info.UUID, smp.Processes, limit)
+		rep.owner = markMPS(r.owners, info.UUID, rep.processes, rep.owner)
 	}
 	for i := range smp.MIG {
 		m := migReport{sample: &smp.MIG[i], holders: r.owners.Holders(smp.MIG[i].Info.UUID)}
 		var l []nvmlclient.Process
 		m.processes, m.owner, l = attribute(r.owners, m.sample.Info.UUID, m.sample.Processes, limit)
+		m.owner = markMPS(r.owners, m.sample.Info.UUID, m.processes, m.owner)
 		left = append(left, l...)
 		listed = append(listed[:len(listed):len(listed)], m.sample.Processes...)
 		rep.migs = append(rep.migs, m)

@@ -1977,6 +1977,8 @@ type ResourceAttributesConfig struct {
 	NvidiaGpuMigGpuInstanceID     ResourceAttributeConfig `mapstructure:"nvidia.gpu.mig.gpu_instance_id"`
 	NvidiaGpuMigProfile           ResourceAttributeConfig `mapstructure:"nvidia.gpu.mig.profile"`
 	NvidiaGpuPciBusID             ResourceAttributeConfig `mapstructure:"nvidia.gpu.pci_bus_id"`
+	NvidiaGpuProcessMps           ResourceAttributeConfig `mapstructure:"nvidia.gpu.process.mps"`
+	NvidiaGpuSharing              ResourceAttributeConfig `mapstructure:"nvidia.gpu.sharing"`
 	ProcessCommandLine            ResourceAttributeConfig `mapstructure:"process.command_line"`
 	ProcessCreationTime           ResourceAttributeConfig `mapstructure:"process.creation.time"`
 	ProcessExecutableName         ResourceAttributeConfig `mapstructure:"process.executable.name"`
@@ -2041,6 +2043,12 @@ func DefaultResourceAttributesConfig() ResourceAttributesConfig {
 			Enabled: true,
 		},
 		NvidiaGpuPciBusID: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		NvidiaGpuProcessMps: ResourceAttributeConfig{
+			Enabled: true,
+		},
+		NvidiaGpuSharing: ResourceAttributeConfig{
 			Enabled: true,
 		},
 		ProcessCommandLine: ResourceAttributeConfig{

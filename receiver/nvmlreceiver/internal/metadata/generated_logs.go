@@ -292,6 +292,18 @@ func NewLogsBuilder(lbc LogsBuilderConfig, settings receiver.Settings) *LogsBuil
 	if lbc.ResourceAttributes.NvidiaGpuPciBusID.EventsExclude != nil {
 		lb.resourceAttributeExcludeFilter["nvidia.gpu.pci_bus_id"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuPciBusID.EventsExclude)
 	}
+	if lbc.ResourceAttributes.NvidiaGpuProcessMps.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["nvidia.gpu.process.mps"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuProcessMps.EventsInclude)
+	}
+	if lbc.ResourceAttributes.NvidiaGpuProcessMps.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["nvidia.gpu.process.mps"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuProcessMps.EventsExclude)
+	}
+	if lbc.ResourceAttributes.NvidiaGpuSharing.EventsInclude != nil {
+		lb.resourceAttributeIncludeFilter["nvidia.gpu.sharing"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuSharing.EventsInclude)
+	}
+	if lbc.ResourceAttributes.NvidiaGpuSharing.EventsExclude != nil {
+		lb.resourceAttributeExcludeFilter["nvidia.gpu.sharing"] = filter.CreateFilter(lbc.ResourceAttributes.NvidiaGpuSharing.EventsExclude)
+	}
 	if lbc.ResourceAttributes.ProcessCommandLine.EventsInclude != nil {
 		lb.resourceAttributeIncludeFilter["process.command_line"] = filter.CreateFilter(lbc.ResourceAttributes.ProcessCommandLine.EventsInclude)
 	}

@@ -4497,6 +4497,18 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 	if mbc.ResourceAttributes.NvidiaGpuPciBusID.MetricsExclude != nil {
 		mb.resourceAttributeExcludeFilter["nvidia.gpu.pci_bus_id"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuPciBusID.MetricsExclude)
 	}
+	if mbc.ResourceAttributes.NvidiaGpuProcessMps.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.process.mps"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuProcessMps.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuProcessMps.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.process.mps"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuProcessMps.MetricsExclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuSharing.MetricsInclude != nil {
+		mb.resourceAttributeIncludeFilter["nvidia.gpu.sharing"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuSharing.MetricsInclude)
+	}
+	if mbc.ResourceAttributes.NvidiaGpuSharing.MetricsExclude != nil {
+		mb.resourceAttributeExcludeFilter["nvidia.gpu.sharing"] = filter.CreateFilter(mbc.ResourceAttributes.NvidiaGpuSharing.MetricsExclude)
+	}
 	if mbc.ResourceAttributes.ProcessCommandLine.MetricsInclude != nil {
 		mb.resourceAttributeIncludeFilter["process.command_line"] = filter.CreateFilter(mbc.ResourceAttributes.ProcessCommandLine.MetricsInclude)
 	}

@@ -333,6 +333,8 @@ func TestMetricsBuilder(t *testing.T) {
 			rb.SetNvidiaGpuMigGpuInstanceID(30)
 			rb.SetNvidiaGpuMigProfile("nvidia.gpu.mig.profile-val")
 			rb.SetNvidiaGpuPciBusID("nvidia.gpu.pci_bus_id-val")
+			rb.SetNvidiaGpuProcessMps("nvidia.gpu.process.mps-val")
+			rb.SetNvidiaGpuSharing("nvidia.gpu.sharing-val")
 			rb.SetProcessCommandLine("process.command_line-val")
 			rb.SetProcessCreationTime("process.creation.time-val")
 			rb.SetProcessExecutableName("process.executable.name-val")

@@ -147,6 +147,20 @@ func (rb *ResourceBuilder) SetNvidiaGpuPciBusID(val string) {
 	}
 }
 
+// SetNvidiaGpuProcessMps sets provided value as "nvidia.gpu.process.mps" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuProcessMps(val string) {
+	if rb.config.NvidiaGpuProcessMps.Enabled {
+		rb.res.Attributes().PutStr("nvidia.gpu.process.mps", val)
+	}
+}
+
+// SetNvidiaGpuSharing sets provided value as "nvidia.gpu.sharing" attribute.
+func (rb *ResourceBuilder) SetNvidiaGpuSharing(val string) {
+	if rb.config.NvidiaGpuSharing.Enabled {
+		rb.res.Attributes().PutStr("nvidia.gpu.sharing", val)
+	}
+}
+
 // SetProcessCommandLine sets provided value as "process.command_line" attribute.
 func (rb *ResourceBuilder) SetProcessCommandLine(val string) {
 	if rb.config.ProcessCommandLine.Enabled {

@@ -31,6 +31,8 @@ func TestResourceBuilder(t *testing.T) {
 			rb.SetNvidiaGpuMigGpuInstanceID(30)
 			rb.SetNvidiaGpuMigProfile("nvidia.gpu.mig.profile-val")
 			rb.SetNvidiaGpuPciBusID("nvidia.gpu.pci_bus_id-val")
+			rb.SetNvidiaGpuProcessMps("nvidia.gpu.process.mps-val")
+			rb.SetNvidiaGpuSharing("nvidia.gpu.sharing-val")
 			rb.SetProcessCommandLine("process.command_line-val")
 			rb.SetProcessCreationTime("process.creation.time-val")
 			rb.SetProcessExecutableName("process.executable.name-val")
@@ -45,9 +47,9 @@ func TestResourceBuilder(t *testing.T) {
 
 			switch tt {
 			case "default":
-				assert.Equal(t, 24, res.Attributes().Len())
-			case "all_set":
 				assert.Equal(t, 26, res.Attributes().Len())
+			case "all_set":
+				assert.Equal(t, 28, res.Attributes().Len())
 			case "none_set":
 				assert.Equal(t, 0, res.Attributes().Len())
 				return
@@ -143,6 +145,16 @@ func TestResourceBuilder(t *testing.T) {
 			assert.True(t, ok)
 			if ok {
 				assert.Equal(t, "nvidia.gpu.pci_bus_id-val", nvidiaGpuPciBusIDAttrVal.Str())
+			}
+			nvidiaGpuProcessMpsAttrVal, ok := res.Attributes().Get("nvidia.gpu.process.mps")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "nvidia.gpu.process.mps-val", nvidiaGpuProcessMpsAttrVal.Str())
+			}
+			nvidiaGpuSharingAttrVal, ok := res.Attributes().Get("nvidia.gpu.sharing")
+			assert.True(t, ok)
+			if ok {
+				assert.Equal(t, "nvidia.gpu.sharing-val", nvidiaGpuSharingAttrVal.Str())
 			}
 			processCommandLineAttrVal, ok := res.Attributes().Get("process.command_line")
 			assert.Equal(t, tt == "all_set", ok)
