@@ -68,7 +68,8 @@ alert_cleanup() {
 	# run-lib's cleanup stops: every PID started here.
 	if [ -n "$cg" ] && [ -d "$cg" ]; then
 		[ -e "$cg/cgroup.kill" ] && echo 1 >"$cg/cgroup.kill"
-		for _ in $(seq 1 40); do [ -s "$cg/cgroup.procs" ] || break; sleep 0.25; done
+		# (cgroupfs files have no size: read them.)
+		for _ in $(seq 1 40); do [ -n "$(cat "$cg/cgroup.procs" 2>/dev/null)" ] || break; sleep 0.25; done
 	fi
 	cleanup
 	if [ -n "$cg" ] && [ -d "$cg" ]; then
@@ -176,7 +177,7 @@ if [ "$FAKE" = 1 ]; then
 else
 	[ "$(id -u)" = 0 ] || fail "run as root (the workload's cgroup)"
 	[ -f /sys/fs/cgroup/cgroup.controllers ] || fail "no cgroup v2 at /sys/fs/cgroup"
-	machine_info
+	PHASE_SECONDS=$WORKLOAD_SECONDS machine_info # it prints PHASE_SECONDS
 	GPU_UUID=$(nvidia-smi -i "$GPU_INDEX" --query-gpu=uuid --format=csv,noheader | tr -d ' ')
 	[ -n "$GPU_UUID" ] || fail "nvidia-smi names no GPU $GPU_INDEX"
 	[ -n "$(gpu_pids)" ] && note "WARNING: GPU $GPU_INDEX already has processes; its figures include theirs"
