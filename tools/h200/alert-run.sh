@@ -3,9 +3,10 @@
 # a report (issue 33, part 7). As root, from the repository root, with
 # .carry/ from `make h200-alert-bundle`: otelcol-nvml, Prometheus,
 # Alertmanager and otelcol-nvml-report (gzipped), the shipped rules rendered
-# with short durations (tools/h200/alert-values.yaml) and the shipped
-# Alertmanager configuration with its receivers turned into webhooks
-# (tools/h200/alert-bundle.py). Nothing is installed, nothing outside the
+# as the single-server path renders them (deploy/standalone/values.yaml),
+# with durations short enough for a run of minutes
+# (tools/h200/alert-values.yaml), and the shipped Alertmanager configuration
+# with its receivers turned into webhooks (tools/h200/alert-bundle.py). Nothing is installed, nothing outside the
 # machine is reached, and no GPU setting is changed. Any number of GPUs.
 #
 # Everything listens on 127.0.0.1:
