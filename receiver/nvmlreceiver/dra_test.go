@@ -3,6 +3,7 @@
 package nvmlreceiver
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -104,4 +105,50 @@ func TestDRASharedClaimListsEachHolder(t *testing.T) {
 		}
 	}
 	assert.Equal(t, map[string]float64{"a-0": 0.5, "b-0": 0.5}, shares)
+}
+
+// A claim on a MIG device that NVIDIA's DRA driver made on demand: no
+// slice ever names its uuid, and the claim names it by its parent's minor
+// number, its GPU instance's profile id and placement start. It is matched
+// to the MIG device NVML lists at that placement (here by the fallback,
+// the ResourceSlices off), under the driver's names since v25.12 and up to
+// v25.8.
+func TestDRADynamicMIGClaimIsHeld(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	g := m.GPUs[2]
+	migs := g.EnableMIGInstances(
+		nvmltest.MIGInstance{Profile: nvml.GPU_INSTANCE_PROFILE_1_SLICE, ComputeInstances: 1, Placement: &nvml.GpuInstancePlacement{Start: 3, Size: 1}},
+		nvmltest.MIGInstance{Profile: nvml.GPU_INSTANCE_PROFILE_1_SLICE, ComputeInstances: 1, Placement: &nvml.GpuInstancePlacement{Start: 5, Size: 1}},
+		nvmltest.MIGInstance{Profile: nvml.GPU_INSTANCE_PROFILE_3_SLICE, ComputeInstances: 1, Placement: &nvml.GpuInstancePlacement{Start: 0, Size: 4}},
+	)
+	p1, _ := g.GetGpuInstanceProfileInfoFunc(nvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	p3, _ := g.GetGpuInstanceProfileInfoFunc(nvml.GPU_INSTANCE_PROFILE_3_SLICE)
+	small := fmt.Sprintf("gpu-2-mig-1g18gb-%d-3", p1.Id) // since v25.12
+	big := fmt.Sprintf("gpu-2-mig-%d-0-4", p3.Id)        // up to v25.8
+	other := fmt.Sprintf("gpu-1-mig-1g18gb-%d-5", p1.Id) // the same placement on GPU 1, not in MIG mode
+	socket := serveKubelet(t, claimedGPU(map[string][4]string{
+		small: {"serve", "small-0", "server", "small"},
+		big:   {"serve", "big-0", "server", "big"},
+		other: {"serve", "other-0", "server", "other"},
+	}))
+	ts := newTestScraper(t, m, func(cfg *Config) {
+		cfg.Kubernetes.Enabled = true
+		cfg.Kubernetes.PodResourcesSocket = socket
+		cfg.Kubernetes.DRA.ResourceSlices.Enabled = false
+	})
+	ts.start(t)
+	require.Eventually(t, func() bool { ts.scrapeOK(t); return ts.reporter.owners.Allocated(migs[0].UUID) },
+		5*time.Second, 5*time.Millisecond, "the claim is listed and matched")
+	ts.scrapeOK(t)
+	ts.clock.Advance(10 * time.Second)
+	md := ts.scrapeOK(t)
+	for _, tc := range []struct{ uuid, pod, claim string }{{migs[0].UUID, "small-0", "small"}, {migs[2].UUID, "big-0", "big"}} {
+		attrs := gpuResourceAttrs(md, tc.uuid)
+		assert.Equal(t, tc.pod, attrs["k8s.pod.name"], tc.uuid)
+		assert.Equal(t, tc.claim, attrs["k8s.resourceclaim.name"], tc.uuid)
+		assert.InDelta(t, 10, sumPoint(t, md, tc.uuid, 0, "nvidia.gpu.held.time").DoubleValue(), 1e-9, tc.uuid)
+	}
+	assert.NotContains(t, gpuResourceAttrs(md, migs[1].UUID), "k8s.resourceclaim.name", "start 5 on GPU 2 is not claimed")
+	assert.Zero(t, sumPoint(t, md, migs[1].UUID, 0, "nvidia.gpu.held.time").DoubleValue())
 }

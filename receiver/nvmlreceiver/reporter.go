@@ -178,6 +178,7 @@ func (r *reporter) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xi
 	rep := gpuReport{info: info, sample: smp, xids: xids}
 	r.owners.SetMinor(info.UUID, info.MinorNumber)
 	r.owners.SetIndex(info.UUID, info.Index)
+	setMIGPlacements(r.owners, info, smp.MIG)
 	rep.holders = r.owners.Holders(info.UUID)
 	if !smp.ProcessesListed {
 		for i := range smp.MIG {
