@@ -89,6 +89,8 @@ type Process struct {
 	// The MIG device it runs on (MIG mode only).
 	GPUInstanceID     *int `json:"gpu_instance_id,omitempty"`
 	ComputeInstanceID *int `json:"compute_instance_id,omitempty"`
+	// MPS is "server" or "client" under CUDA MPS (test/fakenvml/README.md).
+	MPS string `json:"mps,omitempty"`
 }
 
 type Fault struct {
@@ -148,6 +150,8 @@ type Event struct {
 	// The GPU instance (and compute instance) the event hit, in MIG mode.
 	GPUInstanceID     *int `json:"gpu_instance_id,omitempty"`
 	ComputeInstanceID *int `json:"compute_instance_id,omitempty"`
+	// MPS is "server" or "client" under CUDA MPS (test/fakenvml/README.md).
+	MPS string `json:"mps,omitempty"`
 }
 
 // MIG is a GPU's Multi-Instance GPU setup.

@@ -64,3 +64,16 @@ nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsig
 {
 	return fake_running_processes(device, true, infoCount, infos, 2);
 }
+
+nvmlReturn_t fake_mps_processes(nvmlDevice_t device, unsigned int *infoCount, void *infos, int version);
+
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v1_t *infos)
+{
+	return fake_mps_processes(device, infoCount, infos, 1);
+}
+
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
+							nvmlProcessInfo_v2_t *infos)
+{
+	return fake_mps_processes(device, infoCount, infos, 2);
+}

@@ -102,6 +102,7 @@
 	X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)                                            \
 	X(nvmlDeviceGetAttributes_v2)                                                              \
 	X(nvmlGpmMigSampleGet)                                                                     \
+	X(nvmlDeviceGetMPSComputeRunningProcesses_v3)                                              \
 	FAKE_GETTERS(X, X, X)
 
 typedef enum {
@@ -181,12 +182,16 @@ typedef struct {
 	char name[256];
 	unsigned long long used_memory;
 	bool compute, graphics;
+	/* "mps": FAKE_MPS_SERVER or FAKE_MPS_CLIENT (processes.c) */
+	int mps;
 	double from, until;
 	/* the MIG device it runs on; FAKE_NO_INSTANCE outside MIG */
 	unsigned int gpu_instance_id, compute_instance_id;
 	/* nvmlDeviceGetProcessUtilization, percent; unset reads 0 */
 	fake_signal sm, memory, encoder, decoder;
 } fake_process;
+
+enum { FAKE_MPS_NONE, FAKE_MPS_SERVER, FAKE_MPS_CLIENT };
 
 typedef struct {
 	double at;

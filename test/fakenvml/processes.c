@@ -11,6 +11,13 @@
  * answer NVML_ERROR_NOT_SUPPORTED; with an empty list, none run.
  * nvmlSystemGetProcessName answers the name of any listed pid.
  *
+ * MPS: "mps": "server" or "client" on a compute process, as an H200 with
+ * driver 580 shows CUDA MPS: the compute list holds the server and the
+ * clients, nvmlDeviceGetMPSComputeRunningProcesses_v3 the clients alone, and
+ * nvmlDeviceGetProcessUtilization samples the server alone (its sm_percent
+ * stands for every client's work): a client has no sample, whatever its
+ * *_percent keys say.
+ *
  * MIG: gpu_instance_id and compute_instance_id (both or neither) place a
  * process on a MIG device; in MIG mode every process needs them (mig.c
  * checks them). The GPU's handle lists every process with its instance ids,
@@ -51,14 +58,15 @@ static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, f
 						    "type",            "from",           "until",
 						    "sm_percent",      "memory_percent", "encoder_percent",
 						    "decoder_percent", "gpu_instance_id", "compute_instance_id",
-						    NULL};
+						    "mps",             NULL};
 		unsigned long long pid = 0, used = 0, gi = FAKE_NO_INSTANCE, ci = FAKE_NO_INSTANCE;
 		bool has_pid = false, has_gi = false, has_ci = false;
-		char type[32] = "compute";
+		char type[32] = "compute", mps[16] = "";
 		if (!fake_check_keys(c, it, ip, pkeys) || !fake_get_uint(c, it, "pid", ip, &pid, 0xffffffffULL, &has_pid) ||
 		    !fake_get_string(c, it, "name", ip, out[i].name, sizeof out[i].name, false) ||
 		    !fake_get_uint(c, it, "used_memory_bytes", ip, &used, 1ULL << 52, NULL) ||
 		    !fake_get_string(c, it, "type", ip, type, sizeof type, false) ||
+		    !fake_get_string(c, it, "mps", ip, mps, sizeof mps, false) ||
 		    !fake_get_time(c, it, "from", ip, &out[i].from, 0) || !fake_get_time(c, it, "until", ip, &out[i].until, INFINITY) ||
 		    !fake_get_signal(c, it, "sm_percent", ip, 0, 100, &out[i].sm) ||
 		    !fake_get_signal(c, it, "memory_percent", ip, 0, 100, &out[i].memory) ||
@@ -83,6 +91,14 @@ static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, f
 			out[i].compute = out[i].graphics = true;
 		else
 			return fake_fail(c, ip, "type \"%s\" is not compute, graphics or compute+graphics", type);
+		if (strcmp(mps, "server") == 0)
+			out[i].mps = FAKE_MPS_SERVER;
+		else if (strcmp(mps, "client") == 0)
+			out[i].mps = FAKE_MPS_CLIENT;
+		else if (mps[0])
+			return fake_fail(c, ip, "mps \"%s\" is not server or client", mps);
+		if (out[i].mps && !out[i].compute)
+			return fake_fail(c, ip, "an MPS process is a compute process");
 	}
 	g->has_processes = true;
 	g->processes = out;
@@ -104,18 +120,21 @@ static nvmlReturn_t grown(unsigned int *count)
 	return NVML_ERROR_INSUFFICIENT_SIZE;
 }
 
+enum { LIST_COMPUTE, LIST_GRAPHICS, LIST_MPS };
+
 /* listed reports whether process p is in the list of running processes at
  * t that a GPU's handle (mig NULL) or a MIG device's handle answers. */
-static bool listed(const fake_process *p, bool graphics, const fake_mig_device *mig, double t)
+static bool listed(const fake_process *p, int list, const fake_mig_device *mig, double t)
 {
-	if (!(graphics ? p->graphics : p->compute) || t < p->from || t >= p->until)
+	bool in = list == LIST_GRAPHICS ? p->graphics : list == LIST_MPS ? p->mps == FAKE_MPS_CLIENT : p->compute;
+	if (!in || t < p->from || t >= p->until)
 		return false;
 	return !mig || (p->gpu_instance_id == mig->gpu_instance_id && p->compute_instance_id == mig->compute_instance_id);
 }
 
 /* running fills infos, an array of nvmlProcessInfo_v1_t (v1) or of
  * nvmlProcessInfo_t (v2, v3). */
-static nvmlReturn_t running(nvmlDevice_t device, fake_call call, bool graphics, unsigned int *infoCount, void *out,
+static nvmlReturn_t running(nvmlDevice_t device, fake_call call, int list, unsigned int *infoCount, void *out,
 			    int version)
 {
 	const fake_gpu *g;
@@ -132,7 +151,7 @@ static nvmlReturn_t running(nvmlDevice_t device, fake_call call, bool graphics, 
 		return fake_leave(NVML_ERROR_NOT_SUPPORTED);
 	unsigned int n = 0;
 	for (int i = 0; i < g->nprocesses; i++)
-		if (listed(&g->processes[i], graphics, mig, t))
+		if (listed(&g->processes[i], list, mig, t))
 			n++;
 	if (!out || *infoCount < n) {
 		/* a size query, or too small a buffer: say how many there are */
@@ -142,7 +161,7 @@ static nvmlReturn_t running(nvmlDevice_t device, fake_call call, bool graphics, 
 	unsigned int k = 0;
 	for (int i = 0; i < g->nprocesses; i++) {
 		const fake_process *p = &g->processes[i];
-		if (!listed(p, graphics, mig, t))
+		if (!listed(p, list, mig, t))
 			continue;
 		if (version == 1) {
 			nvmlProcessInfo_v1_t *infos = out;
@@ -166,13 +185,19 @@ static nvmlReturn_t running(nvmlDevice_t device, fake_call call, bool graphics, 
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
 						     nvmlProcessInfo_t *infos)
 {
-	return running(device, FC_nvmlDeviceGetComputeRunningProcesses_v3, false, infoCount, infos, 3);
+	return running(device, FC_nvmlDeviceGetComputeRunningProcesses_v3, LIST_COMPUTE, infoCount, infos, 3);
+}
+
+nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+							nvmlProcessInfo_t *infos)
+{
+	return running(device, FC_nvmlDeviceGetMPSComputeRunningProcesses_v3, LIST_MPS, infoCount, infos, 3);
 }
 
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
 						      nvmlProcessInfo_t *infos)
 {
-	return running(device, FC_nvmlDeviceGetGraphicsRunningProcesses_v3, true, infoCount, infos, 3);
+	return running(device, FC_nvmlDeviceGetGraphicsRunningProcesses_v3, LIST_GRAPHICS, infoCount, infos, 3);
 }
 
 /* The older versions (compat.c declares them under their own names). */
@@ -180,7 +205,12 @@ nvmlReturn_t fake_running_processes(nvmlDevice_t device, bool graphics, unsigned
 {
 	return running(device,
 		       graphics ? FC_nvmlDeviceGetGraphicsRunningProcesses_v3 : FC_nvmlDeviceGetComputeRunningProcesses_v3,
-		       graphics, infoCount, infos, version);
+		       graphics ? LIST_GRAPHICS : LIST_COMPUTE, infoCount, infos, version);
+}
+
+nvmlReturn_t fake_mps_processes(nvmlDevice_t device, unsigned int *infoCount, void *infos, int version)
+{
+	return running(device, FC_nvmlDeviceGetMPSComputeRunningProcesses_v3, LIST_MPS, infoCount, infos, version);
 }
 
 nvmlReturn_t nvmlSystemGetProcessName(unsigned int pid, char *name, unsigned int length)
@@ -205,6 +235,13 @@ static unsigned int percent(const fake_signal *s, double t)
 		return 0;
 	double v = fake_signal_at(s, t);
 	return (unsigned int)llround(v < 0 ? 0 : v > 100 ? 100 : v);
+}
+
+/* sampled reports whether p has a utilization sample at tk: an MPS client
+ * never has (the server's stands for it). */
+static bool sampled(const fake_process *p, double tk)
+{
+	return tk >= p->from && tk < p->until && p->mps != FAKE_MPS_CLIENT;
 }
 
 nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t *utilization,
@@ -232,7 +269,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUti
 	unsigned long long n = 0;
 	for (long long k = first; k <= newest; k++)
 		for (int i = 0; i < g->nprocesses; i++)
-			if ((double)k / hz >= g->processes[i].from && (double)k / hz < g->processes[i].until)
+			if (sampled(&g->processes[i], (double)k / hz))
 				n++;
 	if (n == 0)
 		return fake_leave(NVML_ERROR_NOT_FOUND);
@@ -245,7 +282,7 @@ nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUti
 		double tk = (double)k / hz;
 		for (int i = 0; i < g->nprocesses; i++) {
 			const fake_process *p = &g->processes[i];
-			if (tk < p->from || tk >= p->until)
+			if (!sampled(p, tk))
 				continue;
 			memset(&utilization[m], 0, sizeof utilization[m]);
 			utilization[m].pid = p->pid;
