@@ -15,6 +15,10 @@
 #   - the collector's log: warnings that a read was still running, the one
 #     line with the endpoints, and how many lines a minute it prints after
 #     the first minute (at most 30: the debug exporter at basic).
+#   - where the demo started Alertmanager (Debian's prometheus-alertmanager
+#     installed), the notifications it printed: the input_bound, idle and
+#     memory_pressure pods' each to its team, GPULost to the platform, and
+#     none for the gpu_bound pod.
 # Writes demo-check.md under OUT (default _build/demo-check) and exits 1
 # when any of these fails.
 # Run from the repository root: `make demo-check` (it builds what it needs).
@@ -78,6 +82,8 @@ query 'namespace:nvidia_gpu_quota_held:ratio' >"$work/quota.json"
 query 'gpu_holder:nvidia_gpu_diagnosis:5m == 1' >"$work/readme1.json"
 query 'namespace:nvidia_gpu_idle_hours:1h' >"$work/readme2.json"
 query 'topk(5, namespace_pod:nvidia_gpu_idle_hours:1h)' >"$work/readme3.json"
+grep '^demo: notification to ' "$OUT/collector.log" >"$work/notifications.txt" || true
+alertmanager=$(grep -c 'Alertmanager with the shipped routes' "$OUT/collector.log" || true)
 stillrunning=$(grep -c 'still running' "$OUT/collector.log" || true)
 endpoints=$(grep -c '^demo: metrics http://127.0.0.1:8889/metrics' "$OUT/collector.log" || true)
 # Log lines stamped after the first minute, per minute.
@@ -85,9 +91,9 @@ after=$(date -u -d "@$((start + 60))" +%Y-%m-%dT%H:%M:%S)
 perminute=$(awk -v after="$after" '/^[0-9][0-9][0-9][0-9]-/ && substr($1, 1, 19) > after' "$OUT/collector.log" | wc -l)
 perminute=$((perminute * 60 / (end - start - 60)))
 
-python3 - "$work" "$OUT/demo-check.md" "$DURATION" "$stillrunning" "$endpoints" "$perminute" <<'PY'
+python3 - "$work" "$OUT/demo-check.md" "$DURATION" "$stillrunning" "$endpoints" "$perminute" "$alertmanager" <<'PY'
 import json, sys
-work, report, duration, stillrunning, endpoints, perminute = sys.argv[1:7]
+work, report, duration, stillrunning, endpoints, perminute, alertmanager = sys.argv[1:8]
 def result(name):
     return json.load(open(f"{work}/{name}.json"))["data"]["result"]
 degraded = {r["metric"].get("hw_id", "?"): int(float(r["value"][1])) for r in result("degraded")}
@@ -160,6 +166,24 @@ lines += ["", "| check | answer |", "|---|---|"]
 for what, answer in checks:
     lines.append(f"| {what} | {'; '.join(answer) or 'NONE'} |")
     ok = ok and bool(answer)
+# The notifications the demo's Alertmanager sent (tools/demowebhook's
+# lines), by receiver, alert and holder.
+if alertmanager != "0":
+    sent = [l.strip() for l in open(f"{work}/notifications.txt")]
+    lines += ["", "| notification expected | sent |", "|---|---|"]
+    for want in ["team-vision: FIRING GPUHolderInputBound, pod vision/yolo-train-0",
+                 "team-ml: FIRING GPUHolderIdle, pod research/notebook-alice",
+                 "team-ml: FIRING GPUHolderMemoryPressure, pod ml-training/llm-finetune-0",
+                 "gpu-platform: FIRING GPULost"]:
+        got = any(want in l for l in sent)
+        lines.append(f"| {want} | {'yes' if got else 'NO'} |")
+        ok = ok and got
+    gpu_bound = [l for l in sent if "resnet-train-0" in l]
+    lines.append(f"| none for the gpu_bound pod ml-training/resnet-train-0 | {'; '.join(gpu_bound) or 'none'} |")
+    ok = ok and not gpu_bound
+    lines += ["", f"Notifications: {len(sent)}"]
+else:
+    lines += ["", "No Alertmanager in the demo (prometheus-alertmanager not installed): notifications not checked"]
 lines += ["", "PASS" if ok else "FAIL"]
 open(report, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))

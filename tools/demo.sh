@@ -193,6 +193,6 @@ for _ in $(seq 300); do
 	sleep 0.1
 done
 echo "demo: metrics http://127.0.0.1:$METRICS_PORT/metrics, health http://127.0.0.1:$HEALTH_PORT/, $prom, $am." \
-	"Next: the README's three queries there after 5 minutes (which pod wastes GPUs, and why); the holder alerts' notifications after about 10." \
+	"Next: the README's three queries there after 5 minutes (which pod wastes GPUs, and why); the holder alerts' notifications after 3 to 10." \
 	"Ctrl-C (or kill -INT $$) stops it all."
 wait "$collector"
