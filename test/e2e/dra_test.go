@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,14 +17,20 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/test/testutil"
 )
 
-// The DRA scenario's GPUs: GPU 0 in MIG mode with one 1g.18gb MIG device,
-// GPUs 1 to 3 whole. Nothing runs on any of them: every held second is the
-// claims'.
+// The DRA scenario's GPUs: GPU 0 in MIG mode with two 1g.18gb MIG devices
+// (GPU instance profile 19) at placements 0 and 3, GPUs 1 to 3 whole.
+// Nothing runs on any of them: every held second is the claims'. NVIDIA's
+// DRA driver names a MIG device gpu-<parent minor>-mig-<profile>-<profile
+// id>-<placement start>; the slice lists the first with its uuid, as with
+// static MIG, and the second without, as a MIG device made on demand
+// (dynamic MIG), which never gets one.
 const (
-	draNode    = "node1"
-	draDriver  = "gpu.nvidia.com"
-	draMIGName = "gpu-0-mig-1g18gb-9-0"
-	draMIG     = "MIG-e2edra00-0000-4000-8000-0000000000a0"
+	draNode       = "node1"
+	draDriver     = "gpu.nvidia.com"
+	draMIGName    = "gpu-0-mig-1g18gb-19-0"
+	draMIG        = "MIG-e2edra00-0000-4000-8000-0000000000a0"
+	draDynMIGName = "gpu-0-mig-1g18gb-19-3"
+	draDynMIG     = "MIG-e2edra00-0000-4000-8000-0000000000a1"
 )
 
 func draGPU(i int) string { return fmt.Sprintf("GPU-e2edra00-0000-4000-8000-00000000000%d", i) }
@@ -44,8 +51,11 @@ func draScenario() Scenario {
 		if i == 0 {
 			g.Utilization = nil
 			g.MIG = &MIG{MaxDevices: 7, Profiles: h200Profiles,
-				GPUInstances: []GPUInstance{{ID: 9, ProfileID: 19, Memory: &Memory{TotalBytes: 18432 << 20}, GPM: map[string]Signal{"SM_UTIL": 0}}},
-				Devices:      []MIGDevice{{UUID: draMIG, GPUInstanceID: 9, ComputeInstanceID: 0}}}
+				GPUInstances: []GPUInstance{
+					{ID: 9, ProfileID: 19, PlacementStart: ptr(0), Memory: &Memory{TotalBytes: 18432 << 20}, GPM: map[string]Signal{"SM_UTIL": 0}},
+					{ID: 10, ProfileID: 19, PlacementStart: ptr(3), Memory: &Memory{TotalBytes: 18432 << 20}, GPM: map[string]Signal{"SM_UTIL": 0}},
+				},
+				Devices: []MIGDevice{{UUID: draMIG, GPUInstanceID: 9, ComputeInstanceID: 0}, {UUID: draDynMIG, GPUInstanceID: 10, ComputeInstanceID: 0}}}
 		}
 		s.GPUs = append(s.GPUs, g)
 	}
@@ -61,7 +71,7 @@ func draPod(ns, name, claim, device string, shareID *string) *podresourcesv1.Pod
 	}}}
 }
 
-// draKubelet: a notebook's claim on gpu-2; a claim on the MIG device; one
+// draKubelet: a notebook's claim on gpu-2; a claim on each MIG device; one
 // claim shared by two pods (one through a share_id) on gpu-3; a claim on
 // gpu-1, which no slice lists until the test creates one; and a claim of
 // another driver on the same name gpu-2, which must count nowhere.
@@ -71,6 +81,7 @@ func draKubelet() *podresourcesv1.ListPodResourcesResponse {
 	return &podresourcesv1.ListPodResourcesResponse{PodResources: []*podresourcesv1.PodResources{
 		draPod("ml", "notebook-0", "notebook-gpu", "gpu-2", nil),
 		draPod("serve", "llm-0", "llm-mig", draMIGName, nil),
+		draPod("serve", "small-0", "small-mig", draDynMIGName, nil),
 		draPod("team", "a-0", "shared-gpu", "gpu-3", nil),
 		draPod("team", "b-0", "shared-gpu", "gpu-3", ptr("5f0c6a2e-0000-4000-8000-000000000001")),
 		draPod("spare", "spare-0", "spare-gpu", "gpu-1", nil),
@@ -79,7 +90,8 @@ func draKubelet() *podresourcesv1.ListPodResourcesResponse {
 }
 
 // draSlice is a ResourceSlice of the node's pool, each device with its uuid
-// ("" for none).
+// ("" for none); a MIG device (named so) with its type and parent, as
+// NVIDIA's driver lists it.
 func draSlice(name string, devices map[string]string) *resourceapi.ResourceSlice {
 	node := draNode
 	s := &resourceapi.ResourceSlice{ObjectMeta: metav1.ObjectMeta{Name: name},
@@ -91,9 +103,27 @@ func draSlice(name string, devices map[string]string) *resourceapi.ResourceSlice
 		if uuid != "" {
 			d.Attributes["uuid"] = resourceapi.DeviceAttribute{StringValue: ptr(uuid)}
 		}
+		if strings.HasPrefix(dev, "gpu-0-mig-") {
+			d.Attributes["type"] = resourceapi.DeviceAttribute{StringValue: ptr("mig")}
+			d.Attributes["parentUUID"] = resourceapi.DeviceAttribute{StringValue: ptr(draGPU(0))}
+		}
 		s.Spec.Devices = append(s.Spec.Devices, d)
 	}
 	return s
+}
+
+// draDevices is the node's devices: those given, and GPU 0's MIG devices:
+// draMIG with its uuid, and every other 1g.18gb, 3g.71gb and 7g.141gb
+// placement without one, as dynamic MIG lists them (draDynMIG among them).
+func draDevices(whole map[string]string) map[string]string {
+	out := map[string]string{draMIGName: draMIG, "gpu-0-mig-3g71gb-9-0": "", "gpu-0-mig-3g71gb-9-4": "", "gpu-0-mig-7g141gb-0-0": ""}
+	for start := 1; start < 7; start++ {
+		out[fmt.Sprintf("gpu-0-mig-1g18gb-19-%d", start)] = ""
+	}
+	for name, uuid := range whole {
+		out[name] = uuid
+	}
+	return out
 }
 
 // heldBy returns the last point of a device's metric on the resource of
@@ -161,10 +191,12 @@ func draSettings(sock, node, kubeconfig string) string {
 // with the kubelet's PodResources serving dynamic_resources:
 //
 //  1. a claim holding GPU 2 with no process: held and idle, with pod and claim;
-//  2. a claim on a MIG device;
+//  2. a claim on a MIG device listed with its uuid, and one on a MIG device
+//     made on demand, listed without (dynamic MIG);
 //  3. one claim shared by two pods: held once, owner-less;
 //  4. the ResourceSlices unreadable (a collector whose user has no RBAC
-//     rule): the gpu-<minor> fallback, said once;
+//     rule): the fallback (gpu-<minor>, and MIG device names by their
+//     placement), said once;
 //  6. a namespace with a GPU quota of 4 holding 3 GPUs through claims on
 //     another node, 1 active, through Prometheus and the quota rules
 //     (holders_test.go; scenario 5, Slurm, is TestSlurmHolders).
@@ -176,7 +208,7 @@ func TestDRA(t *testing.T) {
 	api := startKubeAPI(t)
 	slices := api.resourceClient(t).ResourceSlices()
 	ctx := context.Background()
-	base := draSlice("node1-gpus", map[string]string{"gpu-2": draGPU(2), "gpu-3": draGPU(3), draMIGName: draMIG})
+	base := draSlice("node1-gpus", draDevices(map[string]string{"gpu-2": draGPU(2), "gpu-3": draGPU(3)}))
 	created, err := slices.Create(ctx, base, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("creating the node's ResourceSlice: %v", err)
@@ -218,6 +250,8 @@ func TestDRA(t *testing.T) {
 	// 2. The MIG device, held by its claim.
 	g, span, ok = growth(pts, draMIG, "nvidia.gpu.held.time", "llm-0", "llm-mig", from)
 	check("the MIG device held", g, span, ok, 1)
+	g, span, ok = growth(pts, draDynMIG, "nvidia.gpu.held.time", "small-0", "small-mig", from)
+	check("the MIG device made on demand held (by its placement: no uuid in the slice)", g, span, ok, 1)
 	// 3. The shared claim: held once, on the GPU's owner-less resource.
 	g, span, ok = growth(pts, draGPU(3), "nvidia.gpu.held.time", "", "", from)
 	check("GPU 3 held (shared, once)", g, span, ok, 1)
@@ -250,7 +284,7 @@ func TestDRA(t *testing.T) {
 
 	// Changed: gpu-2 loses its uuid (as a device not yet prepared): the
 	// notebook's claim no longer names a GPU; said once.
-	changed := draSlice("node1-gpus", map[string]string{"gpu-2": "", "gpu-3": draGPU(3), draMIGName: draMIG})
+	changed := draSlice("node1-gpus", draDevices(map[string]string{"gpu-2": "", "gpu-3": draGPU(3)}))
 	changed.ResourceVersion = created.ResourceVersion
 	if _, err := slices.Update(ctx, changed, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
@@ -278,26 +312,30 @@ func TestDRA(t *testing.T) {
 	if n := logCount(col.proc.logs.String(), "without a uuid attribute", "gpu-2"); n != 1 {
 		t.Errorf("the device without a uuid: logged %d times, want 1", n)
 	}
+	if n := logCount(col.proc.logs.String(), "without a uuid attribute"); n != 1 {
+		t.Errorf("devices without a uuid: logged %d times, want 1 (gpu-2's): the MIG devices made on demand are matched by name", n)
+	}
 	if n := logCount(col.proc.logs.String(), "Cannot read the node's ResourceSlices"); n != 0 {
 		t.Errorf("the admin's collector says %d times that it cannot read the slices", n)
 	}
 
 	// 4. The slices unreadable: the fallback, gpu-2 by GPU 2's minor
-	// number; the MIG claim not attributed; each said once.
+	// number, the MIG devices by their placements; said once.
 	fpts := fallbackBE.points(t)
 	g, span, ok = growth(fpts, draGPU(2), "nvidia.gpu.held.time", "notebook-0", "notebook-gpu", from)
 	check("fallback: GPU 2 held", g, span, ok, 1)
 	g, span, ok = growth(fpts, draGPU(2), "nvidia.gpu.idle.time", "notebook-0", "notebook-gpu", from)
 	check("fallback: GPU 2 idle", g, span, ok, 1)
-	if _, ok := heldBy(fpts, draMIG, "nvidia.gpu.held.time", "llm-0", "llm-mig"); ok {
-		t.Errorf("fallback: the MIG device is attributed to its claim without the slices")
-	}
+	g, span, ok = growth(fpts, draMIG, "nvidia.gpu.held.time", "llm-0", "llm-mig", from)
+	check("fallback: the MIG device held", g, span, ok, 1)
+	g, span, ok = growth(fpts, draDynMIG, "nvidia.gpu.held.time", "small-0", "small-mig", from)
+	check("fallback: the MIG device made on demand held", g, span, ok, 1)
 	logs := fallback.proc.logs.String()
 	if n := logCount(logs, "Cannot read the node's ResourceSlices", "forbidden"); n != 1 {
 		t.Errorf("fallback: the unreadable slices logged %d times, want 1:\n%s", n, logs)
 	}
-	if n := logCount(logs, "holds a MIG device", draMIGName); n != 1 {
-		t.Errorf("fallback: the MIG claim logged %d times, want 1", n)
+	if n := logCount(logs, "holds a MIG device"); n != 0 {
+		t.Errorf("fallback: the MIG claims, matched by their placement, logged %d times", n)
 	}
 	for _, klog := range []string{"reflector.go", "Failed to watch"} {
 		if n := logCount(logs, klog); n != 0 {

@@ -175,10 +175,13 @@ type MIGProfile struct {
 }
 
 type GPUInstance struct {
-	ID        int               `json:"id"`
-	ProfileID int               `json:"profile_id"`
-	Memory    *Memory           `json:"memory,omitempty"`
-	GPM       map[string]Signal `json:"gpm,omitempty"`
+	ID        int `json:"id"`
+	ProfileID int `json:"profile_id"`
+	// PlacementStart is the GPU instance's placement start; nil: right
+	// after the previous instance.
+	PlacementStart *int              `json:"placement_start,omitempty"`
+	Memory         *Memory           `json:"memory,omitempty"`
+	GPM            map[string]Signal `json:"gpm,omitempty"`
 }
 
 type MIGDevice struct {
