@@ -343,6 +343,7 @@ service:
 		}
 	}
 	assert.Equal(t, []string{"GPULost"}, keys(lostAlerts), "the lost GPU's notifications: its GPU alert alone, no holder alert")
+	assert.Equal(t, 1, lostAlerts["GPULost"], "one GPULost notification")
 	for _, p := range procs {
 		p.requireAlive(t)
 	}
