@@ -202,3 +202,31 @@ func TestScrapeGoldenMPS(t *testing.T) {
 		assert.True(t, seen[name], "resource attribute %s is not in the MPS golden scrape", name)
 	}
 }
+
+// MPS within a MIG device: the MIG device's own MPS list marks the client,
+// the server holds nothing there either, and the client's pod owns the
+// MIG device.
+func TestMPSOnAMIGDevice(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	g := m.GPUs[2]
+	migs := g.EnableMIG(nvml.GPU_INSTANCE_PROFILE_3_SLICE, nvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	on := func(pid uint32, mem uint64) nvml.ProcessInfo {
+		return nvml.ProcessInfo{Pid: pid, UsedGpuMemory: mem,
+			GpuInstanceId: uint32(migs[0].GPUInstanceID), ComputeInstanceId: uint32(migs[0].ComputeInstanceID)}
+	}
+	g.SetMPS(on(mpsServerPID, 66<<20), on(mpsPodA, 1<<30))
+	ts := newTestScraper(t, m, func(cfg *Config) { cfg.Processes.ProcRoot = mpsProcRoot(t) })
+	ts.start(t)
+	ts.scrapeOK(t)
+	ts.clock.Advance(10 * time.Second)
+	md := ts.scrapeOK(t)
+	mig := migs[0].UUID
+	res := migResources(md)[mig]
+	assert.Equal(t, "mps", res["nvidia.gpu.sharing"])
+	assert.Equal(t, "11111111-1111-4111-8111-111111111111", res["k8s.pod.uid"], "the client's pod owns the MIG device")
+	assertServerHoldsNothing(t, md, mig)
+	assert.Equal(t, "client", resourceAttrs(md, mig, mpsPodA)["nvidia.gpu.process.mps"])
+	assert.InDelta(t, 10, sumPoint(t, md, mig, mpsPodA, "nvidia.gpu.process.held.time").DoubleValue(), 1e-9)
+	assert.InDelta(t, 10, sumPoint(t, md, mig, 0, "nvidia.gpu.held.time").DoubleValue(), 1e-9)
+}
