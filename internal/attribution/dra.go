@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"go.uber.org/zap"
 	podresourcesv1 "k8s.io/kubelet/pkg/apis/podresources/v1"
 )
 
@@ -210,6 +211,24 @@ func (a *Attributor) SetMIG(uuid string, p MIGPlacement) {
 	if v, ok := a.migs.Load(uuid); !ok || v.(MIGPlacement) != p {
 		a.migs.Store(uuid, p)
 	}
+}
+
+// MIGPlacementUnknown notes a MIG device whose placement NVML would not
+// give (the GPU instance's info needs a privileged collector). Where the
+// kubelet lists a DRA claim on a device named as a MIG device, that is said
+// once: a claim on a MIG device made on demand, which no slice gives a
+// uuid, cannot be matched to it.
+func (a *Attributor) MIGPlacementUnknown(uuid string) {
+	if a.pods == nil {
+		return
+	}
+	s := a.pods.snap.Load()
+	if s == nil || len(s.claims.byMIG) == 0 || !a.warned.Once("dra-mig-placement") {
+		return
+	}
+	a.logger.Warn("Cannot read a MIG device's GPU instance placement (NVML gives it to a privileged collector only); "+
+		"DRA claims on MIG devices that have no uuid in the ResourceSlices (made on demand, dynamic MIG) are not attributed",
+		zap.String("mig_device", uuid))
 }
 
 // Holders returns the containers the kubelet allocated the device (a GPU's

@@ -216,3 +216,23 @@ func claimNamesOf(owners []Owner) []string {
 	}
 	return out
 }
+
+// An unprivileged collector cannot read the MIG devices' placements: where
+// a claim names a MIG device, that is said once, whatever the MIG devices
+// and scrapes.
+func TestDRAMIGPlacementUnknownSaidOnce(t *testing.T) {
+	core, logs := observer.New(zapcore.InfoLevel)
+	a := startDRA(t, draAllocation(), nil, nil, zap.New(core), draMinors)
+	for range 3 {
+		a.MIGPlacementUnknown(migInfer)
+		a.MIGPlacementUnknown(migBatch)
+	}
+	said := logs.FilterMessageSnippet("Cannot read a MIG device's GPU instance placement")
+	require.Equal(t, 1, said.Len(), "%v", logs.All())
+	assert.Equal(t, migInfer, said.All()[0].ContextMap()["mig_device"])
+
+	core, logs = observer.New(zapcore.InfoLevel)
+	b := startDRA(t, nodeAllocation(), nil, nil, zap.New(core), draMinors)
+	b.MIGPlacementUnknown(migInfer)
+	assert.Zero(t, logs.Len(), "no claim on a MIG device: nothing to say")
+}

@@ -152,3 +152,36 @@ func TestDRADynamicMIGClaimIsHeld(t *testing.T) {
 	assert.NotContains(t, gpuResourceAttrs(md, migs[1].UUID), "k8s.resourceclaim.name", "start 5 on GPU 2 is not claimed")
 	assert.Zero(t, sumPoint(t, md, migs[1].UUID, 0, "nvidia.gpu.held.time").DoubleValue())
 }
+
+// Unprivileged, the MIG devices' placements cannot be read: a claim on a
+// MIG device made on demand is not attributed, and that is said once.
+func TestDRADynamicMIGClaimUnprivileged(t *testing.T) {
+	t.Parallel()
+	m := nvmltest.NewH200()
+	g := m.GPUs[2]
+	migs := g.EnableMIGInstances(
+		nvmltest.MIGInstance{Profile: nvml.GPU_INSTANCE_PROFILE_1_SLICE, ComputeInstances: 1, Placement: &nvml.GpuInstancePlacement{Start: 3, Size: 1}},
+		nvmltest.MIGInstance{Profile: nvml.GPU_INSTANCE_PROFILE_1_SLICE, ComputeInstances: 1, Placement: &nvml.GpuInstancePlacement{Start: 5, Size: 1}},
+	)
+	p1, _ := g.GetGpuInstanceProfileInfoFunc(nvml.GPU_INSTANCE_PROFILE_1_SLICE)
+	g.GetGpuInstanceByIdFunc = func(int) (nvml.GpuInstance, nvml.Return) { return nil, nvml.ERROR_NO_PERMISSION }
+	socket := serveKubelet(t, claimedGPU(map[string][4]string{
+		fmt.Sprintf("gpu-2-mig-1g18gb-%d-3", p1.Id): {"serve", "small-0", "server", "small"},
+	}))
+	ts := newTestScraper(t, m, func(cfg *Config) {
+		cfg.Kubernetes.Enabled = true
+		cfg.Kubernetes.PodResourcesSocket = socket
+		cfg.Kubernetes.DRA.ResourceSlices.Enabled = false
+	})
+	ts.start(t)
+	said := func() int {
+		return ts.logs.FilterMessageSnippet("Cannot read a MIG device's GPU instance placement").Len()
+	}
+	require.Eventually(t, func() bool { ts.scrapeOK(t); return said() > 0 }, 5*time.Second, 5*time.Millisecond)
+	for range 3 {
+		ts.clock.Advance(10 * time.Second)
+		ts.scrapeOK(t)
+	}
+	assert.Equal(t, 1, said(), "once")
+	assert.False(t, ts.reporter.owners.Allocated(migs[0].UUID))
+}
