@@ -108,6 +108,11 @@ def main(run):
             f = line.split()
             if len(f) == 2 and f[0] == "clients_stopped":
                 stopped = float(f[1])
+    # The clients' window ends at the last scrape that listed one: the
+    # script notes their end only after it has seen them exit.
+    client_ts = [p[3] for p in pts if int(p[1].get("process.pid", -1)) in clients]
+    if client_ts:
+        stopped = min(stopped, max(client_ts)) if stopped is not None else max(client_ts)
     r = Report()
 
     def on_gpu(p):
@@ -168,6 +173,10 @@ def main(run):
         got = max(mem) / (1 << 20) if mem else None
         r.check(got is not None and want is not None and abs(got - want) <= max(2, 0.02 * want),
                 f"server {pid}: its memory is its own: {got if got is None else round(got)} MiB, nvidia-smi {want} MiB")
+
+    xids = sorted({p[2].get("nvidia.gpu.xid", p[2].get("code")) for p in pts
+                   if p[0] == "nvidia.gpu.xid.errors" and on_gpu(p) and p[4] > 0})
+    print(f"INFO Xids during the run: {xids or 'none'}")
 
     # After the clients stopped: the server alone holds nothing.
     if stopped is not None:

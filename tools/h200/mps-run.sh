@@ -2,7 +2,7 @@
 # CUDA MPS on a real GPU (issue 34, part 1): checks the collector's figures
 # against the MPS model (docs/design/waste.md, "MPS"). Runs as root (it
 # makes two cgroups), from the repository root, with otelcol-nvml in .carry/
-# (make h200-bundle), python3 and PyTorch; about 2 minutes. Leaves
+# (make h200-bundle; CARRY= another folder), python3 and PyTorch; about 90 s. Leaves
 # report.txt and mps.tgz (every reading) under $OUT.
 #
 # It changes no GPU setting: no compute mode, MIG, clocks, persistence or
@@ -61,7 +61,7 @@ mps_pids() {
 		case "$(readlink "$p/exe" 2>/dev/null)" in
 		*/nvidia-cuda-mps-control | */nvidia-cuda-mps-server) echo "${p#/proc/}" ;;
 		esac
-	done | sort -n
+	done | sort # comm(1)'s order
 }
 mps_pids >"$RUN/mps-before.txt"
 
@@ -76,8 +76,10 @@ note "MPS control daemon: $(tr '\n' ' ' <"$RUN/mps-ours.txt")"
 # clients see the daemon's GPU as device 0.
 ids=(3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c3c
 	5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e5e)
-cmds=("python3 tools/h200/workload.py --device 0 --gib 1 --duty 0.5 --seconds $((WARMUP + COLLECT + 30))"
-	"python3 tools/h200/mps-spin.py --device 0 --seconds $((WARMUP + COLLECT + 30))")
+# They end by themselves when the collection does: a client killed in the
+# middle of a kernel makes MPS report an Xid 31 (a fault) on the GPU.
+cmds=("python3 tools/h200/workload.py --device 0 --gib 1 --duty 0.5 --seconds $((WARMUP + COLLECT))"
+	"python3 tools/h200/mps-spin.py --device 0 --seconds $((WARMUP + COLLECT))")
 cgdirs=()
 if [ -f /sys/fs/cgroup/cgroup.controllers ]; then
 	for i in 0 1; do
@@ -119,7 +121,13 @@ for ((s = 0; s < COLLECT; s += 5)); do
 	nvidia-smi -i "$GPU" --query-gpu=timestamp,utilization.gpu,memory.used --format=csv,noheader >>"$RUN/smi-gpu.csv" 2>&1
 	sleep 5
 done
-for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+for ((s = 0; s < 30; s++)); do
+	alive=0
+	for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && alive=1; done
+	[ "$alive" = 0 ] && break
+	sleep 1
+done
+for p in "${pids[@]}"; do kill "$p" 2>/dev/null && note "client $p did not end by itself: killed"; done
 wait "${pids[@]}" 2>/dev/null
 echo "clients_stopped $(date +%s.%N)" >"$RUN/times.txt"
 sleep "$AFTER"
@@ -133,7 +141,7 @@ python3 tools/h200/mps-compare.py "$RUN" >"$RUN/report.txt" 2>&1 || fail=1
 # Quit the daemon; no MPS process of this run may be left.
 echo quit | nvidia-cuda-mps-control >>"$RUN/steps.txt" 2>&1
 comm -13 "$RUN/mps-before.txt" <(mps_pids) >>"$RUN/mps-ours.txt"
-sort -un -o "$RUN/mps-ours.txt" "$RUN/mps-ours.txt"
+sort -u -o "$RUN/mps-ours.txt" "$RUN/mps-ours.txt"
 left=""
 for ((s = 0; s < 20; s++)); do
 	left=""
