@@ -12,7 +12,15 @@ import (
 	"time"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
@@ -197,4 +205,79 @@ func BenchmarkScrapeProcesses(b *testing.B) {
 			}
 		})
 	}
+}
+
+// A container's CPU is read by the cgroup attribution found its process in,
+// without reading /proc again: after its PID was reused by a process of
+// another container, the container's own CPU still goes out, and never the
+// other container's.
+func TestContainerCPUByTheAttributedCgroup(t *testing.T) {
+	t.Parallel()
+	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
+	procRoot, cgroupRoot := t.TempDir(), t.TempDir()
+	aPath, bPath := "system.slice/docker-"+a+".scope", "system.slice/docker-"+b+".scope"
+	for p, content := range map[string]string{
+		filepath.Join(procRoot, "1000", "cgroup"):       "0::/" + aPath + "\n",
+		filepath.Join(cgroupRoot, "cgroup.controllers"): "cpu\n",
+		filepath.Join(cgroupRoot, aPath, "cpu.stat"):    "usage_usec 7000000\n",
+		filepath.Join(cgroupRoot, bPath, "cpu.stat"):    "usage_usec 5000000\n",
+	} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	procs, _ := attribution.New(attribution.Config{ProcRoot: procRoot}, nil).Attribute(nvmltest.UUID(0), []int{1000})
+	require.Equal(t, a, procs[0].Owner.ContainerID)
+	require.False(t, procs[0].Cgroup.IsZero())
+	// PID 1000 is in B now.
+	require.NoError(t, os.WriteFile(filepath.Join(procRoot, "1000", "cgroup"), []byte("0::/"+bPath+"\n"), 0o644))
+
+	core, logs := observer.New(zapcore.DebugLevel)
+	c := &containerCPU{logger: zap.New(core), warned: attribution.NewCauseLog(maxWarnedCauses),
+		reader: attribution.NewCgroupCPUReader(procRoot, cgroupRoot)}
+	mb := metadata.NewMetricsBuilder(metadata.NewDefaultMetricsBuilderConfig(), newTestSettings())
+	ts := pcommon.NewTimestampFromTime(time.Now())
+	c.record(mb, ts, map[string]gpuContainer{a: {owner: procs[0].Owner, pid: 1000, cgroup: procs[0].Cgroup}})
+	got := containerResources(mb.Emit())
+	require.Contains(t, got, a, "A's cgroup, read by its path")
+	assert.InDelta(t, 7.0, got[a]["container.cpu.time"], 1e-9, "A's CPU, not B's")
+
+	// A gone (its cgroup removed) and its PID B's: nothing, and no log.
+	require.NoError(t, os.RemoveAll(filepath.Join(cgroupRoot, aPath)))
+	c.record(mb, ts, map[string]gpuContainer{a: {owner: procs[0].Owner, pid: 1000, cgroup: procs[0].Cgroup}})
+	assert.Empty(t, containerResources(mb.Emit()))
+	assert.Zero(t, logs.Len(), "a container that is gone is not worth a log")
+}
+
+// Through the scrapes: a PID reused by a process of another container, for
+// another user, is reported with the new process's owner and creation time
+// at once, although the first process's were kept.
+func TestReusedPIDGetsItsOwnOwner(t *testing.T) {
+	t.Parallel()
+	f := newProcFixture(t, 2)
+	m := nvmltest.NewH200GPUs(1)
+	ts := newTestScraper(t, m, func(cfg *Config) { cfg.Processes.ProcRoot, cfg.Processes.CgroupRoot = f.procRoot, f.cgroupRoot })
+	f.setProcesses(m.GPUs[0], ts.clock)
+	ts.start(t)
+	ts.clock.Advance(time.Second)
+	first := processResources(ts.scrapeOK(t), nvmltest.UUID(0))[fixtureFirstPID]
+	require.Equal(t, "user0", first["process.owner"])
+	require.NotEmpty(t, first["container.id"])
+
+	// PID 10000 exits; a later process of user1, in the second process's
+	// container, takes it.
+	dir := filepath.Join(f.procRoot, fmt.Sprint(fixtureFirstPID))
+	other := filepath.Join(f.procRoot, fmt.Sprint(fixtureFirstPID+1))
+	for _, name := range []string{"cgroup", "status"} {
+		b, err := os.ReadFile(filepath.Join(other, name))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
+	}
+	stat := fmt.Sprintf("%d (pt_main_thread) S 1 0 0 0 -1 0 0 0 0 0 5 1 0 0 20 0 1 0 %d 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0\n",
+		fixtureFirstPID, 370000)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "stat"), []byte(stat), 0o644))
+	ts.clock.Advance(time.Second)
+	procs := processResources(ts.scrapeOK(t), nvmltest.UUID(0))
+	assert.Equal(t, "user1", procs[fixtureFirstPID]["process.owner"])
+	assert.Equal(t, procs[fixtureFirstPID+1]["container.id"], procs[fixtureFirstPID]["container.id"])
+	assert.NotEqual(t, first["process.creation.time"], procs[fixtureFirstPID]["process.creation.time"])
 }
