@@ -295,8 +295,8 @@ demo-check: build $(FAKENVML) $(DEMOKUBELET) $(DEMOWEBHOOK)
 ## the waste accounting's values and diagnosis states); then make alertmanager
 rules: alertmanager
 	@test -x $(PROMTOOL) || { echo "promtool not found at $(PROMTOOL): apt-get install prometheus, or set PROMTOOL="; exit 1; }
-	$(PROMTOOL) check rules deploy/prometheus/rules.yaml deploy/prometheus/dcgm-compat.yaml
-	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml waste_test.yaml diagnosis_test.yaml holders_test.yaml holder_alerts_test.yaml dcgm-compat_test.yaml fleet_test.yaml
+	$(PROMTOOL) check rules deploy/prometheus/rules.yaml deploy/prometheus/underused-rules.yaml deploy/prometheus/dcgm-compat.yaml
+	cd deploy/prometheus && $(PROMTOOL) test rules rules_test.yaml waste_test.yaml diagnosis_test.yaml holders_test.yaml holder_alerts_test.yaml underused_test.yaml dcgm-compat_test.yaml fleet_test.yaml
 
 ## alertmanager: amtool check-config on deploy/alertmanager/alertmanager.yml, and amtool config routes test on
 ## each routing case of deploy/alertmanager/routes_test.txt (the receiver a label set must reach)
@@ -345,7 +345,7 @@ dashboard:
 
 ## deploy-generate: rewrite deploy/kubernetes/otelcol-nvml.yaml from the chart
 deploy-generate: $(HELM) $(OTELCOL)
-	cd test/deploy && $(GO) test -count=1 . -run 'TestKubernetesManifests' -helm=$(HELM) -otelcol=$(OTELCOL) -update
+	cd test/deploy && $(GO) test -count=1 . -run 'TestKubernetesManifests|TestUnderusedRuleFile' -helm=$(HELM) -otelcol=$(OTELCOL) -update
 
 # ---- the container images (linux/amd64, linux/arm64) and the release ----
 

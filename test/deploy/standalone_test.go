@@ -126,7 +126,10 @@ func TestRulesRender(t *testing.T) {
 	require.Len(t, under, 1)
 	assert.Contains(t, under[0].Annotations["summary"], "under 35%", "the summary says the bound")
 	assert.NotContains(t, under[0].Annotations["summary"], "under 70%")
-	assert.Contains(t, findRule(base, "GPUHolderUnderused")[0].Annotations["summary"], "under 70%")
+	assert.Empty(t, findRule(base, "GPUHolderUnderused"), "off by default")
+	underused := findRule(readRuleFile(t, filepath.Join(repoRoot, "deploy", "prometheus", "underused-rules.yaml")), "GPUHolderUnderused")
+	require.Len(t, underused, 1)
+	assert.Contains(t, underused[0].Annotations["summary"], "under 70%")
 	require.NotNil(t, under[0].For)
 	assert.Equal(t, monitoringv1.Duration("7m"), *under[0].For)
 
