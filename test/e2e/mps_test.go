@@ -92,8 +92,11 @@ kubernetes:
 `, procRoot, cgroupRoot, servePodResources(t, kubelet)))
 	prom := startPrometheusScraping(t, col.promAddr, "", rules)
 	holders := `gpu_holder:nvidia_gpu_diagnosis_candidate:5m`
-	waitFor(t, 60*time.Second, "every client's holder figures in Prometheus", func() bool {
-		return len(prom.tryQuery(holders)) >= 5
+	// The span starts once every figure it reads has a series: the pod
+	// records may come an evaluation after the holders'.
+	waitFor(t, 60*time.Second, "every client's holder figures and client-c's pod's in Prometheus", func() bool {
+		return len(prom.tryQuery(holders)) >= 5 &&
+			len(prom.tryQuery(`{__name__=~"namespace_pod:nvidia_gpu_(held|busy)_hours:1h", k8s_pod_name="client-c"}`)) == 2
 	}, col.proc, prom.proc)
 	sp := newSpan(t, prom, col.proc)
 
