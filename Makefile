@@ -169,21 +169,24 @@ h200-bundle: build
 	gzip -f -6 .carry/otelcol-nvml .carry/scrapecost .carry/receivercost.test .carry/nvmlclientprobe.test .carry/collectprobe.test
 	@ls -l .carry
 
+# The folder h200-alert-bundle fills: .carry by default.
+ALERT_CARRY ?= .carry
+
 ## h200-alert-bundle: .carry/ for tools/h200/alert-run.sh alone (emptied first): otelcol-nvml, otelcol-nvml-report,
 ## Prometheus and Alertmanager (PROMETHEUS, ALERTMANAGER) gzipped; the rules rendered with deploy/standalone/values.yaml
 ## and tools/h200/alert-values.yaml (short durations); the shipped Alertmanager config, its receivers webhooks
 ## (docs/runs/h200-runs.md)
 h200-alert-bundle: build report $(HELM)
-	rm -rf .carry && mkdir -p .carry
-	$(MAKE) --no-print-directory rules-render VALUES="deploy/standalone/values.yaml tools/h200/alert-values.yaml" OUT=.carry/rules.yaml
-	python3 tools/h200/alert-bundle.py deploy/alertmanager/alertmanager.yml .carry/alertmanager.yml
-	$(AMTOOL) check-config .carry/alertmanager.yml
-	cp $(OTELCOL) $(REPORT) .carry/
-	cp $(PROMETHEUS) .carry/prometheus
-	cp $(ALERTMANAGER) .carry/prometheus-alertmanager
-	gzip -f -6 .carry/otelcol-nvml .carry/otelcol-nvml-report .carry/prometheus .carry/prometheus-alertmanager
-	@ls -l .carry
-	@test $$(du -cb .carry/* | tail -1 | cut -f1) -lt 62914560 || { echo ".carry/ is over 60 MiB"; exit 1; }
+	rm -rf $(ALERT_CARRY) && mkdir -p $(ALERT_CARRY)
+	$(MAKE) --no-print-directory rules-render VALUES="deploy/standalone/values.yaml tools/h200/alert-values.yaml" OUT=$(ALERT_CARRY)/rules.yaml
+	python3 tools/h200/alert-bundle.py deploy/alertmanager/alertmanager.yml $(ALERT_CARRY)/alertmanager.yml
+	$(AMTOOL) check-config $(ALERT_CARRY)/alertmanager.yml
+	cp $(OTELCOL) $(REPORT) $(ALERT_CARRY)/
+	cp $(PROMETHEUS) $(ALERT_CARRY)/prometheus
+	cp $(ALERTMANAGER) $(ALERT_CARRY)/prometheus-alertmanager
+	gzip -f -6 $(ALERT_CARRY)/otelcol-nvml $(ALERT_CARRY)/otelcol-nvml-report $(ALERT_CARRY)/prometheus $(ALERT_CARRY)/prometheus-alertmanager
+	@ls -l $(ALERT_CARRY)
+	@test $$(du -cb $(ALERT_CARRY)/* | tail -1 | cut -f1) -lt 62914560 || { echo "$(ALERT_CARRY)/ is over 60 MiB"; exit 1; }
 
 # ---- the simulated NVML (test/fakenvml), the e2e suite and the demo ----
 
