@@ -47,14 +47,7 @@ import (
 // ring of samples per process.
 const maxProcessSamples = 1 << 16
 
-// firstListSize and firstSampleSize size the first buffer of a process
-// list and of the utilization samples: most GPUs' fit, in one call.
-const (
-	firstListSize   = 64
-	firstSampleSize = 256
-)
-
-// listAttempts bounds the rounds of one list call:
+// listAttempts bounds the size-query-then-fill rounds of one list call:
 // a list that keeps growing between them is given up for the scrape.
 const listAttempts = 3
 
@@ -141,33 +134,30 @@ func (d Device) MPSProcesses(most int) ([]nvml.ProcessInfo, nvml.Return) {
 }
 
 // list calls one of the process-list entry points.
-//
-// It calls with a buffer at once, not with a size query first: each call
-// walks every process in the driver (about 0.025 ms per process on an
-// H200), so a query and a fill cost the list twice. A list that outgrows
-// the buffer answers INSUFFICIENT_SIZE with the count it needs, and the
-// next round is sized from it.
 func (d Device) list(fn unsafe.Pointer, most int) ([]nvml.ProcessInfo, nvml.Return) {
 	if fn == nil {
 		return nil, nvml.ERROR_FUNCTION_NOT_FOUND
 	}
-	size := max(1, min(firstListSize, most))
+	var count C.uint
+	ret := nvml.Return(C.nvml_procs(fn, d.handle, &count, nil))
 	for attempt := 0; attempt < listAttempts; attempt++ {
-		infos := make([]nvml.ProcessInfo, size)
-		n := C.uint(len(infos))
-		ret := nvml.Return(C.nvml_procs(fn, d.handle, &n, unsafe.Pointer(&infos[0])))
 		switch {
-		case ret == nvml.SUCCESS && int(n) <= len(infos):
-			return infos[:n:n], nvml.SUCCESS
+		case ret == nvml.SUCCESS && count == 0:
+			return []nvml.ProcessInfo{}, nvml.SUCCESS
 		case ret != nvml.SUCCESS && ret != nvml.ERROR_INSUFFICIENT_SIZE:
 			return nil, ret
-		case int(n) > most:
+		case int(count) > most:
 			return nil, ErrTooMany
 		}
-		// INSUFFICIENT_SIZE: NVML wrote back the count it needs now; room
-		// for a few that start before the next call.
-		need := max(int(n), len(infos)+1)
-		size = min(need+need/8+8, most)
+		// Room for a few that start between the query and the fill.
+		infos := make([]nvml.ProcessInfo, min(int(count)+int(count)/8+8, most))
+		n := C.uint(len(infos))
+		ret = nvml.Return(C.nvml_procs(fn, d.handle, &n, unsafe.Pointer(&infos[0])))
+		if ret == nvml.SUCCESS && int(n) <= len(infos) {
+			return infos[:n], nvml.SUCCESS
+		}
+		// INSUFFICIENT_SIZE: NVML wrote back the count it needs now.
+		count = max(n, C.uint(len(infos)+1))
 	}
 	return nil, nvml.ERROR_INSUFFICIENT_SIZE
 }
@@ -179,26 +169,24 @@ func (d Device) ProcessUtilization(lastSeen uint64) ([]nvml.ProcessUtilizationSa
 	if fn == nil {
 		return nil, nvml.ERROR_FUNCTION_NOT_FOUND
 	}
-	// With a buffer at once, as list: a size query first walks the
-	// samples twice.
-	size := firstSampleSize
+	var count C.uint
+	ret := nvml.Return(C.nvml_putil(fn, d.handle, nil, &count, C.ulonglong(lastSeen)))
 	for attempt := 0; attempt < listAttempts; attempt++ {
-		samples := make([]nvml.ProcessUtilizationSample, size)
-		n := C.uint(len(samples))
-		ret := nvml.Return(C.nvml_putil(fn, d.handle, unsafe.Pointer(&samples[0]), &n, C.ulonglong(lastSeen)))
 		switch {
-		case (ret == nvml.SUCCESS || ret == nvml.ERROR_INSUFFICIENT_SIZE) && n == 0:
+		case (ret == nvml.SUCCESS || ret == nvml.ERROR_INSUFFICIENT_SIZE) && count == 0:
 			return nil, nvml.ERROR_NOT_FOUND
-		case ret == nvml.SUCCESS && int(n) <= len(samples):
-			return samples[:n:n], nvml.SUCCESS
 		case ret != nvml.SUCCESS && ret != nvml.ERROR_INSUFFICIENT_SIZE:
 			return nil, ret
-		case int(n) > maxProcessSamples:
+		case int(count) > maxProcessSamples:
 			return nil, nvml.ERROR_INSUFFICIENT_SIZE
 		}
-		// INSUFFICIENT_SIZE: n is the count needed now.
-		need := max(int(n), len(samples)+1)
-		size = min(need+need/4+16, maxProcessSamples)
+		samples := make([]nvml.ProcessUtilizationSample, min(int(count)+int(count)/4+16, maxProcessSamples))
+		n := C.uint(len(samples))
+		ret = nvml.Return(C.nvml_putil(fn, d.handle, unsafe.Pointer(&samples[0]), &n, C.ulonglong(lastSeen)))
+		if ret == nvml.SUCCESS && int(n) <= len(samples) {
+			return samples[:n], nvml.SUCCESS
+		}
+		count = max(n, C.uint(len(samples)+1))
 	}
 	return nil, nvml.ERROR_INSUFFICIENT_SIZE
 }
