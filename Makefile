@@ -184,6 +184,8 @@ h200-alert-bundle: build report $(HELM)
 	cp $(OTELCOL) $(REPORT) $(ALERT_CARRY)/
 	cp $(PROMETHEUS) $(ALERT_CARRY)/prometheus
 	cp $(ALERTMANAGER) $(ALERT_CARRY)/prometheus-alertmanager
+	@# Debian's Alertmanager reads its templates from its package's folder.
+	mkdir -p $(ALERT_CARRY)/amtmpl && cp /usr/share/prometheus/alertmanager/*.tmpl $(ALERT_CARRY)/amtmpl/
 	gzip -f -6 $(ALERT_CARRY)/otelcol-nvml $(ALERT_CARRY)/otelcol-nvml-report $(ALERT_CARRY)/prometheus $(ALERT_CARRY)/prometheus-alertmanager
 	@ls -l $(ALERT_CARRY)
 	@test $$(du -cb $(ALERT_CARRY)/* | tail -1 | cut -f1) -lt 62914560 || { echo "$(ALERT_CARRY)/ is over 60 MiB"; exit 1; }

@@ -63,6 +63,8 @@ rm -rf "$RUN_DIR" && mkdir -p "$RUN_DIR/bin" "$OUT"
 # The workload's container: its id as docker names it, and the cgroup.
 CID=c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0c0
 cg=
+AM_TEMPLATES=/usr/share/prometheus/alertmanager
+made_templates=0
 # shellcheck disable=SC2317 # the trap calls it
 alert_cleanup() {
 	# The workload first (its DataLoader workers with it), then what
@@ -73,6 +75,7 @@ alert_cleanup() {
 		for _ in $(seq 1 40); do [ -n "$(cat "$cg/cgroup.procs" 2>/dev/null)" ] || break; sleep 0.25; done
 	fi
 	cleanup
+	[ "$made_templates" = 1 ] && rm -rf "$AM_TEMPLATES"
 	if [ -n "$cg" ] && [ -d "$cg" ]; then
 		rmdir "$cg" 2>/dev/null || echo "WARNING: could not remove $cg: $(tr '\n' ' ' <"$cg/cgroup.procs" 2>/dev/null)"
 	fi
@@ -195,6 +198,12 @@ ready "http://127.0.0.1:$HOOK_PORT/" webhook "${pids[-1]}"
 
 sed -e "s#http://webhook.invalid#http://127.0.0.1:$HOOK_PORT#g" -e "s#__REPO__#$PWD#g" \
 	"$CARRY/alertmanager.yml" >"$RUN_DIR/alertmanager.yml"
+# Debian's Alertmanager reads its notification templates from this folder,
+# which a machine without the package lacks: the bundle carries them, and
+# the run puts them there for its duration only.
+if [ ! -e "$AM_TEMPLATES/default.tmpl" ] && [ -d "$CARRY/amtmpl" ]; then
+	mkdir -p "$AM_TEMPLATES" && cp "$CARRY"/amtmpl/*.tmpl "$AM_TEMPLATES/" && made_templates=1
+fi
 "$RUN_DIR/bin/prometheus-alertmanager" --config.file="$RUN_DIR/alertmanager.yml" \
 	--storage.path="$RUN_DIR/alertmanager" --web.listen-address="127.0.0.1:$AM_PORT" \
 	--cluster.listen-address= >"$RUN_DIR/alertmanager.log" 2>&1 &
