@@ -204,38 +204,7 @@ func TestAlertmanager(t *testing.T) {
 	alerting := fmt.Sprintf("alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: [%q]\n", amAddr)
 	prom := startPrometheusScraping(t, promAddr, alerting, rules)
 
-	cfg := fmt.Sprintf(`receivers:
-  nvml:
-    library_path: %s
-    collection_interval: 1s
-    initial_delay: 500ms
-    processes:
-      enabled: true
-      proc_root: %s
-      cgroup_root: %s
-    kubernetes:
-      enabled: true
-      pod_resources_socket: %s
-      refresh_interval: 1s
-processors:
-  resource:
-    attributes:
-      - {key: k8s.node.name, value: "${env:K8S_NODE_NAME}", action: insert}
-exporters:
-  prometheus:
-    endpoint: %s
-    resource_constant_labels:
-      included: ["*"]
-service:
-  pipelines:
-    metrics:
-      receivers: [nvml]
-      processors: [resource]
-      exporters: [prometheus]
-  telemetry:
-    metrics:
-      level: none
-`, testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath), procRoot, cgroupRoot, sock, promAddr)
+	cfg := wasteCollectorConfig(t, procRoot, cgroupRoot, sock, promAddr, "")
 	col := startProcess(t, "otelcol-nvml", []string{scenarioEnv + "=" + scenario, "K8S_NODE_NAME=" + wasteNode},
 		bin, "--config="+writeFile(t, t.TempDir(), "collector.yaml", cfg))
 	c := &collector{proc: col, promAddr: promAddr}

@@ -82,38 +82,7 @@ func TestReport(t *testing.T) {
 	growCPU(t, gpus)
 	promAddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	prom := startPrometheus(t, promAddr, rules)
-	cfg := fmt.Sprintf(`receivers:
-  nvml:
-    library_path: %s
-    collection_interval: %s
-    initial_delay: 500ms
-    processes:
-      enabled: true
-      proc_root: %s
-      cgroup_root: %s
-    kubernetes:
-      enabled: true
-      pod_resources_socket: %s
-      refresh_interval: 1s
-processors:
-  resource:
-    attributes:
-      - {key: k8s.node.name, value: "${env:K8S_NODE_NAME}", action: insert}
-exporters:
-  prometheus:
-    endpoint: %s
-    resource_constant_labels:
-      included: ["*"]
-service:
-  pipelines:
-    metrics:
-      receivers: [nvml]
-      processors: [resource]
-      exporters: [prometheus]
-  telemetry:
-    metrics:
-      level: none
-`, testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath), wasteInterval, procRoot, cgroupRoot, sock, promAddr)
+	cfg := wasteCollectorConfig(t, procRoot, cgroupRoot, sock, promAddr, "")
 	col := startProcess(t, "otelcol-nvml", []string{scenarioEnv + "=" + scenario, "K8S_NODE_NAME=" + wasteNode},
 		bin, "--config="+writeFile(t, t.TempDir(), "collector.yaml", cfg))
 	c := &collector{proc: col, promAddr: promAddr}

@@ -479,42 +479,7 @@ func TestWaste(t *testing.T) {
 	promAddr := fmt.Sprintf("127.0.0.1:%d", testutil.FreePort(t))
 	prom := startPrometheus(t, promAddr, rules)
 
-	cfg := fmt.Sprintf(`receivers:
-  nvml:
-    library_path: %s
-    collection_interval: %s
-    initial_delay: 500ms
-    processes:
-      enabled: true
-      proc_root: %s
-      cgroup_root: %s
-    kubernetes:
-      enabled: true
-      pod_resources_socket: %s
-      refresh_interval: 1s
-processors:
-  resource:
-    attributes:
-      - {key: k8s.node.name, value: "${env:K8S_NODE_NAME}", action: insert}
-exporters:
-  otlp_grpc:
-    endpoint: %s
-    tls:
-      insecure: true
-  prometheus:
-    endpoint: %s
-    resource_constant_labels:
-      included: ["*"]
-service:
-  pipelines:
-    metrics:
-      receivers: [nvml]
-      processors: [resource]
-      exporters: [otlp_grpc, prometheus]
-  telemetry:
-    metrics:
-      level: none
-`, testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath), wasteInterval, procRoot, cgroupRoot, sock, be.endpoint, promAddr)
+	cfg := wasteCollectorConfig(t, procRoot, cgroupRoot, sock, promAddr, be.endpoint)
 	col := startProcess(t, "otelcol-nvml", []string{scenarioEnv + "=" + scenario, "K8S_NODE_NAME=" + wasteNode},
 		bin, "--config="+writeFile(t, t.TempDir(), "collector.yaml", cfg))
 	c := &collector{proc: col, promAddr: promAddr}
@@ -1162,4 +1127,49 @@ func (r *wasteRun) diagnosis(t *testing.T) {
 			t.Errorf("GPU 3 (a container at its CPU limit): gpu_holder:nvidia_gpu_cpu_of_limit:5m has no data")
 		}
 	}
+}
+
+// wasteCollectorConfig is the collector's config in the waste scenario's
+// tests: the simulated NVML every wasteInterval, its processes, cgroups and
+// kubelet, the node's name, the Prometheus exporter on promAddr and, where
+// otlpEndpoint is set, OTLP to that backend too.
+func wasteCollectorConfig(t *testing.T, procRoot, cgroupRoot, sock, promAddr, otlpEndpoint string) string {
+	t.Helper()
+	otlp, exporters := "", "[prometheus]"
+	if otlpEndpoint != "" {
+		otlp = fmt.Sprintf("  otlp_grpc:\n    endpoint: %s\n    tls:\n      insecure: true\n", otlpEndpoint)
+		exporters = "[otlp_grpc, prometheus]"
+	}
+	return fmt.Sprintf(`receivers:
+  nvml:
+    library_path: %s
+    collection_interval: %s
+    initial_delay: 500ms
+    processes:
+      enabled: true
+      proc_root: %s
+      cgroup_root: %s
+    kubernetes:
+      enabled: true
+      pod_resources_socket: %s
+      refresh_interval: 1s
+processors:
+  resource:
+    attributes:
+      - {key: k8s.node.name, value: "${env:K8S_NODE_NAME}", action: insert}
+exporters:
+%s  prometheus:
+    endpoint: %s
+    resource_constant_labels:
+      included: ["*"]
+service:
+  pipelines:
+    metrics:
+      receivers: [nvml]
+      processors: [resource]
+      exporters: %s
+  telemetry:
+    metrics:
+      level: none
+`, testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath), wasteInterval, procRoot, cgroupRoot, sock, otlp, promAddr, exporters)
 }
