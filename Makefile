@@ -103,10 +103,12 @@ tools: $(OCB) $(MDATAGEN) $(HELM) $(NFPM)
 generate: $(MDATAGEN)
 	$(MDATAGEN) $(RECEIVER)/metadata.yaml
 	$(GO) generate ./internal/nvmlclient/call
+	@# the simulated NVML's generic getters and the Go mock's selectors, from go-nvml's nvml.h
+	$(GO) generate ./test/nvmltest
 
 GENERATED = find $(RECEIVER) \( -name 'generated_*.go' -o -name documentation.md -o -name README.md -o -path '*/internal/metadata/testdata/*' \) -type f | sort | xargs sha256sum
 
-## check-generated: fail when the generated files differ from what metadata.yaml gives
+## check-generated: fail when the generated files differ from what metadata.yaml gives, or the generic getters from nvml.h
 check-generated: $(MDATAGEN)
 	@before=$$($(GENERATED)); \
 	$(MDATAGEN) $(RECEIVER)/metadata.yaml; \
@@ -115,6 +117,7 @@ check-generated: $(MDATAGEN)
 		diff <(echo "$$before") <(echo "$$after") || true; \
 		echo "generated files were out of date with metadata.yaml: run 'make generate' and commit"; exit 1; \
 	fi; echo "generated files match metadata.yaml"
+	@$(GO) run ./test/fakenvml/gen -check && echo "the generic getters (test/fakenvml/getters_gen.*, test/nvmltest/selectors_gen.go) match nvml.h"
 
 ## unit: go test -race ./... (this module, test/docs among it), and the receiver without cgo
 unit:
@@ -195,7 +198,10 @@ h200-alert-bundle: build report $(HELM)
 FAKENVML_DIR  := $(DIST_DIR)/fakenvml
 FAKENVML      := $(FAKENVML_DIR)/libnvidia-ml.so.1
 FAKENVML_SRCS := $(sort $(wildcard test/fakenvml/*.c))
-FAKENVML_DEPS := $(FAKENVML_SRCS) test/fakenvml/fakenvml.h test/fakenvml/exports.map go.mod
+# The getter table's default values, one JSON file for the Go mock (go:embed) and
+# the fake (a C string written into the build folder).
+FAKENVML_DEFAULTS := $(FAKENVML_DIR)/getters_defaults.c
+FAKENVML_DEPS := $(FAKENVML_SRCS) $(wildcard test/fakenvml/*.h) test/fakenvml/exports.map go.mod $(FAKENVML_DEFAULTS)
 # go-nvml ships the nvml.h the fake is compiled against (the ABI go-nvml calls).
 GONVML_DIR     = $(shell $(GO) list -m -f '{{.Dir}}' github.com/NVIDIA/go-nvml)
 # cJSON (Debian: libcjson-dev) goes in statically where libcjson.a exists, so
@@ -218,6 +224,13 @@ DEMO_SCENARIO ?= testdata/scenarios/demo.json
 ## fakenvml: build the simulated libnvidia-ml.so.1 into _build/fakenvml/
 fakenvml: $(FAKENVML)
 
+$(FAKENVML_DEFAULTS): test/nvmltest/getters.json
+	@mkdir -p $(@D)
+	{ echo '/* Written by the Makefile from test/nvmltest/getters.json. */'; echo '#include "fakenvml.h"'; \
+		echo 'const char fake_getter_defaults[] ='; \
+		sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' $<; echo ';'; } >$@.tmp
+	mv $@.tmp $@
+
 $(FAKENVML): $(FAKENVML_DEPS)
 	@echo '#include <cjson/cJSON.h>' | $(CC) -E -x c - >/dev/null 2>&1 || \
 		{ echo "the simulated NVML needs cJSON: apt-get install libcjson-dev (Fedora: dnf install cjson-devel)"; exit 1; }
@@ -225,7 +238,7 @@ $(FAKENVML): $(FAKENVML_DEPS)
 	$(CC) $(FAKENVML_CFLAGS) -I$(GONVML_DIR)/pkg/nvml -Itest/fakenvml -shared -o $@ \
 		-Wl,-soname,libnvidia-ml.so.1 -Wl,-z,nodelete -Wl,-z,defs \
 		-Wl,--version-script=test/fakenvml/exports.map \
-		$(FAKENVML_SRCS) $(CJSON_LIBS) -lm -lpthread
+		$(FAKENVML_SRCS) $(FAKENVML_DEFAULTS) $(CJSON_LIBS) -lm -lpthread
 
 # Prometheus 3 into _build, only when missing.
 $(PROMETHEUS3):
@@ -407,7 +420,7 @@ $(FAKENVML_ARM64): $(FAKENVML_DEPS)
 	$(ARM64_CC) $(FAKENVML_CFLAGS) -I$(GONVML_DIR)/pkg/nvml -Itest/fakenvml -shared -o $@ \
 		-Wl,-soname,libnvidia-ml.so.1 -Wl,-z,nodelete -Wl,-z,defs \
 		-Wl,--version-script=test/fakenvml/exports.map \
-		$(FAKENVML_SRCS) -L$(ARM64_LIBDIR) -lcjson -lm -lpthread
+		$(FAKENVML_SRCS) $(FAKENVML_DEFAULTS) -L$(ARM64_LIBDIR) -lcjson -lm -lpthread
 
 ## image: build the FROM scratch image for linux/amd64 and linux/arm64 with podman (nothing pulled, no
 ## registry), one image index over both, and write them as OCI archives (the index's and one per platform)

@@ -5,6 +5,7 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"testing"
@@ -107,19 +108,24 @@ type Hang struct {
 }
 
 type GPU struct {
-	Comment            string            `json:"comment,omitempty"`
-	Name               string            `json:"name,omitempty"`
-	UUID               string            `json:"uuid,omitempty"`
-	Serial             string            `json:"serial,omitempty"`
-	PCIBusID           string            `json:"pci_bus_id,omitempty"`
-	Architecture       string            `json:"architecture,omitempty"`
-	Utilization        *Utilization      `json:"utilization,omitempty"`
-	Memory             *Memory           `json:"memory,omitempty"`
-	TemperatureC       Signal            `json:"temperature_c,omitempty"`
-	MemoryTemperatureC Signal            `json:"memory_temperature_c,omitempty"`
-	MarginTemperatureC Signal            `json:"margin_temperature_c,omitempty"`
-	PCIeTxKiBs         Signal            `json:"pcie_tx_kib_s,omitempty"`
-	PCIeRxKiBs         Signal            `json:"pcie_rx_kib_s,omitempty"`
+	Comment            string       `json:"comment,omitempty"`
+	Name               string       `json:"name,omitempty"`
+	UUID               string       `json:"uuid,omitempty"`
+	Serial             string       `json:"serial,omitempty"`
+	PCIBusID           string       `json:"pci_bus_id,omitempty"`
+	Architecture       string       `json:"architecture,omitempty"`
+	Utilization        *Utilization `json:"utilization,omitempty"`
+	Memory             *Memory      `json:"memory,omitempty"`
+	TemperatureC       Signal       `json:"temperature_c,omitempty"`
+	MemoryTemperatureC Signal       `json:"memory_temperature_c,omitempty"`
+	// The getter table's keys (test/fakenvml/README.md), over its defaults
+	// (test/nvmltest/getters.json): a getter's name, or name(SELECTOR); a
+	// nil value makes the getter NOT_SUPPORTED.
+	Getters map[string]Signal `json:"getters,omitempty"`
+	// Getters under names of their own: MarshalJSON writes them into Getters.
+	MarginTemperatureC Signal            `json:"-"` // nvmlDeviceGetMarginTemperature
+	PCIeTxKiBs         Signal            `json:"-"` // nvmlDeviceGetPcieThroughput(TX_BYTES)
+	PCIeRxKiBs         Signal            `json:"-"` // nvmlDeviceGetPcieThroughput(RX_BYTES)
 	PowerW             Signal            `json:"power_w,omitempty"`
 	PowerLimitW        Signal            `json:"power_limit_w,omitempty"`
 	FanPercent         Signal            `json:"fan_percent,omitempty"`
@@ -141,6 +147,29 @@ type GPU struct {
 	NotSupported       []string          `json:"not_supported,omitempty"`
 	Errors             []Fault           `json:"errors,omitempty"`
 	Hangs              []Hang            `json:"hangs,omitempty"`
+}
+
+// MarshalJSON writes the getters named by fields of their own into the
+// getters block.
+func (g GPU) MarshalJSON() ([]byte, error) {
+	type plain GPU
+	p := plain(g)
+	p.Getters = maps.Clone(g.Getters)
+	named := map[string]Signal{"nvmlDeviceGetMarginTemperature": g.MarginTemperatureC,
+		"nvmlDeviceGetPcieThroughput(TX_BYTES)": g.PCIeTxKiBs, "nvmlDeviceGetPcieThroughput(RX_BYTES)": g.PCIeRxKiBs}
+	for k, v := range named {
+		if v == nil {
+			continue
+		}
+		if _, dup := g.Getters[k]; dup {
+			return nil, fmt.Errorf("getter %s is given twice, in Getters and by its field", k)
+		}
+		if p.Getters == nil {
+			p.Getters = map[string]Signal{}
+		}
+		p.Getters[k] = v
+	}
+	return json.Marshal(p)
 }
 
 type Event struct {

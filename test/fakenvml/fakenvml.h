@@ -30,23 +30,17 @@
 /* NVML's "no MIG instance" id (process infos, event data). */
 #define FAKE_NO_INSTANCE 0xFFFFFFFFu
 
-/* The getter table: a getter that answers one value of one scenario key
- * (a value over time, rounded) is one line here, by its signature; the
- * functions, their keys and their parsing come from it (getters.c), and so
- * does their place in FAKE_CALLS. A key left out of the scenario makes its
- * getter answer NVML_ERROR_NOT_SUPPORTED.
- *   U32(name, key, min, max): nvmlReturn_t name(nvmlDevice_t, unsigned int *);
- *   MEMBER(name, key, min, max, type, member): nvmlReturn_t name(nvmlDevice_t,
- *     type *), which sets member of the versioned struct type;
- *   BY2(name, key0, key1, min, max, argtype, arg0, arg1): nvmlReturn_t
- *     name(nvmlDevice_t, argtype, unsigned int *), key0 answering arg0 and
- *     key1 arg1. */
-#define FAKE_GETTERS(U32, MEMBER, BY2)                                                             \
-	MEMBER(nvmlDeviceGetMarginTemperature, "margin_temperature_c", -100, 200, nvmlMarginTemperature_t, marginTemperature) \
-	BY2(nvmlDeviceGetPcieThroughput, "pcie_tx_kib_s", "pcie_rx_kib_s", 0, 1e8, nvmlPcieUtilCounter_t, NVML_PCIE_UTIL_TX_BYTES, NVML_PCIE_UTIL_RX_BYTES)
+/* The generic getters (getters_gen.h, getters_gen.c, written by gen/ from
+ * nvml.h): every simple device getter, answering the value of its key in the
+ * GPU's getter table (getters.c) with no code here. A key is the function's
+ * name, or name(SELECTOR) for a getter whose second argument is an enum
+ * (nvmlDeviceGetMaxClockInfo(SM)). They are weak: a function written by hand
+ * in another file wins, and keeps its own scenario keys. */
+#include "getters_gen.h"
 
-/* Every device-level call that the scenario can fault (errors, hangs), and
- * the getters of FAKE_GETTERS (X takes the name first, then anything). The
+/* Every device-level call that the scenario can fault (errors, hangs); the
+ * generic getters follow (FCG_ names, after these: the first name wins, so a
+ * hand-written one's FC_ call). X takes the name first, then anything. The
  * name is the exported symbol; a scenario may also name it without its
  * version suffix (nvmlDeviceGetPciInfo for nvmlDeviceGetPciInfo_v3). */
 #define FAKE_CALLS(X)                                                                              \
@@ -102,27 +96,40 @@
 	X(nvmlDeviceGetDeviceHandleFromMigDeviceHandle)                                            \
 	X(nvmlDeviceGetAttributes_v2)                                                              \
 	X(nvmlGpmMigSampleGet)                                                                     \
-	X(nvmlDeviceGetMPSComputeRunningProcesses_v3)                                              \
-	FAKE_GETTERS(X, X, X)
+	X(nvmlDeviceGetMPSComputeRunningProcesses_v3)
 
 typedef enum {
 #define FAKE_CALL_ENUM(name, ...) FC_##name,
 	FAKE_CALLS(FAKE_CALL_ENUM)
 #undef FAKE_CALL_ENUM
+#define FAKE_GEN_CALL_ENUM(name) FCG_##name,
+	FAKE_GEN_GETTERS(FAKE_GEN_CALL_ENUM)
+#undef FAKE_GEN_CALL_ENUM
 	FC_COUNT
 } fake_call;
 
 extern const char *const fake_call_names[FC_COUNT];
 
-/* One key per U32 and MEMBER line of FAKE_GETTERS, two per BY2 line. */
-enum {
-#define FAKE_GETTER_KEY1(name, ...) FG_##name,
-#define FAKE_GETTER_KEY2(name, ...) FG_##name##_0, FG_##name##_1,
-	FAKE_GETTERS(FAKE_GETTER_KEY1, FAKE_GETTER_KEY1, FAKE_GETTER_KEY2)
-#undef FAKE_GETTER_KEY1
-#undef FAKE_GETTER_KEY2
-	FAKE_GETTER_KEYS
-};
+/* The generic getters' functions (own: a hand-written function of that name
+ * won at link time, so the getter table does not answer it), NULL-ended,
+ * and their keys, with the bounds of the out type. */
+typedef struct {
+	const char *name;
+	bool (*own)(void);
+} fake_gen_func;
+
+typedef struct {
+	const char *key;
+	int func; /* index in fake_gen_funcs */
+	double min, max;
+} fake_gen_key;
+
+extern const fake_gen_func fake_gen_funcs[];
+extern const fake_gen_key fake_gen_keys[FAKE_GEN_KEYS];
+
+/* The compiled-in default values of the getter table: test/nvmltest/getters.json,
+ * as a C string the Makefile writes (getters_defaults.c in the build folder). */
+extern const char fake_getter_defaults[];
 
 /* ---- time-varying values ------------------------------------------------ */
 
@@ -305,8 +312,8 @@ typedef struct {
 	fake_signal violation[6]; /* fraction of time, by nvmlPerfPolicyType_t 0..5 */
 	fake_signal pcie_generation, pcie_width, pcie_replays;
 
-	/* getters.c: the values of the getter table, by FAKE_GETTERS line */
-	fake_signal getters[FAKE_GETTER_KEYS];
+	/* getters.c: the getter table, by fake_gen_keys index (SIG_NONE: NOT_SUPPORTED) */
+	fake_signal getters[FAKE_GEN_KEYS];
 	/* fields.c: field values by id, with no getter of their own */
 	int nfields;
 	/* a field asked for a scope (an NVLink) past these answers
@@ -448,5 +455,11 @@ bool fake_return_from_name(const char *name, nvmlReturn_t *out);
 double fake_hang_until(const fake_gpu *g, fake_call call, double t);
 /* fake_fault is the error injected for a call at t, or NVML_SUCCESS. */
 nvmlReturn_t fake_fault(const fake_gpu *g, fake_call call, double t);
+
+/* ---- the getter table (getters.c) ------------------------------------------------ */
+
+/* fake_gen_value answers key k of device's GPU now, rounded, for a generic
+ * getter: INVALID_ARGUMENT unless nonnull, NOT_SUPPORTED without a value. */
+nvmlReturn_t fake_gen_value(nvmlDevice_t device, fake_call call, int k, bool nonnull, long long *out);
 
 #endif

@@ -1,43 +1,88 @@
 /*
- * Area "getters": the getters of the getter table (FAKE_GETTERS in
- * fakenvml.h), each answering one value of its scenario key, with no code
- * of its own here. The functions are made by signature below.
+ * Area "getters": the getter table, which answers the generic getters
+ * (getters_gen.c, written by gen/ from nvml.h: every simple device getter)
+ * with no code of their own.
+ *
+ * Key of a GPU:
+ *   getters: {KEY: signal or null, ...}: KEY is a getter's name, or
+ *            name(SELECTOR) for a getter that takes an enum, SELECTOR being
+ *            the enum constant without the prefix its enum's constants share
+ *            (nvmlDeviceGetMaxClockInfo(SM), nvmlDeviceGetPcieThroughput(TX_BYTES)).
+ *            null makes the getter answer NVML_ERROR_NOT_SUPPORTED.
+ * Every GPU starts from the compiled-in defaults (test/nvmltest/getters.json,
+ * which the Go mock embeds too); a key without a value answers
+ * NVML_ERROR_NOT_SUPPORTED.
  */
 #include <cjson/cJSON.h>
 #include <math.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "fakenvml.h"
 
-#define KEY1(name, key, ...) key,
-#define KEY2(name, key0, key1, ...) key0, key1,
-static const char *const keys[] = {FAKE_GETTERS(KEY1, KEY1, KEY2) NULL};
-#undef KEY1
-#undef KEY2
+static const char *const keys[] = {"getters", NULL};
 
-/* The bounds of each key, in keys' order. */
-static const double bounds[][2] = {
-#define BOUNDS1(name, key, min, max, ...) {min, max},
-#define BOUNDS2(name, key0, key1, min, max, ...) {min, max}, {min, max},
-	FAKE_GETTERS(BOUNDS1, BOUNDS1, BOUNDS2)
-#undef BOUNDS1
-#undef BOUNDS2
-	{0, 0},
-};
+static int find_key(const char *key)
+{
+	for (int k = 0; key && k < FAKE_GEN_KEYS; k++)
+		if (strcmp(fake_gen_keys[k].key, key) == 0)
+			return k;
+	return -1;
+}
+
+/* set applies the getter keys of obj to g. */
+static bool set(fake_pctx *c, const cJSON *obj, const char *path, fake_gpu *g)
+{
+	if (!cJSON_IsObject(obj))
+		return fake_fail(c, path, "must be an object of getter keys");
+	for (const cJSON *it = obj->child; it; it = it->next) {
+		int k = find_key(it->string);
+		if (k < 0)
+			return fake_fail(c, path,
+					 "unknown getter key \"%s\" (a simple nvmlDeviceGet function of nvml.h, "
+					 "with (SELECTOR) where it takes an enum, e.g. \"nvmlDeviceGetMaxClockInfo(SM)\")",
+					 it->string ? it->string : "");
+		const fake_gen_func *f = &fake_gen_funcs[fake_gen_keys[k].func];
+		if (f->own())
+			return fake_fail(c, path, "getter key \"%s\": %s is written by hand, with scenario keys of its own",
+					 it->string, f->name);
+		for (const cJSON *o = obj->child; o != it; o = o->next)
+			if (o->string && strcmp(o->string, it->string) == 0)
+				return fake_fail(c, path, "key \"%s\" is given twice", it->string);
+		if (cJSON_IsNull(it)) {
+			memset(&g->getters[k], 0, sizeof g->getters[k]);
+			continue;
+		}
+		if (!fake_get_signal(c, obj, it->string, path, fake_gen_keys[k].min, fake_gen_keys[k].max,
+				     &g->getters[k]))
+			return false;
+	}
+	return true;
+}
 
 static bool parse(fake_pctx *c, const cJSON *gpu, const char *path, int index, fake_gpu *g)
 {
 	(void)index;
-	for (int k = 0; k < FAKE_GETTER_KEYS; k++)
-		if (!fake_get_signal(c, gpu, keys[k], path, bounds[k][0], bounds[k][1], &g->getters[k]))
-			return false;
-	return true;
+	memset(g->getters, 0, sizeof g->getters);
+	cJSON *defaults = cJSON_Parse(fake_getter_defaults);
+	if (!defaults)
+		return fake_fail(c, "test/nvmltest/getters.json (the compiled-in defaults)", "not valid JSON");
+	bool ok = set(c, defaults, "test/nvmltest/getters.json (the compiled-in defaults)", g);
+	cJSON_Delete(defaults);
+	if (!ok)
+		return false;
+	const cJSON *v = cJSON_GetObjectItemCaseSensitive(gpu, "getters");
+	if (!v)
+		return true;
+	char p[96];
+	snprintf(p, sizeof p, "%s.getters", path);
+	return set(c, v, p, g);
 }
 
 const fake_area fake_area_getters = {keys, parse};
 
-/* value reads getter key k of device's GPU now, rounded (unused while the table is empty). */
-__attribute__((unused)) static nvmlReturn_t value(nvmlDevice_t device, fake_call call, int k, bool nonnull, long long *out)
+nvmlReturn_t fake_gen_value(nvmlDevice_t device, fake_call call, int k, bool nonnull, long long *out)
 {
 	const fake_gpu *g;
 	double t;
@@ -51,35 +96,3 @@ __attribute__((unused)) static nvmlReturn_t value(nvmlDevice_t device, fake_call
 	*out = llround(fake_signal_at(&g->getters[k], t));
 	return fake_leave(NVML_SUCCESS);
 }
-
-#define U32(name, key, min, max)                                                                   \
-	nvmlReturn_t name(nvmlDevice_t device, unsigned int *out)                                  \
-	{                                                                                          \
-		long long v = 0;                                                                     \
-		nvmlReturn_t r = value(device, FC_##name, FG_##name, out != NULL, &v);             \
-		if (r == NVML_SUCCESS)                                                             \
-			*out = (unsigned int)v;                                                    \
-		return r;                                                                          \
-	}
-#define MEMBER(name, key, min, max, type, member)                                                  \
-	nvmlReturn_t name(nvmlDevice_t device, type *out)                                          \
-	{                                                                                          \
-		long long v = 0;                                                                     \
-		nvmlReturn_t r = value(device, FC_##name, FG_##name, out != NULL, &v);             \
-		if (r == NVML_SUCCESS)                                                             \
-			out->member = v;                                                           \
-		return r;                                                                          \
-	}
-#define BY2(name, key0, key1, min, max, argtype, arg0, arg1)                                       \
-	nvmlReturn_t name(nvmlDevice_t device, argtype arg, unsigned int *out)                     \
-	{                                                                                          \
-		long long v = 0;                                                                     \
-		if (arg != (arg0) && arg != (arg1))                                                \
-			return NVML_ERROR_INVALID_ARGUMENT;                                        \
-		int k = arg == (arg0) ? FG_##name##_0 : FG_##name##_1;                             \
-		nvmlReturn_t r = value(device, FC_##name, k, out != NULL, &v);                     \
-		if (r == NVML_SUCCESS)                                                             \
-			*out = (unsigned int)v;                                                    \
-		return r;                                                                          \
-	}
-FAKE_GETTERS(U32, MEMBER, BY2)

@@ -25,6 +25,7 @@ static const fake_area *const areas[] = {
 const char *const fake_call_names[FC_COUNT] = {
 #define FAKE_CALL_NAME(name, ...) #name,
 	FAKE_CALLS(FAKE_CALL_NAME)
+	FAKE_GEN_GETTERS(FAKE_CALL_NAME)
 #undef FAKE_CALL_NAME
 };
 
