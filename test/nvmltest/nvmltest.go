@@ -78,8 +78,11 @@ type GPU struct {
 	NVLinks    uint32
 	FieldCalls int
 
-	// Getters answers the getters of the getter table (getters.go), by
-	// NVML name; a getter not in it is NOT_SUPPORTED.
+	// Getters answers the getter table (getters.go: every simple device
+	// getter of nvml.h that has no field above) by key, the getter's name
+	// or name(SELECTOR) (nvmlDeviceGetMaxClockInfo(SM)); a key not in it
+	// answers DefaultGetters (getters.json), else NOT_SUPPORTED; NaN makes
+	// it NOT_SUPPORTED.
 	Getters map[string]float64
 
 	// Health.
@@ -178,7 +181,7 @@ func wrap(s *server.Server) *Machine {
 			},
 			PCIeGen: 5, PCIeWidth: 16,
 			Getters: map[string]float64{"nvmlDeviceGetMarginTemperature": float64(40 - i),
-				"nvmlDeviceGetPcieThroughput(TX)": float64(1000 * i), "nvmlDeviceGetPcieThroughput(RX)": float64(2000 * i)},
+				"nvmlDeviceGetPcieThroughput(TX_BYTES)": float64(1000 * i), "nvmlDeviceGetPcieThroughput(RX_BYTES)": float64(2000 * i)},
 			SamplesBroken: map[nvml.SamplingType]nvml.Return{},
 			FieldErrors:   map[uint32]nvml.Return{},
 			NVLinks:       18,
