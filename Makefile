@@ -99,10 +99,9 @@ $(NFPM):
 ## tools: build the pinned ocb, mdatagen, helm and nfpm into .bin/
 tools: $(OCB) $(MDATAGEN) $(HELM) $(NFPM)
 
-## generate: regenerate code and documentation.md from metadata.yaml, and the plain figures' constants from their rows
+## generate: regenerate code and documentation.md from metadata.yaml, and the simulators' generic getters from nvml.h
 generate: $(MDATAGEN)
 	$(MDATAGEN) $(RECEIVER)/metadata.yaml
-	$(GO) generate ./internal/nvmlclient/call
 	@# the simulated NVML's generic getters and the Go mock's selectors, from go-nvml's nvml.h
 	$(GO) generate ./test/nvmltest
 

@@ -35,8 +35,8 @@ type deviceState struct {
 	primed atomic.Bool
 }
 
-func newDevice(lib nvml.Interface, h nvml.Device, info DeviceInfo, sym call.Symbols, logger *zap.Logger) *Device {
-	d := &Device{Info: info, gpu: call.NewGPU(lib, h, info.UUID, sym,
+func newDevice(lib nvml.Interface, h nvml.Device, t call.Table, info DeviceInfo, sym call.Symbols, logger *zap.Logger) *Device {
+	d := &Device{Info: info, gpu: call.NewGPU(lib, h, t, info.UUID, sym,
 		logger.With(zap.String("hw.id", info.UUID), zap.Int("nvidia.gpu.index", info.Index)))}
 	d.parts = collect.New()
 	return d
@@ -67,6 +67,9 @@ func (d *Device) Read() (Sample, error) {
 	d.prime()
 
 	s := Sample{Time: d.gpu.Plan.Now()} // the device clock: windows and counters agree with GPM's
+	if n := d.gpu.Table.Plain(); n > 0 {
+		s.Values = make([]Opt[float64], n)
+	}
 	r := d.parts.Read(d.gpu, &s)
 	d.gpu.FlushSupportLogs()
 
@@ -100,11 +103,11 @@ func (d *Device) Check() error {
 				ret = nvml.ERROR_UNKNOWN
 			}
 		}()
-		_, ret = call.Table[call.Of(FigTemperature)].Get(d.gpu.Handle)
+		_, ret = d.gpu.Table[call.Check].Get(d.gpu.Handle)
 		return ret
 	}()
 	if call.Classify(ret) == call.OutcomeLost {
-		d.markLost(call.Of(FigTemperature))
+		d.markLost(call.Check)
 		return ErrGPULost
 	}
 	d.gpu.Session.Lost.OK(d.Info.UUID)
@@ -117,6 +120,6 @@ func (d *Device) Check() error {
 func (d *Device) markLost(c call.ID) {
 	if d.state.lost.CompareAndSwap(false, true) && d.gpu.Session.Lost.Once(d.Info.UUID) {
 		d.gpu.Logger.Warn("GPU is lost (fallen off the bus); no more metrics from it until NVML is re-initialized",
-			zap.String("call", c.String()))
+			zap.String("call", d.gpu.Table.Name(c)))
 	}
 }

@@ -7,13 +7,13 @@
 // packages, lowest first; each imports only those below it
 // (TestPackagesImportOnlyDownward):
 //
-//   - figure: what can be asked for (Figure, Figures; the plain figures'
-//     constants in figure/figures_gen.go) and what a read gives (Sample,
+//   - figure: what can be asked for (Figure, Figures: the readings with
+//     readers of their own) and what a read gives (Sample,
 //     figure/sample.go); guard: the order of a session's calls (the lane,
 //     the GPM gate, a device's one use, the calls in flight that Close
 //     waits for); raw: the list calls with bounded buffers (raw/raw.go);
-//   - call: the read table (call/table.go, and call/plain.go: one row per
-//     plain figure), the one way an NVML call is made (call/reading.go),
+//   - call: the read table (call/table.go: the rows with readers of their
+//     own, then the client's plain reads), the one way an NVML call is made (call/reading.go),
 //     and what the calls answered (call/gpu.go: the support cache of
 //     call/support.go, the failures logged once of call/logcalls.go, the
 //     timings, the panics of call/panics.go); call/symbols.go checks which
@@ -29,8 +29,9 @@
 //     Sample per GPU per scrape through its collectors, prime.go takes each
 //     GPU's baselines, shares.go samples the processes' shares between
 //     reads, stats.go sums the calls' timings; events.go waits for XID and
-//     ECC events (event.go) in the background; figures.go and
-//     figures_gen.go give the receiver figure's names as its own.
+//     ECC events (event.go) in the background; reads.go and reads_cgo.go
+//     make the plain reads the receiver declares (WithReads); figures.go
+//     gives the receiver figure's names as its own.
 //
 // go-nvml needs cgo. A build without it gets nocgo.go instead: a Client
 // whose Open reports NVML as unavailable, so that the rest of the

@@ -2,10 +2,8 @@ package nvmlclient
 
 import "github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 
-// What the receiver asks for and gets back, by the names it has always
-// used: aliases of package figure's (figure/figures.go, figure/sample.go).
-// The plain figures' names are generated with their constants
-// (figures_gen.go).
+// What the receiver asks for and gets back: aliases of package figure's
+// (figure/figures.go, figure/sample.go).
 
 type (
 	// Figure names one thing this package can read of a GPU.
@@ -22,8 +20,6 @@ type (
 	Health = figure.Health
 	// ClockEventReason names one bit of the clock event reasons.
 	ClockEventReason = figure.ClockEventReason
-	// CounterStarts holds a time per counter of the Sample's Values.
-	CounterStarts = figure.CounterStarts
 	// GPMActivity names the GPM activity metrics.
 	GPMActivity = figure.GPMActivity
 	// GPMTraffic names the GPM byte counters.
@@ -120,8 +116,9 @@ const (
 func WithFigures(want Figures) Option { return func(o *options) { o.figures = want } }
 
 // WithLeftOutCount sets how a ReadError counts what its failed calls left
-// out (ReadError.Metrics): the receiver counts its enabled metrics that
-// need one of the figures. Without it, the figures are counted.
-func WithLeftOutCount(count func(Figures) int) Option {
+// out (ReadError.Metrics): the figures, and the plain reads by their place
+// in WithReads. The receiver counts its enabled metrics that need one of
+// them. Without it, each figure and read counts as one.
+func WithLeftOutCount(count func(figs Figures, reads []int) int) Option {
 	return func(o *options) { o.leftOut = count }
 }

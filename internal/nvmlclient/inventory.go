@@ -36,7 +36,8 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, o
 			Fix: "is a GPU assigned to this container (NVIDIA_VISIBLE_DEVICES, a nvidia.com/gpu request, or runtimeClassName: nvidia)?"}
 	}
 
-	symbols := call.LookupSymbols(lib)
+	table := readTable(opts.reads)
+	symbols := call.LookupSymbols(lib, table)
 	var devices []*Device
 	for i := 0; i < count; i++ {
 		h, ret := lib.DeviceGetHandleByIndex(i)
@@ -52,7 +53,7 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, o
 			continue
 		}
 		info.DriverVersion = inv.DriverVersion
-		devices = append(devices, newDevice(lib, h, info, symbols, logger))
+		devices = append(devices, newDevice(lib, h, table, info, symbols, logger))
 	}
 
 	selected, err := selectDevices(devices, selectors)

@@ -7,7 +7,8 @@ type options struct {
 	processes       bool
 	now             func() time.Time
 	figures         Figures
-	leftOut         func(Figures) int
+	reads           []Read
+	leftOut         func(figs Figures, reads []int) int
 	counterInterval time.Duration
 	memCtrlOnGPM    bool
 	eventWait       time.Duration
@@ -17,8 +18,12 @@ type options struct {
 // DefaultEventWait is how long one wait for NVML's events lasts.
 const DefaultEventWait = 500 * time.Millisecond
 
+// defaultReads are the reads of a Client without WithReads: none but in
+// this package's tests.
+var defaultReads []Read
+
 func defaultOptions() options {
-	return options{now: time.Now, figures: AllFigures, counterInterval: DefaultCounterInterval, eventWait: DefaultEventWait}
+	return options{now: time.Now, figures: AllFigures, reads: defaultReads, counterInterval: DefaultCounterInterval, eventWait: DefaultEventWait}
 }
 
 // Option configures a Client.

@@ -185,9 +185,9 @@ func TestGPMAsksOnlyEnabledMetrics(t *testing.T) {
 		}
 		return get(mg)
 	}
-	on := FiguresOf(FigSMActivity, FigUtilization, FigPower)
+	on := FiguresOf(FigSMActivity, FigUtilization)
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
-	c := New(m, zap.NewNop(), WithClock(clock.Now), WithFigures(on))
+	c := New(m, zap.NewNop(), WithClock(clock.Now), WithFigures(on), WithReads(testReads[FigPower]))
 	require.NoError(t, c.Open(nil))
 	c.PrimeAll()
 	defer c.Close(context.Background())
@@ -197,8 +197,8 @@ func TestGPMAsksOnlyEnabledMetrics(t *testing.T) {
 	assert.Equal(t, 1, calls, "one GpmMetricsGet per GPU per read")
 	assert.ElementsMatch(t, []uint32{uint32(nvml.GPM_METRIC_SM_UTIL), uint32(nvml.GPM_METRIC_GRAPHICS_UTIL)}, asked)
 	assert.Equal(t, some(0.06), s.Utilization[EngineGeneral])
-	assert.True(t, s.Values[FigPower].OK)
-	assert.False(t, s.Values[FigTemperature].OK, "a disabled metric's call is not made")
+	assert.Len(t, s.Values, 1, "only the power is read: a disabled metric's call is not made")
+	assert.True(t, s.Values[0].OK)
 	assert.Equal(t, 0, m.GPUs[1].FieldCalls, "no enabled metric needs a field")
 }
 

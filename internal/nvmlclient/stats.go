@@ -21,11 +21,16 @@ type CallStat struct {
 // summed over the devices, in call order. Calls never made are left out.
 func (c *Client) CallStats() []CallStat {
 	var out []CallStat
-	for k := call.ID(0); k < call.All; k++ {
-		st := CallStat{Call: k.String()}
+	devices := c.Devices()
+	if len(devices) == 0 {
+		return nil
+	}
+	table := devices[0].gpu.Table
+	for k := range table {
+		st := CallStat{Call: table.Name(call.ID(k))}
 		var total time.Duration
-		for _, d := range c.Devices() {
-			n, sum, most := d.gpu.Stat(k)
+		for _, d := range devices {
+			n, sum, most := d.gpu.Stat(call.ID(k))
 			st.Count += n
 			total += sum
 			st.Max = max(st.Max, most)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
@@ -76,9 +75,6 @@ type accountant struct {
 	devices       map[string]*deviceAccount // by device UUID (GPU or MIG)
 	processes     map[processKey]*processAccount
 	scrape        uint64 // counts scrapes, to drop accounts not seen in one
-	// starts holds, within one scrape, the start times of the resources
-	// accounted, for stampStarts.
-	starts map[resourceKey]starts
 	// unlisted holds, within one scrape, the devices whose process list
 	// failed: their processes' accounts are kept.
 	unlisted map[string]bool
@@ -147,7 +143,6 @@ func newAccountant(cfg *Config) *accountant {
 		maxWindow:     time.Duration(maxWindowIntervals * float64(cfg.CollectionInterval)),
 		devices:       map[string]*deviceAccount{},
 		processes:     map[processKey]*processAccount{},
-		starts:        map[resourceKey]starts{},
 		unlisted:      map[string]bool{},
 		carried:       map[string]time.Time{},
 	}
@@ -167,7 +162,6 @@ func (a *accountant) reset(since time.Time, carry bool) {
 	}
 	clear(a.devices)
 	clear(a.processes)
-	clear(a.starts)
 	clear(a.unlisted)
 	a.since, a.fresh = since, true
 }
@@ -212,7 +206,6 @@ func (a *accountant) add(w deviceWindow) (*deviceAccount, []*processAccount) {
 	}
 	a.devices[w.id] = acct
 	acct.parent, acct.mig, acct.seen = w.parent, w.mig, a.scrape
-	a.starts[resourceKey{id: w.id}] = starts{account: acct.start}
 	windowStart := acct.last
 	acct.last = w.at
 
@@ -325,7 +318,7 @@ func (a *accountant) unobserved(uuid string, at time.Time, reason unobservedReas
 		a.devices[uuid] = acct
 	}
 	var out []*deviceAccount
-	for id, acct := range a.devices {
+	for _, acct := range a.devices {
 		if acct.parent != uuid {
 			continue
 		}
@@ -334,7 +327,6 @@ func (a *accountant) unobserved(uuid string, at time.Time, reason unobservedReas
 			acct.last = at
 		}
 		acct.seen = a.scrape
-		a.starts[resourceKey{id: id}] = starts{account: acct.start}
 		out = append(out, acct)
 	}
 	// The GPU first, then its MIG devices in UUID order, as in a read.
@@ -387,11 +379,6 @@ func (a *accountant) addProcesses(w deviceWindow, windowStart time.Time, dt floa
 			a.processes[key] = pa
 		}
 		pa.parent, pa.seen = w.parent, a.scrape
-		st := starts{account: pa.start}
-		if !key.started.IsZero() {
-			st.process = pcommon.NewTimestampFromTime(key.started)
-		}
-		a.starts[resourceKey{id: w.id, pid: int64(p.PID)}] = st
 		pa.held += add
 		if w.busy.OK {
 			share := 1 / n
@@ -432,17 +419,20 @@ func (a *accountant) endScrape(unread map[string]bool) {
 			delete(a.processes, k)
 		}
 	}
-	clear(a.starts)
 	clear(a.unlisted)
 	a.scrape++
 }
 
-// recordDeviceAccount records a device's counters; their start time is
-// set by stampStarts.
-func recordDeviceAccount(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, acct *deviceAccount) {
+// recordDeviceAccount records a device's counters, from their account's
+// start; base is the builder's.
+func recordDeviceAccount(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, acct *deviceAccount, base pcommon.Timestamp) {
 	if acct == nil {
 		return
 	}
+	startingAt(mb, acct.start, base, func() { recordDeviceCounters(mb, ts, acct) })
+}
+
+func recordDeviceCounters(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, acct *deviceAccount) {
 	if acct.holding {
 		mb.RecordNvidiaGpuHeldTimeDataPoint(ts, acct.held)
 		mb.RecordNvidiaGpuFreeTimeDataPoint(ts, acct.free)
@@ -461,83 +451,19 @@ func recordDeviceAccount(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, acct
 	}
 }
 
-// recordProcessAccount records a process's counters.
-func recordProcessAccount(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, pa *processAccount) {
+// recordProcessAccount records a process's counters, from their
+// account's start; base is the builder's.
+func recordProcessAccount(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, pa *processAccount, base pcommon.Timestamp) {
 	if pa == nil {
 		return
 	}
-	mb.RecordNvidiaGpuProcessHeldTimeDataPoint(ts, pa.held)
-	if pa.busyOK {
-		mb.RecordNvidiaGpuProcessBusyTimeDataPoint(ts, pa.busy)
-	}
-	if pa.idleOK {
-		mb.RecordNvidiaGpuProcessIdleTimeDataPoint(ts, pa.idle)
-	}
-}
-
-// accountMetrics are the counters whose start is their account's.
-var accountMetrics = map[string]bool{
-	"nvidia.gpu.held.time": true, "nvidia.gpu.free.time": true, "nvidia.gpu.unobserved.time": true, "nvidia.gpu.busy.time": true, "nvidia.gpu.active.time": true, "nvidia.gpu.idle.time": true,
-	"nvidia.gpu.process.held.time": true, "nvidia.gpu.process.busy.time": true, "nvidia.gpu.process.idle.time": true,
-}
-
-// processCPUMetric starts with its process.
-const processCPUMetric = "process.cpu.time"
-
-// resourceKey names the resource a start belongs to: a device (hw.id)
-// and, on a process's resource, its PID.
-type resourceKey struct {
-	id  string
-	pid int64
-}
-
-// starts are the start times of one resource's counters.
-type starts struct {
-	account, process pcommon.Timestamp
-}
-
-// stampStarts gives the counters of md the start time of their account,
-// and process.cpu.time its process's: the builder stamps every sum with
-// the receiver's start. It walks this scrape's resources only.
-func (a *accountant) stampStarts(md pmetric.Metrics) {
-	if len(a.starts) == 0 {
-		return
-	}
-	rms := md.ResourceMetrics()
-	for i := 0; i < rms.Len(); i++ {
-		rm := rms.At(i)
-		attrs := rm.Resource().Attributes()
-		id, ok := attrs.Get("hw.id")
-		if !ok {
-			continue
+	startingAt(mb, pa.start, base, func() {
+		mb.RecordNvidiaGpuProcessHeldTimeDataPoint(ts, pa.held)
+		if pa.busyOK {
+			mb.RecordNvidiaGpuProcessBusyTimeDataPoint(ts, pa.busy)
 		}
-		key := resourceKey{id: id.Str()}
-		if pid, ok := attrs.Get("process.pid"); ok {
-			key.pid = pid.Int()
+		if pa.idleOK {
+			mb.RecordNvidiaGpuProcessIdleTimeDataPoint(ts, pa.idle)
 		}
-		st, ok := a.starts[key]
-		if !ok {
-			continue
-		}
-		sms := rm.ScopeMetrics()
-		for j := 0; j < sms.Len(); j++ {
-			ms := sms.At(j).Metrics()
-			for k := 0; k < ms.Len(); k++ {
-				m := ms.At(k)
-				var start pcommon.Timestamp
-				switch {
-				case accountMetrics[m.Name()]:
-					start = st.account
-				case m.Name() == processCPUMetric && st.process != 0:
-					start = st.process
-				default:
-					continue
-				}
-				dps := m.Sum().DataPoints()
-				for d := 0; d < dps.Len(); d++ {
-					dps.At(d).SetStartTimestamp(start)
-				}
-			}
-		}
-	}
+	})
 }

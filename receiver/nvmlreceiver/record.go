@@ -41,6 +41,10 @@ type gpuReport struct {
 	xids      map[int64]int64
 	migs      []migReport
 	account   *deviceAccount
+	// readings are the enabled plain metrics' (Sample.Values); start is
+	// the builder's, the session's (startingAt).
+	readings []plainReading
+	start    pcommon.Timestamp
 }
 
 // migReport is one MIG device of the GPU.
@@ -61,18 +65,18 @@ func recordGPU(mb *metadata.MetricsBuilder, r gpuReport) {
 		mb.RecordNvidiaGpuProcessDroppedDataPoint(ts, r.dropped)
 	}
 	recordXIDs(mb, ts, r.xids)
-	recordDeviceSample(mb, r.sample)
+	recordDeviceSample(mb, r.sample, r.readings, r.start)
 	mps := mpsShared(r.processes)
 	newResource := func(o owner) *metadata.ResourceBuilder { return sharingOf(gpuResource(mb, r.info, o), mps) }
 	emitDevice(mb, func(o owner) *metadata.ResourceBuilder { return gpuResource(mb, r.info, o) }, r.owner)
-	recordHolderSample(mb, r.sample, r.account)
+	recordHolderSample(mb, r.sample, r.account, r.readings, r.start)
 	mb.EmitForResource(metadata.WithResource(newResource(r.owner).Emit()))
 	recordHolders(mb, ts, r.holders, newResource)
 	if r.sample.ProcessesListed {
-		recordProcesses(mb, ts, r.processes, newResource)
+		recordProcesses(mb, ts, r.processes, newResource, r.start)
 	}
 	for _, m := range r.migs {
-		recordMIG(mb, ts, r.info, m, r.sample.ProcessesListed)
+		recordMIG(mb, ts, r.info, m, r.sample.ProcessesListed, r.start)
 	}
 }
 
@@ -91,8 +95,10 @@ func emitDevice(mb *metadata.MetricsBuilder, newResource func(owner) *metadata.R
 }
 
 // recordProcesses puts each process on a resource of its own, started by
-// newResource with the process's owner.
-func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, procs []ownedProcess, newResource func(owner) *metadata.ResourceBuilder) {
+// newResource with the process's owner. An accounted process's counters
+// start with its account, and its CPU time with the process.
+func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, procs []ownedProcess, newResource func(owner) *metadata.ResourceBuilder,
+	start pcommon.Timestamp) {
 	for _, p := range procs {
 		if m := p.MemoryBytes(); m.OK {
 			mb.RecordNvidiaGpuProcessMemoryUsageDataPoint(ts, int64(m.Value))
@@ -106,8 +112,14 @@ func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, procs []
 			mb.RecordNvidiaGpuProcessMemoryControllerUtilizationDataPoint(ts, v.Value)
 		}
 		if p.infoOK && p.info.CPUOK {
-			mb.RecordProcessCPUTimeDataPoint(ts, p.info.UserCPU.Seconds(), metadata.AttributeCPUModeUser)
-			mb.RecordProcessCPUTimeDataPoint(ts, p.info.SystemCPU.Seconds(), metadata.AttributeCPUModeSystem)
+			from := start
+			if p.account != nil && !p.info.Started.IsZero() {
+				from = pcommon.NewTimestampFromTime(p.info.Started)
+			}
+			startingAt(mb, from, start, func() {
+				mb.RecordProcessCPUTimeDataPoint(ts, p.info.UserCPU.Seconds(), metadata.AttributeCPUModeUser)
+				mb.RecordProcessCPUTimeDataPoint(ts, p.info.SystemCPU.Seconds(), metadata.AttributeCPUModeSystem)
+			})
 		}
 		rb := newResource(p.owner)
 		rb.SetProcessPid(int64(p.PID))
@@ -126,14 +138,14 @@ func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, procs []
 				rb.SetProcessCommandLine(p.info.CommandLine)
 			}
 		}
-		recordProcessAccount(mb, ts, p.account)
+		recordProcessAccount(mb, ts, p.account, start)
 		mb.EmitForResource(metadata.WithResource(rb.Emit()))
 	}
 }
 
 // recordMIG records one MIG device on its own device and holder
 // resources, then its processes.
-func recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, parent nvmlclient.DeviceInfo, m migReport, listed bool) {
+func recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, parent nvmlclient.DeviceInfo, m migReport, listed bool, start pcommon.Timestamp) {
 	s := m.sample
 	mps := mpsShared(m.processes)
 	newResource := func(o owner) *metadata.ResourceBuilder { return sharingOf(migResource(mb, parent, s.Info, o), mps) }
@@ -148,11 +160,11 @@ func recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, parent nvmlcli
 	if listed {
 		mb.RecordNvidiaGpuProcessCountDataPoint(ts, int64(len(s.Processes)))
 	}
-	recordDeviceAccount(mb, ts, m.account)
+	recordDeviceAccount(mb, ts, m.account, start)
 	mb.EmitForResource(metadata.WithResource(newResource(m.owner).Emit()))
 	recordHolders(mb, ts, m.holders, newResource)
 	if listed {
-		recordProcesses(mb, ts, m.processes, newResource)
+		recordProcesses(mb, ts, m.processes, newResource, start)
 	}
 }
 
@@ -181,9 +193,9 @@ func migResource(mb *metadata.MetricsBuilder, parent nvmlclient.DeviceInfo, info
 
 // recordDeviceSample records what a GPU's sample says of the device
 // itself: its counters, its health and hw.status.
-func recordDeviceSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample) {
+func recordDeviceSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample, readings []plainReading, start pcommon.Timestamp) {
 	ts := pcommon.NewTimestampFromTime(s.Time)
-	recordPlain(mb, s, true)
+	recordPlain(mb, s, readings, true, start)
 	if s.GPM != nil {
 		recordGPMTraffic(mb, ts, s.GPM)
 	}
@@ -193,7 +205,7 @@ func recordDeviceSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample) {
 // recordHolderSample records what a GPU's sample says of its use: the
 // gauges of its engines, memory, power, heat and clocks, and its GPU-time
 // counters.
-func recordHolderSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample, acct *deviceAccount) {
+func recordHolderSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample, acct *deviceAccount, readings []plainReading, start pcommon.Timestamp) {
 	ts := pcommon.NewTimestampFromTime(s.Time)
 
 	for _, et := range engineTasks {
@@ -205,7 +217,7 @@ func recordHolderSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample, acct 
 		mb.RecordNvidiaGpuMemoryControllerUtilizationDataPoint(ts, v.Value)
 	}
 	recordMemory(mb, ts, s.MemoryUsedBytes, s.MemoryTotalBytes, s.MemoryReservedBytes)
-	recordPlain(mb, s, false)
+	recordPlain(mb, s, readings, false, start)
 
 	if s.ProcessesListed {
 		mb.RecordNvidiaGpuProcessCountDataPoint(ts, int64(len(s.Processes)))
@@ -213,7 +225,7 @@ func recordHolderSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample, acct 
 	if s.GPM != nil {
 		recordGPM(mb, ts, s.GPM)
 	}
-	recordDeviceAccount(mb, ts, acct)
+	recordDeviceAccount(mb, ts, acct, start)
 }
 
 // recordMemory records a GPU's or MIG device's memory, and the fraction of

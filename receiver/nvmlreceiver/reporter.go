@@ -32,9 +32,10 @@ type reporter struct {
 	// scrape, the GPUs whose read is stuck, whose accounts wait for them.
 	accounts *accountant
 	unread   map[string]bool
-	// resets holds, within one scrape, the GPUs' counters that were reset
-	// (counter_starts.go).
-	resets resetCounters
+	// readings are the enabled plain metrics', in the order the client
+	// reads them; since is the builder's start, the session's.
+	readings []plainReading
+	since    pcommon.Timestamp
 }
 
 func newReporter(cfg *Config) *reporter {
@@ -45,7 +46,7 @@ func newReporter(cfg *Config) *reporter {
 		containers: map[string]gpuContainer{},
 		accounts:   newAccountant(cfg),
 		unread:     map[string]bool{},
-		resets:     resetCounters{},
+		readings:   enabledReadings(&cfg.Metrics),
 	}
 }
 
@@ -53,7 +54,8 @@ func (r *reporter) start(set receiver.Settings, now time.Time) {
 	// A new start time, now on the samples' clock: the cumulative counts
 	// start again (the XIDs are cleared when the event watcher stops, at
 	// Shutdown).
-	r.mb = metadata.NewMetricsBuilder(r.cfg.MetricsBuilderConfig, set, metadata.WithStartTime(pcommon.NewTimestampFromTime(now)))
+	r.since = pcommon.NewTimestampFromTime(now)
+	r.mb = metadata.NewMetricsBuilder(r.cfg.MetricsBuilderConfig, set, metadata.WithStartTime(r.since))
 	r.session = 0
 	clear(r.dropped)
 	r.leftOut.reset()
@@ -77,7 +79,8 @@ func (r *reporter) newSession(gen uint64, openedAt time.Time) {
 	restarted := r.session != 0
 	r.session = gen
 	if restarted {
-		r.mb.Reset(metadata.WithStartTime(pcommon.NewTimestampFromTime(openedAt)))
+		r.since = pcommon.NewTimestampFromTime(openedAt)
+		r.mb.Reset(metadata.WithStartTime(r.since))
 		clear(r.dropped)
 		r.leftOut.reset()
 		r.accounts.reset(openedAt, true)
@@ -95,7 +98,6 @@ func (r *reporter) beginScrape() {
 // gpu records one GPU's sample.
 func (r *reporter) gpu(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) {
 	rep := r.report(info, smp, xids)
-	r.resets.add(info.UUID, smp)
 	r.account(&rep)
 	recordGPU(r.mb, rep)
 	containersOf(rep, r.containers)
@@ -125,8 +127,6 @@ func (r *reporter) emit(now pcommon.Timestamp) pmetric.Metrics {
 	}
 	clear(r.containers)
 	md := r.mb.Emit()
-	r.accounts.stampStarts(md)
-	r.resets.stamp(md)
 	r.accounts.endScrape(r.unread)
 	clear(r.unread)
 	return md
@@ -175,7 +175,7 @@ func (r *reporter) account(rep *gpuReport) {
 // all share one, the GPU's own. In MIG mode the processes go to their MIG
 // devices instead.
 func (r *reporter) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) gpuReport {
-	rep := gpuReport{info: info, sample: smp, xids: xids}
+	rep := gpuReport{info: info, sample: smp, xids: xids, readings: r.readings, start: r.since}
 	r.owners.SetMinor(info.UUID, info.MinorNumber)
 	r.owners.SetIndex(info.UUID, info.Index)
 	setMIGPlacements(r.owners, info, smp.MIG)

@@ -37,12 +37,17 @@ func sharedScraper(cfg *Config, set receiver.Settings) *nvmlScraper {
 }
 
 // clientOptions asks NVML only for the figures an enabled metric needs
-// (metricFigures, plainMetrics), or the owner attributes of a GPU's resource.
+// (metricFigures), or the owner attributes of a GPU's resource, and for
+// the plain readings of the enabled metrics (plainReadings).
 func clientOptions(cfg *Config) []nvmlclient.Option {
+	readings := enabledReadings(&cfg.Metrics)
 	return []nvmlclient.Option{
 		nvmlclient.WithProcesses(cfg.Processes.Enabled),
 		nvmlclient.WithFigures(neededFigures(&cfg.Metrics) | ownerFigures(&cfg.ResourceAttributes)),
-		nvmlclient.WithLeftOutCount(func(f nvmlclient.Figures) int { return leftOutMetrics(&cfg.Metrics, f) }),
+		nvmlclient.WithReads(readsOf(readings)...),
+		nvmlclient.WithLeftOutCount(func(f nvmlclient.Figures, reads []int) int {
+			return leftOutMetrics(&cfg.Metrics, f) + leftOutReadings(readings, reads)
+		}),
 		nvmlclient.WithCounterInterval(cfg.CounterInterval),
 		nvmlclient.WithMemoryControllerOnGPM(cfg.MemoryControllerOnGPM),
 		nvmlclient.WithShareInterval(cfg.shareSampling()),
@@ -64,8 +69,7 @@ func (cfg *Config) shareSampling() time.Duration {
 // metricFigure says which figures of the NVML layer a metric needs: NVML
 // is asked for a figure while an enabled metric needs it.
 type metricFigure struct {
-	name    string // as in metadata.yaml, for the log and the tests
-	enabled func(*metadata.MetricsConfig) bool
+	name    string // as in metadata.yaml
 	figures nvmlclient.Figures
 	// derived marks a metric computed from other metrics' figures (the
 	// GPU-time counters): a failed call does not leave its point out, so
@@ -76,81 +80,48 @@ type metricFigure struct {
 func figs(fs ...nvmlclient.Figure) nvmlclient.Figures { return nvmlclient.FiguresOf(fs...) }
 
 // metricFigures maps the metrics recorded by their own code to figures;
-// the metrics of plain figures are in plainMetrics (plain_metrics.go). The
+// the plain metrics' readings are in plainReadings (plain_readings.go). The
 // metrics in neither need no NVML figure (XIDs come from events). The CPU metrics are
 // read from /proc and the cgroups, and process.dropped is counted at the
 // cap, but only of the processes NVML lists: they need the list.
 var metricFigures = []metricFigure{
-	{"container.cpu.time", func(m *metadata.MetricsConfig) bool { return m.ContainerCPUTime.Enabled }, figs(nvmlclient.FigProcesses), false},
-	{"hw.errors", func(m *metadata.MetricsConfig) bool { return m.HwErrors.Enabled },
-		figs(nvmlclient.FigECCCorrected, nvmlclient.FigECCUncorrected), false},
-	{"hw.gpu.io", func(m *metadata.MetricsConfig) bool { return m.HwGpuIo.Enabled }, figs(nvmlclient.FigPCIeTraffic), false},
-	{"hw.gpu.memory.limit", func(m *metadata.MetricsConfig) bool { return m.HwGpuMemoryLimit.Enabled }, figs(nvmlclient.FigMemory), false},
-	{"hw.gpu.memory.usage", func(m *metadata.MetricsConfig) bool { return m.HwGpuMemoryUsage.Enabled }, figs(nvmlclient.FigMemory), false},
-	{"hw.gpu.memory.utilization", func(m *metadata.MetricsConfig) bool { return m.HwGpuMemoryUtilization.Enabled },
-		figs(nvmlclient.FigMemory), false},
-	{"hw.gpu.utilization", func(m *metadata.MetricsConfig) bool { return m.HwGpuUtilization.Enabled },
-		figs(nvmlclient.FigUtilization), false},
-	{"hw.status", func(m *metadata.MetricsConfig) bool { return m.HwStatus.Enabled }, statusFigures, false},
-	{"nvidia.gpu.active.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuActiveTime.Enabled },
-		figs(nvmlclient.FigSMActivity), true},
-	{"nvidia.gpu.busy.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuBusyTime.Enabled },
-		figs(nvmlclient.FigUtilization), true},
-	{"nvidia.gpu.clock.event.active", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuClockEventActive.Enabled },
-		figs(nvmlclient.FigClockEvents), false},
-	{"nvidia.gpu.container.cpu.limit", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuContainerCPULimit.Enabled },
-		figs(nvmlclient.FigProcesses), false},
-	{"nvidia.gpu.free.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuFreeTime.Enabled },
-		figs(nvmlclient.FigProcesses), true},
-	{"nvidia.gpu.graphics.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuGraphicsActivity.Enabled },
-		figs(nvmlclient.FigGraphicsActivity), false},
-	{"nvidia.gpu.held.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuHeldTime.Enabled },
-		figs(nvmlclient.FigProcesses), true},
-	{"nvidia.gpu.idle.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuIdleTime.Enabled },
-		figs(nvmlclient.FigUtilization, nvmlclient.FigSMActivity, nvmlclient.FigProcesses), true},
-	{"nvidia.gpu.memory.bandwidth.utilization", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuMemoryBandwidthUtilization.Enabled },
-		figs(nvmlclient.FigDRAMBandwidth), false},
-	{"nvidia.gpu.memory.controller.utilization", func(m *metadata.MetricsConfig) bool {
-		return m.NvidiaGpuMemoryControllerUtilization.Enabled
-	}, figs(nvmlclient.FigMemoryController), false},
-	{"nvidia.gpu.memory.reserved", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuMemoryReserved.Enabled },
-		figs(nvmlclient.FigMemory), false},
-	{"nvidia.gpu.memory.row_remap.rows", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuMemoryRowRemapRows.Enabled },
-		figs(nvmlclient.FigRemappedRows), false},
-	{"nvidia.gpu.memory.row_remap.status", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuMemoryRowRemapStatus.Enabled },
-		figs(nvmlclient.FigRemappedRows), false},
-	{"nvidia.gpu.nvlink.io", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuNvlinkIo.Enabled },
-		figs(nvmlclient.FigNVLinkTraffic), false},
-	{"nvidia.gpu.pipe.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuPipeActivity.Enabled },
-		figs(nvmlclient.FigPipes), false},
-	{"nvidia.gpu.process.busy.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessBusyTime.Enabled },
-		figs(nvmlclient.FigUtilization, nvmlclient.FigProcesses, nvmlclient.FigProcessUtilization), true},
-	{"nvidia.gpu.process.count", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessCount.Enabled },
-		figs(nvmlclient.FigProcesses), false},
-	{"nvidia.gpu.process.dropped", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessDropped.Enabled },
-		figs(nvmlclient.FigProcesses), false},
-	{"nvidia.gpu.process.held.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessHeldTime.Enabled },
-		figs(nvmlclient.FigProcesses), true},
-	{"nvidia.gpu.process.idle.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessIdleTime.Enabled },
-		figs(nvmlclient.FigProcesses), true},
-	{"nvidia.gpu.process.memory.controller.utilization", func(m *metadata.MetricsConfig) bool {
-		return m.NvidiaGpuProcessMemoryControllerUtilization.Enabled
-	}, figs(nvmlclient.FigProcesses, nvmlclient.FigProcessUtilization), false},
-	{"nvidia.gpu.process.memory.usage", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessMemoryUsage.Enabled },
-		figs(nvmlclient.FigProcesses), false},
-	{"nvidia.gpu.process.utilization", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuProcessUtilization.Enabled },
-		figs(nvmlclient.FigProcesses, nvmlclient.FigProcessUtilization), false},
-	{"nvidia.gpu.sm.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuSmActivity.Enabled },
-		figs(nvmlclient.FigSMActivity), false},
-	{"nvidia.gpu.sm.occupancy", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuSmOccupancy.Enabled },
-		figs(nvmlclient.FigSMOccupancy), false},
-	{"nvidia.gpu.tensor.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuTensorActivity.Enabled },
-		figs(nvmlclient.FigTensorActivity), false},
-	{"nvidia.gpu.tensor.pipe.activity", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuTensorPipeActivity.Enabled },
-		figs(nvmlclient.FigTensorPipes), false},
-	{"nvidia.gpu.unobserved.time", func(m *metadata.MetricsConfig) bool { return m.NvidiaGpuUnobservedTime.Enabled },
-		figs(nvmlclient.FigProcesses), true},
-	{"process.cpu.time", func(m *metadata.MetricsConfig) bool { return m.ProcessCPUTime.Enabled }, figs(nvmlclient.FigProcesses), false},
+	{"container.cpu.time", figs(nvmlclient.FigProcesses), false},
+	{"hw.errors", figs(nvmlclient.FigECCCorrected, nvmlclient.FigECCUncorrected), false},
+	{"hw.gpu.io", figs(nvmlclient.FigPCIeTraffic), false},
+	{"hw.gpu.memory.limit", figs(nvmlclient.FigMemory), false},
+	{"hw.gpu.memory.usage", figs(nvmlclient.FigMemory), false},
+	{"hw.gpu.memory.utilization", figs(nvmlclient.FigMemory), false},
+	{"hw.gpu.utilization", figs(nvmlclient.FigUtilization), false},
+	{"hw.status", statusFigures, false},
+	{"nvidia.gpu.active.time", figs(nvmlclient.FigSMActivity), true},
+	{"nvidia.gpu.busy.time", figs(nvmlclient.FigUtilization), true},
+	{"nvidia.gpu.clock.event.active", figs(nvmlclient.FigClockEvents), false},
+	{"nvidia.gpu.container.cpu.limit", figs(nvmlclient.FigProcesses), false},
+	{"nvidia.gpu.free.time", figs(nvmlclient.FigProcesses), true},
+	{"nvidia.gpu.graphics.activity", figs(nvmlclient.FigGraphicsActivity), false},
+	{"nvidia.gpu.held.time", figs(nvmlclient.FigProcesses), true},
+	{"nvidia.gpu.idle.time", figs(nvmlclient.FigUtilization, nvmlclient.FigSMActivity, nvmlclient.FigProcesses), true},
+	{"nvidia.gpu.memory.bandwidth.utilization", figs(nvmlclient.FigDRAMBandwidth), false},
+	{"nvidia.gpu.memory.controller.utilization", figs(nvmlclient.FigMemoryController), false},
+	{"nvidia.gpu.memory.reserved", figs(nvmlclient.FigMemory), false},
+	{"nvidia.gpu.memory.row_remap.rows", figs(nvmlclient.FigRemappedRows), false},
+	{"nvidia.gpu.memory.row_remap.status", figs(nvmlclient.FigRemappedRows), false},
+	{"nvidia.gpu.nvlink.io", figs(nvmlclient.FigNVLinkTraffic), false},
+	{"nvidia.gpu.pipe.activity", figs(nvmlclient.FigPipes), false},
+	{"nvidia.gpu.process.busy.time", figs(nvmlclient.FigUtilization, nvmlclient.FigProcesses, nvmlclient.FigProcessUtilization), true},
+	{"nvidia.gpu.process.count", figs(nvmlclient.FigProcesses), false},
+	{"nvidia.gpu.process.dropped", figs(nvmlclient.FigProcesses), false},
+	{"nvidia.gpu.process.held.time", figs(nvmlclient.FigProcesses), true},
+	{"nvidia.gpu.process.idle.time", figs(nvmlclient.FigProcesses), true},
+	{"nvidia.gpu.process.memory.controller.utilization", figs(nvmlclient.FigProcesses, nvmlclient.FigProcessUtilization), false},
+	{"nvidia.gpu.process.memory.usage", figs(nvmlclient.FigProcesses), false},
+	{"nvidia.gpu.process.utilization", figs(nvmlclient.FigProcesses, nvmlclient.FigProcessUtilization), false},
+	{"nvidia.gpu.sm.activity", figs(nvmlclient.FigSMActivity), false},
+	{"nvidia.gpu.sm.occupancy", figs(nvmlclient.FigSMOccupancy), false},
+	{"nvidia.gpu.tensor.activity", figs(nvmlclient.FigTensorActivity), false},
+	{"nvidia.gpu.tensor.pipe.activity", figs(nvmlclient.FigTensorPipes), false},
+	{"nvidia.gpu.unobserved.time", figs(nvmlclient.FigProcesses), true},
+	{"process.cpu.time", figs(nvmlclient.FigProcesses), false},
 }
 
 // neededFigures is every figure an enabled metric needs.
@@ -161,16 +132,16 @@ func neededFigures(m *metadata.MetricsConfig) nvmlclient.Figures {
 			out |= mf.figures
 		}
 	}
-	for i := range plainMetrics {
-		if pm := &plainMetrics[i]; pm.enabled(m) {
-			out |= pm.figures()
-		}
-	}
 	return out
 }
 
+// enabled reports whether the metric is enabled in m.
+func (mf *metricFigure) enabled(m *metadata.MetricsConfig) bool {
+	return metricEnabled(m, metricFields().byName[mf.name])
+}
+
 // leftOutMetrics counts the enabled metrics, not derived, that need one
-// of the figures failed calls left out: the points a scrape leaves out.
+// of the figures failed calls left out: the metrics a scrape leaves out.
 func leftOutMetrics(m *metadata.MetricsConfig, failed nvmlclient.Figures) int {
 	n := 0
 	for _, mf := range metricFigures {
@@ -178,12 +149,16 @@ func leftOutMetrics(m *metadata.MetricsConfig, failed nvmlclient.Figures) int {
 			n++
 		}
 	}
-	for i := range plainMetrics {
-		if pm := &plainMetrics[i]; pm.enabled(m) && pm.figures().Any(failed) {
-			n++
-		}
-	}
 	return n
+}
+
+// leftOutReadings counts the metrics of the failed readings, each once.
+func leftOutReadings(readings []plainReading, failed []int) int {
+	metrics := map[string]bool{}
+	for _, i := range failed {
+		metrics[readings[i].metric.field] = true
+	}
+	return len(metrics)
 }
 
 // ownerFigures is what the owner attributes of a GPU's resource need: the

@@ -1,3 +1,5 @@
+//go:build cgo
+
 package nvmlreceiver
 
 import (
@@ -6,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
@@ -15,44 +18,62 @@ import (
 // (nvidia.gpu.allocation comes from the kubelet.)
 var notRead = map[string]bool{"nvidia.gpu.xid.errors": true, "nvidia.gpu.allocation": true}
 
-// Every metric of metadata.yaml is in one of the figure tables once (or
-// needs no figure), under its own name, and its enabled func reads its own
-// flag: with only that metric enabled, only its row says so.
+// Every metric of metadata.yaml is read once: by the figures of one
+// metricFigures row, or by plain readings (or it needs no NVML figure), and
+// with only that metric enabled, only its row or readings are enabled.
 func TestMetricFiguresCoverMetadata(t *testing.T) {
 	t.Parallel()
-	rows := map[string]metricFigure{}
+	rows := map[string]bool{}
 	for _, mf := range metricFigures {
-		_, dup := rows[mf.name]
-		require.False(t, dup, mf.name)
-		rows[mf.name] = mf
+		require.False(t, rows[mf.name], mf.name)
+		require.NotEmpty(t, metricFields().byName[mf.name], "%s is not a metric of metadata.yaml", mf.name)
+		assert.NotZero(t, mf.figures, mf.name)
+		rows[mf.name] = true
 	}
-	for _, pm := range plainMetrics {
-		_, dup := rows[pm.name]
-		require.False(t, dup, pm.name)
-		rows[pm.name] = metricFigure{name: pm.name, enabled: pm.enabled, figures: pm.figures()}
-	}
-	every := make([]metricFigure, 0, len(rows))
-	for _, mf := range rows {
-		every = append(every, mf)
+	plain := map[string]bool{}
+	for _, p := range plainReadings {
+		name := metricFields().byField[p.metric.field]
+		require.NotEmpty(t, name, "%s is not a metric of metadata.yaml", p.metric.field)
+		require.False(t, rows[name], "%s is both plain and read by its own code", name)
+		plain[name] = true
 	}
 	typ := reflect.TypeOf(metadata.MetricsConfig{})
 	for i := 0; i < typ.NumField(); i++ {
 		name := typ.Field(i).Tag.Get("mapstructure")
 		var only metadata.MetricsConfig
 		reflect.ValueOf(&only).Elem().Field(i).FieldByName("Enabled").SetBool(true)
-		mf, listed := rows[name]
 		if notRead[name] {
-			assert.False(t, listed, "%s needs no figure", name)
+			assert.False(t, rows[name] || plain[name], "%s needs no figure", name)
 			continue
 		}
-		require.True(t, listed, "%s is missing from metricFigures", name)
-		assert.NotZero(t, mf.figures, name)
-		for _, other := range every {
-			assert.Equal(t, other.name == name, other.enabled(&only), "with only %s enabled, the row of %s", name, other.name)
+		require.True(t, rows[name] || plain[name], "%s is in neither metricFigures nor plainReadings", name)
+		for _, mf := range metricFigures {
+			assert.Equal(t, mf.name == name, mf.enabled(&only), "with only %s enabled, the row of %s", name, mf.name)
 		}
-		delete(rows, name)
+		for _, p := range enabledReadings(&only) {
+			assert.Equal(t, name, metricFields().byField[p.metric.field], "with only %s enabled, a reading of another metric", name)
+		}
+		assert.Equal(t, plain[name], len(enabledReadings(&only)) > 0, name)
 	}
-	assert.Empty(t, rows, "rows for metrics metadata.yaml lacks")
+}
+
+// A reading's metric is named by its Record method; a function that is
+// not one is refused when the table is built.
+func TestRecorderFieldFromRecordMethod(t *testing.T) {
+	assert.Equal(t, "HwPower", f64((*builder).RecordHwPowerDataPoint).field)
+	assert.Equal(t, "NvidiaGpuClockFrequency",
+		i64a((*builder).RecordNvidiaGpuClockFrequencyDataPoint, metadata.AttributeNvidiaGpuClockTypeSm).field)
+	assert.Panics(t, func() { f64(func(*builder, pcommon.Timestamp, float64) {}) })
+}
+
+// The failed readings of one metric count it once.
+func TestLeftOutReadingsCountMetrics(t *testing.T) {
+	var m metadata.MetricsConfig
+	m.NvidiaGpuClockFrequency.Enabled, m.HwPower.Enabled = true, true
+	readings := enabledReadings(&m)
+	require.Len(t, readings, 5, "four clocks and the power")
+	assert.Equal(t, 1, leftOutReadings(readings, []int{1, 2, 3}))
+	assert.Equal(t, 2, leftOutReadings(readings, []int{0, 1, 2, 3, 4}))
 }
 
 func TestNeededFiguresFollowEnabledMetrics(t *testing.T) {

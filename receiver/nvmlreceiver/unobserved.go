@@ -25,12 +25,12 @@ func (r *reporter) unobserved(ts pcommon.Timestamp, info nvmlclient.DeviceInfo, 
 	record()
 	emitDevice(r.mb, newResource, o)
 	if len(accts) > 0 && accts[0].mig.UUID == "" {
-		recordDeviceAccount(r.mb, ts, accts[0])
+		recordDeviceAccount(r.mb, ts, accts[0], r.since)
 		accts = accts[1:]
 	}
 	r.mb.EmitForResource(metadata.WithResource(newResource(o).Emit()))
 	for _, acct := range accts {
-		recordDeviceAccount(r.mb, ts, acct)
+		recordDeviceAccount(r.mb, ts, acct, r.since)
 		r.mb.EmitForResource(metadata.WithResource(migResource(r.mb, info, acct.mig, acct.owner).Emit()))
 	}
 }

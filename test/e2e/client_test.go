@@ -40,7 +40,8 @@ func openClient(t *testing.T, s Scenario) (*nvmlclient.Client, *observer.Observe
 	t.Helper()
 	useScenario(t, s.write(t))
 	core, logs := observer.New(zapcore.DebugLevel)
-	c := nvmlclient.NewSystem(testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath), zap.New(core), nvmlclient.WithProcesses(true))
+	c := nvmlclient.NewSystem(testutil.AbsFlag(t, "fakenvml", *fakeNVMLPath), zap.New(core), nvmlclient.WithProcesses(true),
+		nvmlclient.WithReads(nvmlclient.GetterOf(nvml.Device.GetTemperature, nvml.TEMPERATURE_GPU, "GPU")))
 	require.NoError(t, c.Open(nil))
 	c.PrimeAll()
 	t.Cleanup(func() { assert.NoError(t, c.Close(context.Background())) })
@@ -89,7 +90,7 @@ func testTooManyProcesses(t *testing.T) {
 		require.NoError(t, err)
 		assert.False(t, s.ProcessesListed)
 		assert.Empty(t, s.Processes)
-		assert.Equal(t, 40.0, s.Values[nvmlclient.FigTemperature].Value)
+		assert.Equal(t, 40.0, s.Values[0].Value, "the temperature")
 	}
 	assert.Equal(t, 1, logs.FilterMessageSnippet("More processes on this GPU than the receiver lists").Len())
 }

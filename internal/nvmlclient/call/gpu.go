@@ -29,6 +29,7 @@ type GPU struct {
 	UUID    string
 	Logger  *zap.Logger
 	Session *Session // set at Open, once the session is made
+	Table   Table // the client's: read-only
 	Plan    Plan
 	book    book
 }
@@ -45,12 +46,14 @@ type Session struct {
 // Plan is what a read asks for: set at Open (Configure), and HasGPM when
 // the device primes.
 type Plan struct {
-	// Wanted says which calls answer an asked-for figure.
-	Wanted [All]bool
+	// Wanted says which calls answer an asked-for figure, or are plain
+	// reads: each plain read is asked for.
+	Wanted []bool
 	// Figures are the figures asked for; LeftOut counts what failed calls
-	// drop (nvmlclient.WithLeftOutCount).
+	// drop: figures, and plain reads by their place in Sample.Values
+	// (nvmlclient.WithLeftOutCount).
 	Figures figure.Figures
-	LeftOut func(figure.Figures) int
+	LeftOut func(figs figure.Figures, plain []int) int
 	Now     func() time.Time // times GPM windows, backoffs and the energy cadence
 	GPM     GPMPlan          // what the GPU's and its MIG devices' GPM windows ask for
 }
@@ -67,9 +70,9 @@ type book struct {
 	// failingCount, how many fail now, lets a success skip the lock while
 	// none does.
 	logMu        sync.Mutex
-	failing      [All]callState
+	failing      []callState
 	failingCount atomic.Int32
-	stats        [All]callStat
+	stats        []callStat
 	panics       atomic.Int64 // recovered inside reads (panics.go)
 }
 
@@ -77,17 +80,19 @@ type book struct {
 // call and GPM metric.
 const maxLoggedOnce = 256
 
-// NewGPU returns the GPU of handle h, every call wanted and every figure
-// asked for until Configure, on the system clock.
-func NewGPU(lib nvml.Interface, h nvml.Device, uuid string, sym Symbols, logger *zap.Logger) *GPU {
-	d := &GPU{Lib: lib, Handle: h, Symbols: sym, UUID: uuid, Logger: logger,
-		Plan: Plan{Now: time.Now, Figures: figure.All, LeftOut: figure.Figures.Len}}
+// NewGPU returns the GPU of handle h reading table t, every call wanted
+// and every figure asked for until Configure, on the system clock.
+func NewGPU(lib nvml.Interface, h nvml.Device, t Table, uuid string, sym Symbols, logger *zap.Logger) *GPU {
+	d := &GPU{Lib: lib, Handle: h, Table: t, Symbols: sym, UUID: uuid, Logger: logger,
+		Plan: Plan{Now: time.Now, Figures: figure.All, LeftOut: countLeftOut, Wanted: make([]bool, len(t))}}
 	d.book.once = logonce.New(maxLoggedOnce)
-	d.book.callLog = logonce.New(int(All), logonce.WithHoldOff(FlapHoldOff), logonce.WithClock(func() time.Time { return d.Plan.Now() }))
+	d.book.callLog = logonce.New(len(t), logonce.WithHoldOff(FlapHoldOff), logonce.WithClock(func() time.Time { return d.Plan.Now() }))
+	d.book.failing, d.book.stats = make([]callState, len(t)), make([]callStat, len(t))
 	for c := range d.Plan.Wanted {
 		d.Plan.Wanted[c] = true
 	}
-	d.book.support.once = d.book.once
+	d.book.support.once, d.book.support.table = d.book.once, t
+	d.book.support.state = make([]supportState, len(t))
 	for c := range sym.missing {
 		// Known absent before the first call: skipped for good, without a
 		// log line per device (the library, not the GPU, lacks it).
@@ -99,7 +104,7 @@ func NewGPU(lib nvml.Interface, h nvml.Device, uuid string, sym Symbols, logger 
 // Configure asks for figs: a call is wanted only while a figure it
 // answers is asked for. leftOut, where set, counts what failed calls
 // leave out; now, where set, is the clock of the reads.
-func (d *GPU) Configure(figs figure.Figures, leftOut func(figure.Figures) int, now func() time.Time) {
+func (d *GPU) Configure(figs figure.Figures, leftOut func(figure.Figures, []int) int, now func() time.Time) {
 	if now != nil {
 		d.Plan.Now = now
 	}
@@ -108,9 +113,9 @@ func (d *GPU) Configure(figs figure.Figures, leftOut func(figure.Figures) int, n
 	}
 	d.Plan.Figures = figs
 	fields := false
-	for c := range Table {
-		spec := &Table[c]
-		d.Plan.Wanted[c] = figs.Any(spec.Figures)
+	for c := range d.Table {
+		spec := &d.Table[c]
+		d.Plan.Wanted[c] = figs.Any(spec.Figures) || ID(c) >= FirstPlain
 		fields = fields || spec.Field != 0 && d.Plan.Wanted[c]
 	}
 	d.Plan.Wanted[FieldValues] = fields
@@ -131,14 +136,22 @@ func (d *GPU) LogOnce(key string, log func(*zap.Logger)) {
 func (d *GPU) FlushSupportLogs() { d.book.support.flushLogs(d.Logger) }
 
 // LeftOutBy counts what the failed calls leave out: the asked-for figures
-// they answer, as nvmlclient.WithLeftOutCount counts them; at least 1.
+// and the plain reads they answer, as nvmlclient.WithLeftOutCount counts
+// them; at least 1.
 func (d *GPU) LeftOutBy(failed []*Error) int {
 	var figs figure.Figures
+	var plain []int
 	for _, f := range failed {
-		figs |= Table[f.id].Figures
-		if f.id == GPMSampleGet || f.id == GPMMetricsGet {
+		figs |= d.Table[f.id].Figures
+		switch {
+		case f.id == GPMSampleGet || f.id == GPMMetricsGet:
 			figs |= d.Plan.GPM.Figures
+		case f.id >= FirstPlain:
+			plain = append(plain, int(f.id-FirstPlain))
 		}
 	}
-	return max(d.Plan.LeftOut(figs&d.Plan.Figures), 1)
+	return max(d.Plan.LeftOut(figs&d.Plan.Figures, plain), 1)
 }
+
+// countLeftOut counts each figure and plain read as one.
+func countLeftOut(figs figure.Figures, plain []int) int { return figs.Len() + len(plain) }

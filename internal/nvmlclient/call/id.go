@@ -29,5 +29,7 @@ const (
 	RemappedRows
 	ClockEventReasons
 	FieldValues // the batch itself: its time and its own failure
-	fixedCount
+	Check       // Device.Check's question
+	// FirstPlain is the first plain read's (Table).
+	FirstPlain
 )

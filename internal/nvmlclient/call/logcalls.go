@@ -29,7 +29,7 @@ func (d *GPU) LogCalls(failed []*Error) {
 	if len(failed) == 0 && d.book.failingCount.Load() == 0 {
 		return
 	}
-	var failedNow [All]bool
+	failedNow := make([]bool, len(d.Table))
 	var back []ID
 	d.book.logMu.Lock()
 	for _, f := range failed {
@@ -50,7 +50,7 @@ func (d *GPU) LogCalls(failed []*Error) {
 	d.book.failingCount.Store(n)
 	d.book.logMu.Unlock()
 	for _, f := range failed {
-		v := d.book.callLog.Fail(f.id.String(), f.cause())
+		v := d.book.callLog.Fail(f.Call, f.cause())
 		if !v.Log {
 			continue
 		}
@@ -63,8 +63,8 @@ func (d *GPU) LogCalls(failed []*Error) {
 			FlapHoldOff.String()+", with the failures not logged in between)", fields...)
 	}
 	for _, c := range back {
-		if d.book.callLog.OK(c.String()) {
-			d.Logger.Info("NVML call recovered; the metrics it feeds are back", zap.String("call", c.String()))
+		if name := d.Table.Name(c); d.book.callLog.OK(name) {
+			d.Logger.Info("NVML call recovered; the metrics it feeds are back", zap.String("call", name))
 		}
 	}
 }

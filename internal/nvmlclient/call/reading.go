@@ -85,7 +85,7 @@ func (r *Reading) Fail(c ID, ret nvml.Return, detail string) {
 			return
 		}
 	}
-	r.Failed = append(r.Failed, &Error{Call: c.String(), Detail: detail, ret: ret, id: c})
+	r.Failed = append(r.Failed, &Error{Call: r.GPU.Table.Name(c), Detail: detail, ret: ret, id: c})
 }
 
 // Carry records e, a failure of another reading of the GPU (the counters'

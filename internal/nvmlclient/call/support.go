@@ -35,8 +35,9 @@ type supportState struct {
 // read and the background energy read at once.
 type supportCache struct {
 	once    *logonce.Log // the device's: a call's loss and return are logged once each
+	table   Table        // names the calls
 	mu      sync.Mutex
-	state   [All]supportState
+	state   []supportState
 	newLoss []string // to log: calls newly found unsupported
 	newBack []string // to log: calls answering again
 }
@@ -66,8 +67,8 @@ func (sc *supportCache) unsupported(c ID, ret nvml.Return, now time.Time) {
 		st.unsupported, st.backoff = true, reprobeFirst
 	}
 	st.retryAt = now.Add(st.backoff)
-	if sc.once.Once(c.String() + "/unsupported") {
-		sc.newLoss = append(sc.newLoss, c.String()+": "+ret.Error())
+	if name := sc.table.Name(c); sc.once.Once(name + "/unsupported") {
+		sc.newLoss = append(sc.newLoss, name+": "+ret.Error())
 	}
 }
 
@@ -81,8 +82,8 @@ func (sc *supportCache) supported(c ID) {
 		return
 	}
 	st.unsupported, st.backoff = false, 0
-	if sc.once.Once(c.String() + "/back") {
-		sc.newBack = append(sc.newBack, c.String())
+	if name := sc.table.Name(c); sc.once.Once(name + "/back") {
+		sc.newBack = append(sc.newBack, name)
 	}
 }
 

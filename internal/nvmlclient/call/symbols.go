@@ -15,8 +15,8 @@ type Symbols struct {
 }
 
 // LookupSymbols looks up lib's newer entry points, and the symbol of every
-// row of the read table that names one.
-func LookupSymbols(lib nvml.Interface) (s Symbols) {
+// row of t that names one.
+func LookupSymbols(lib nvml.Interface, t Table) (s Symbols) {
 	defer func() {
 		// A library without the extension interface has none of them.
 		if recover() != nil {
@@ -30,7 +30,7 @@ func LookupSymbols(lib nvml.Interface) (s Symbols) {
 	s.MemoryInfoV2 = ext.LookupSymbol("nvmlDeviceGetMemoryInfo_v2") == nil
 	s.GPM = ext.LookupSymbol("nvmlGpmMetricsGet") == nil && ext.LookupSymbol("nvmlGpmQueryDeviceSupport") == nil
 	s.MIG = ext.LookupSymbol("nvmlDeviceGetMigMode") == nil && ext.LookupSymbol("nvmlDeviceGetMigDeviceHandleByIndex") == nil
-	for c, spec := range Table {
+	for c, spec := range t {
 		if name := spec.Symbol; name != "" && !HasAnyVersion(ext, name) {
 			if s.missing == nil {
 				s.missing = map[ID]bool{}

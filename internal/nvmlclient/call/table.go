@@ -3,22 +3,24 @@
 package call
 
 import (
+	"strings"
+
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 )
 
 // The read table: every NVML read of a GPU, the figures it answers, and
-// for the simple ones how its value lands in the Sample. A call is made
+// for the simple ones how its value lands in the Sample. Its first rows,
+// fixedReads, have readers of their own; the rows after them are the
+// client's plain reads, one NVML value each (WithReads), landing in
+// Sample.Values in their order. A call is made
 // only while a figure it answers is asked for (nvmlclient.WithFigures), so that every
 // NVML call of a scrape answers to an enabled metric of the receiver.
 // NOT_SUPPORTED, FUNCTION_NOT_FOUND and NO_PERMISSION are cached per call
 // and asked again with a backoff (support.go); meanwhile the row's figure
 // is absent, or its fallback row answers where it has one. Costs are p50
 // CPU per call on an H200 (driver 580, docs/runs/h200-runs.md).
-//
-// The plain figures, one NVML value each, are rows of plainReads
-// (plain.go); the rows here have readers of their own.
 
 // Spec is one row of the read table.
 type Spec struct {
@@ -58,11 +60,47 @@ type Spec struct {
 	// field value into a number first.
 	Links  LinkFold
 	Decode func(float64) float64
-	// Fig is a plain row's figure (plain.go), whose value land puts in
-	// Sample.Values;
-	// Valid, where set, says which raw values are readings.
-	Fig   figure.Figure
+	// Valid, where set, says which raw values of a plain row are readings.
 	Valid func(float64) bool
+}
+
+// Table is a client's read table: fixedReads, then its plain reads.
+type Table []Spec
+
+// NewTable returns the table of plain, rows that each land their value in
+// Sample.Values at their place in plain. A getter's symbol is checked at
+// Open.
+func NewTable(plain []Spec) Table {
+	t := make(Table, FirstPlain, int(FirstPlain)+len(plain))
+	copy(t, fixedReads[:])
+	for i, spec := range plain {
+		if spec.Get != nil && spec.Symbol == "" {
+			spec.Symbol, _, _ = strings.Cut(spec.Name, "(")
+		}
+		spec.Land = plainLand(i, spec.Valid)
+		t = append(t, spec)
+	}
+	return t
+}
+
+// Plain is the number of plain reads: the length of Sample.Values.
+func (t Table) Plain() int { return len(t) - int(FirstPlain) }
+
+// Name is call c as logged and in CallStats.
+func (t Table) Name(c ID) string {
+	if c <= None || int(c) >= len(t) {
+		return "NVML read"
+	}
+	return t[c].Name
+}
+
+// plainLand puts plain read i's value in Sample.Values.
+func plainLand(i int, valid func(float64) bool) func(*figure.Sample, float64) {
+	return func(s *figure.Sample, v float64) {
+		if valid == nil || valid(v) {
+			s.Values[i] = figure.Some(v)
+		}
+	}
 }
 
 // LinkFold is how a per-link field row makes one value of its links.
@@ -82,17 +120,22 @@ func (s *Spec) Value(raw float64) float64 {
 	return raw / s.Per
 }
 
-// getter wraps a one-value NVML getter for a row.
-func getter[T uint32 | uint64 | int](get func(nvml.Device) (T, nvml.Return)) func(nvml.Device) (float64, nvml.Return) {
+// Integer is the value type of a one-value NVML getter.
+type Integer interface {
+	~uint32 | ~uint64 | ~int | ~int32
+}
+
+// Getter wraps a one-value NVML getter for a row.
+func Getter[T Integer](get func(nvml.Device) (T, nvml.Return)) func(nvml.Device) (float64, nvml.Return) {
 	return func(h nvml.Device) (float64, nvml.Return) {
 		v, ret := get(h)
 		return float64(v), ret
 	}
 }
 
-// fixedReads are the reads with readers of their own; Table adds the
-// plain ones (plain.go).
-var fixedReads = [fixedCount]Spec{
+// fixedReads are the reads with readers of their own; NewTable adds the
+// plain ones.
+var fixedReads = [FirstPlain]Spec{
 	// Utilization (collect/sampling.go). On GPUs with GPM the general figure is
 	// GPM's graphics utilization over the scrape window (GPMActivityMetrics); the
 	// GPU window below serves GPUs without GPM. Encoder and decoder read
@@ -108,9 +151,9 @@ var fixedReads = [fixedCount]Spec{
 		Fallback: DecoderUtilization},
 	UtilizationRates: {Name: "nvmlDeviceGetUtilizationRates", Figures: figure.Of(figure.Utilization, figure.MemoryController)},
 	EncoderUtilization: {Name: "nvmlDeviceGetEncoderUtilization", Figures: figure.Of(figure.Utilization),
-		Get: getter(func(h nvml.Device) (uint32, nvml.Return) { v, _, ret := h.GetEncoderUtilization(); return v, ret })},
+		Get: Getter(func(h nvml.Device) (uint32, nvml.Return) { v, _, ret := h.GetEncoderUtilization(); return v, ret })},
 	DecoderUtilization: {Name: "nvmlDeviceGetDecoderUtilization", Figures: figure.Of(figure.Utilization),
-		Get: getter(func(h nvml.Device) (uint32, nvml.Return) { v, _, ret := h.GetDecoderUtilization(); return v, ret })},
+		Get: Getter(func(h nvml.Device) (uint32, nvml.Return) { v, _, ret := h.GetDecoderUtilization(); return v, ret })},
 
 	// Memory (collect/getters.go, the MIG collector): used, total and reserved in one call.
 	MemoryInfo:    {Name: "nvmlDeviceGetMemoryInfo", Figures: figure.Of(figure.Memory)},
@@ -147,31 +190,34 @@ var fixedReads = [fixedCount]Spec{
 	// scrape.
 	ECCCorrected: {Name: "nvmlDeviceGetTotalEccErrors(CORRECTED)", Symbol: "nvmlDeviceGetTotalEccErrors",
 		Figures: figure.Of(figure.ECCCorrected),
-		Get: getter(func(h nvml.Device) (uint64, nvml.Return) {
+		Get: Getter(func(h nvml.Device) (uint64, nvml.Return) {
 			return h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC)
 		}),
 		Land: func(s *figure.Sample, v float64) { s.Health.ECCCorrected = figure.Some(uint64(v)) }},
 	ECCUncorrected: {Name: "nvmlDeviceGetTotalEccErrors(UNCORRECTED)", Symbol: "nvmlDeviceGetTotalEccErrors",
 		Figures: figure.Of(figure.ECCUncorrected),
-		Get: getter(func(h nvml.Device) (uint64, nvml.Return) {
+		Get: Getter(func(h nvml.Device) (uint64, nvml.Return) {
 			return h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
 		}),
 		Land: func(s *figure.Sample, v float64) { s.Health.ECCUncorrected = figure.Some(uint64(v)) }},
 	// Remapped rows answer four figures in one call (collect/health.go).
 	RemappedRows: {Name: "nvmlDeviceGetRemappedRows", Symbol: "nvmlDeviceGetRemappedRows", Figures: figure.Of(figure.RemappedRows)},
 	ClockEventReasons: {Name: "nvmlDeviceGetCurrentClocksEventReasons", Symbol: "nvmlDeviceGetCurrentClocksEventReasons",
-		Figures: figure.Of(figure.ClockEvents), Get: getter(nvml.Device.GetCurrentClocksEventReasons), Land: landClockEvents},
+		Figures: figure.Of(figure.ClockEvents), Get: Getter(nvml.Device.GetCurrentClocksEventReasons), Land: landClockEvents},
 	// The batch: 0.015 ms with the memory temperature alone; the
 	// counters' batch 1.25 ms.
 	FieldValues: {Name: "nvmlDeviceGetFieldValues", Symbol: "nvmlDeviceGetFieldValues"},
+	// Device.Check's one cheap question; no figure: never part of a read.
+	Check: {Name: "nvmlDeviceGetTemperature",
+		Get: Getter(func(h nvml.Device) (uint32, nvml.Return) { return h.GetTemperature(nvml.TEMPERATURE_GPU) })},
 }
 
-// String is the call as logged.
+// String is a fixed call as logged; Table.Name names every call.
 func (c ID) String() string {
-	if c <= None || c >= All {
+	if c <= None || c >= FirstPlain {
 		return "NVML read"
 	}
-	return Table[c].Name
+	return fixedReads[c].Name
 }
 
 // clockEventBits are the reasons' bits of

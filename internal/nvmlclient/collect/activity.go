@@ -90,7 +90,7 @@ func (a *activityCollector) read(r *reading, s *figure.Sample) {
 	}
 	// Both windows fall back to the same instant getter (the read table's
 	// fallback of each).
-	if rates := call.Table[call.SamplesGPU].Fallback; generalOn && !gpu.OK || memOn && !mem.OK {
+	if rates := r.GPU.Table[call.SamplesGPU].Fallback; generalOn && !gpu.OK || memOn && !mem.OK {
 		var u nvml.Utilization
 		if r.Do(rates, func() (ret nvml.Return) { u, ret = d.Handle.GetUtilizationRates(); return }) {
 			if generalOn && !gpu.OK {
@@ -134,9 +134,9 @@ func (a *activityCollector) windowAverage(r *reading, k samplingKind, span time.
 // averaged over the interval.
 func (a *activityCollector) readCodec(r *reading, k samplingKind, now time.Time) figure.Opt[float64] {
 	w := &a.windows[k]
-	instant := call.Table[samplingCalls[k].id].Fallback
+	instant := r.GPU.Table[samplingCalls[k].id].Fallback
 	var v float64
-	instOK := r.Do(instant, func() (ret nvml.Return) { v, ret = call.Table[instant].Get(r.GPU.Handle); return })
+	instOK := r.Do(instant, func() (ret nvml.Return) { v, ret = r.GPU.Table[instant].Get(r.GPU.Handle); return })
 	if !instOK || v > 0 || w.active {
 		// Only the samples of this interval: the window was not read
 		// while the engine was idle. By the device clock.

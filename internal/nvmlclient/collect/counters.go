@@ -12,8 +12,8 @@ import (
 
 // The cumulative counters that cost the most to read are read on their own
 // cadence (WithCounterInterval), in the background, off the scrape path:
-// the rows of the read table marked costly (their costs are in the read
-// table, call/plain.go). A scrape reports the newest reading with the time it
+// the rows of the read table marked costly (the receiver's plain
+// readings say why each is). A scrape reports the newest reading with the time it
 // was taken: counters (the rows also marked cumulative) stay monotonic and
 // rate() over them stays exact, however old the reading. Only the first
 // read of a device waits for them.
@@ -33,8 +33,8 @@ type counterState struct {
 	// (at, by the device clock). A counter it did not read (not supported
 	// now, or failed) is left out rather than shown frozen at a newer
 	// time, which rate() would take for a stop.
-	kept     [call.All]keptCounter
-	fresh    [call.All]bool
+	kept     []keptCounter // by call
+	fresh    []bool
 	at       time.Time
 	started  time.Time // by the device clock: when the last read began
 	failures []*call.Error
@@ -80,16 +80,15 @@ func (cs *counterState) read(r *reading, s *figure.Sample) {
 	if cs.lost && !r.Lost {
 		r.Lost, r.LostCall = true, cs.lostCall
 	}
-	for k := range call.Table {
-		spec := &call.Table[k]
+	for k := range cs.fresh {
+		spec := &d.Table[k]
 		if spec.Costly && cs.fresh[k] && !failed[call.ID(k)] && (spec.Field == 0 || !failed[call.FieldValues]) {
 			spec.Land(s, cs.kept[k].last.Value)
-			s.FromCounters |= spec.Figures
 			if since := cs.kept[k].since; !since.IsZero() {
 				if s.CountersSince == nil {
-					s.CountersSince = &figure.CounterStarts{}
+					s.CountersSince = make([]time.Time, len(s.Values))
 				}
-				s.CountersSince[spec.Fig] = since
+				s.CountersSince[k-int(call.FirstPlain)] = since
 			}
 		}
 	}
@@ -105,7 +104,7 @@ func (cs *counterState) take(d *call.GPU) {
 	cs.mu.Unlock()
 
 	r := &reading{Reading: call.Reading{GPU: d}}
-	var got [call.All]figure.Opt[float64]
+	got := make([]figure.Opt[float64], len(d.Table))
 	keep := func(c call.ID, v float64) { got[c] = figure.Some(v) }
 	r.readGetters(true, keep)
 	at := d.Plan.Now() // the batch below takes well under a millisecond
@@ -123,10 +122,13 @@ func (cs *counterState) take(d *call.GPU) {
 	// A counter only grows, unless it was reset (keptCounter.keep). A
 	// counter not read this time, or whose reading is in doubt, keeps its
 	// last reading (and the reading time moves on only when one was read).
-	var fresh [call.All]bool
+	fresh := make([]bool, len(d.Table))
+	if cs.kept == nil {
+		cs.kept = make([]keptCounter, len(d.Table))
+	}
 	anyFresh := false
 	for k := range got {
-		if !call.Table[k].Cumulative {
+		if !d.Table[k].Cumulative {
 			// A costly gauge: its newest reading, or none.
 			fresh[k] = got[k].OK
 			if fresh[k] {

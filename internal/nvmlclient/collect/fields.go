@@ -33,7 +33,7 @@ type fieldBatch struct {
 
 // read reads the batch of the figures read at every scrape.
 func (f *fieldCollector) read(r *reading, s *figure.Sample) {
-	r.readFieldBatch(&f.batch, false, func(c call.ID, v float64) { call.Table[c].Land(s, v) })
+	r.readFieldBatch(&f.batch, false, func(c call.ID, v float64) { r.GPU.Table[c].Land(s, v) })
 }
 
 // readFieldBatch reads, in one call, the field rows that are (or are not)
@@ -43,8 +43,8 @@ func (f *fieldCollector) read(r *reading, s *figure.Sample) {
 func (r *reading) readFieldBatch(b *fieldBatch, costly bool, got func(call.ID, float64)) {
 	b.values, b.calls = b.values[:0], b.calls[:0]
 	perLink := false
-	for c := range call.Table {
-		spec := &call.Table[c]
+	for c := range r.GPU.Table {
+		spec := &r.GPU.Table[c]
 		if spec.Field == 0 || spec.Costly != costly || !r.Available(call.ID(c)) {
 			continue
 		}
@@ -81,10 +81,10 @@ func (r *reading) readFieldBatch(b *fieldBatch, costly bool, got func(call.ID, f
 		for j < len(b.calls) && b.calls[j] == c {
 			j++
 		}
-		v, ret, answered := fold(&call.Table[c], b.values[i:j])
+		v, ret, answered := fold(&r.GPU.Table[c], b.values[i:j])
 		links = max(links, answered)
 		if r.Result(c, ret) {
-			got(c, call.Table[c].Value(v))
+			got(c, r.GPU.Table[c].Value(v))
 		}
 		i = j
 	}

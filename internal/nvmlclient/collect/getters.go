@@ -47,8 +47,8 @@ func memoryOf(h nvml.Device, v2 bool) (used, total, reserved figure.Opt[uint64],
 // Sample's unit.
 func (r *reading) readGetters(costly bool, got func(call.ID, float64)) {
 	h := r.GPU.Handle
-	for c := range call.Table {
-		spec := &call.Table[c]
+	for c := range r.GPU.Table {
+		spec := &r.GPU.Table[c]
 		if spec.Get == nil || spec.Land == nil || spec.Costly != costly {
 			continue
 		}
@@ -61,5 +61,5 @@ func (r *reading) readGetters(costly bool, got func(call.ID, float64)) {
 
 // readPlain reads the plain getters of the scrape into s.
 func (r *reading) readPlain(s *figure.Sample) {
-	r.readGetters(false, func(c call.ID, v float64) { call.Table[c].Land(s, v) })
+	r.readGetters(false, func(c call.ID, v float64) { r.GPU.Table[c].Land(s, v) })
 }

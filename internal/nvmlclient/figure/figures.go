@@ -9,9 +9,8 @@ import "math/bits"
 // answers is asked for.
 type Figure uint
 
-// The figures read by their own code. The plain figures, one NVML value
-// each, follow them (figures_gen.go): each is one row of the plain read
-// table (call/plain.go), whose figure constant is generated from the row.
+// The figures, each read by its own code. The plain reads, one NVML value
+// each, are not figures: a client reads each of its WithReads.
 const (
 	Utilization        Figure = iota // Sample.Utilization (every engine)
 	MemoryController                 // Sample.MemoryControllerUtilization
@@ -31,8 +30,8 @@ const (
 	DRAMBandwidth                    // GPM: GPMDRAMBandwidth
 	PCIeTraffic                      // GPM: TrafficBytes[GPMPCIeTX, GPMPCIeRX]
 	NVLinkTraffic                    // GPM: TrafficBytes[GPMNVLinkTX, GPMNVLinkRX]
-	// FirstPlain is the first plain figure's (figures_gen.go).
-	FirstPlain
+	// Count is the number of figures.
+	Count
 )
 
 // Figures is a set of figures.
@@ -41,7 +40,8 @@ type Figures uint64
 // All asks for every figure: what a Client reads without WithFigures.
 const All = Figures(1)<<Count - 1
 
-// A set holds at most 64 figures.
+// A set holds at most 64 figures: the readers of their own, which a new
+// plain metric never adds to.
 var _ = [64 - Count]struct{}{}
 
 // Of returns the set of fs.

@@ -42,18 +42,18 @@ type Sample struct {
 	MemoryTotalBytes    Opt[uint64]
 	MemoryReservedBytes Opt[uint64]
 
-	// Values holds the plain figures (call/plain.go), in SI units, by figure:
-	// a temperature in °C, power in W, a clock in Hz, energy in J, the
-	// fan speed and other fractions 0..1.
-	Values [Count]Opt[float64]
-	// The plain figures read on the counters' cadence, off the scrape path
-	// (FromCounters), were taken at CountersTime.
-	FromCounters Figures
+	// Values holds the plain reads' values (nvmlclient.WithReads), in
+	// their order, in SI units: a temperature in °C, power in W, a clock
+	// in Hz, energy in J, the fan speed and other fractions 0..1.
+	Values []Opt[float64]
+	// The costly plain reads, read on the counters' cadence off the scrape
+	// path, were taken at CountersTime.
 	CountersTime time.Time
-	// CountersSince is when each counter's count began, where it was reset
-	// within the session (a GPU reset); zero while it counts since the
-	// session opened, and nil while none was reset.
-	CountersSince *CounterStarts
+	// CountersSince is when each counter's count began, by its place in
+	// Values, where it was reset within the session (a GPU reset); zero
+	// while it counts since the session opened, and nil while none was
+	// reset.
+	CountersSince []time.Time
 
 	// Processes on the GPU, when process reading is on. ProcessesListed
 	// says the lists were read (an empty list is then a fact, not a gap).
@@ -97,13 +97,6 @@ type Health struct {
 	// Active clock-event reasons; absent when the call is not supported.
 	ClockEvents [ClockEventReasonCount]Opt[bool]
 }
-
-// CounterStarts holds a time per counter of the Sample's Values, by
-// figure.
-type CounterStarts [Count]time.Time
-
-// Value is plain figure f's value.
-func (s *Sample) Value(f Figure) Opt[float64] { return s.Values[f] }
 
 // GPMActivity names the GPM activity metrics, each a fraction 0..1.
 type GPMActivity int
