@@ -29,7 +29,7 @@ type GPU struct {
 	UUID    string
 	Logger  *zap.Logger
 	Session *Session // set at Open, once the session is made
-	Table   Table // the client's: read-only
+	Table   Table    // the client's: read-only
 	Plan    Plan
 	book    book
 }
