@@ -30,8 +30,8 @@ const (
 func (r Read) Per(per float64) Read { r.per = per; return r }
 
 // Costly reads it on the counters' cadence (WithCounterInterval), off the
-// scrape path: a call too slow for every scrape. Its value comes with
-// Sample.CountersTime.
+// scrape path: a call too slow for every scrape, or a value that never
+// changes. Its value comes with Sample.CountersTime.
 func (r Read) Costly() Read { r.costly = true; return r }
 
 // Counter marks a cumulative count, read on the counters' cadence: it never
@@ -58,7 +58,3 @@ func (r Read) Named(name string) Read { r.Name = name; return r }
 
 // IsCostly reports whether the read is made on the counters' cadence.
 func (r Read) IsCostly() bool { return r.costly }
-
-// WithReads makes every Read also read reads, each value landing in
-// Sample.Values at its place in reads.
-func WithReads(reads ...Read) Option { return func(o *options) { o.reads = reads } }

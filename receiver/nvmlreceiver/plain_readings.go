@@ -89,6 +89,15 @@ var plainReadings = []plainReading{
 	// The PCIe link, <0.05 ms each.
 	device(i64((*builder).RecordNvidiaGpuPcieLinkGenerationDataPoint), nvmlclient.Getter(nvml.Device.GetCurrPcieLinkGeneration)),
 	device(i64((*builder).RecordNvidiaGpuPcieLinkWidthDataPoint), nvmlclient.Getter(nvml.Device.GetCurrPcieLinkWidth)),
+	// What the board can do, which never changes: on the counters' cadence.
+	device(i64((*builder).RecordNvidiaGpuPcieLinkMaxGenerationDataPoint), nvmlclient.Getter(nvml.Device.GetMaxPcieLinkGeneration).Costly()),
+	device(i64((*builder).RecordNvidiaGpuPcieLinkMaxWidthDataPoint), nvmlclient.Getter(nvml.Device.GetMaxPcieLinkWidth).Costly()),
+	device(maxClock(metadata.AttributeNvidiaGpuClockTypeSm), nvmlclient.GetterOf(nvml.Device.GetMaxClockInfo, nvml.CLOCK_SM, "SM").Per(1e-6).Costly()),
+	device(maxClock(metadata.AttributeNvidiaGpuClockTypeMemory), nvmlclient.GetterOf(nvml.Device.GetMaxClockInfo, nvml.CLOCK_MEM, "MEM").Per(1e-6).Costly()),
+}
+
+func maxClock(a metadata.AttributeNvidiaGpuClockType) recorder {
+	return i64a((*builder).RecordNvidiaGpuClockMaxFrequencyDataPoint, a)
 }
 
 func clock(a metadata.AttributeNvidiaGpuClockType) recorder {

@@ -573,6 +573,54 @@ func (ms *NvidiaGpuClockFrequencyMetricConfig) Validate() error {
 	return nil
 }
 
+// NvidiaGpuClockMaxFrequencyMetricAttributeKey specifies the key of an attribute for the nvidia.gpu.clock.max_frequency metric.
+type NvidiaGpuClockMaxFrequencyMetricAttributeKey string
+
+const (
+	NvidiaGpuClockMaxFrequencyMetricAttributeKeyNvidiaGpuClockType NvidiaGpuClockMaxFrequencyMetricAttributeKey = "nvidia.gpu.clock.type"
+)
+
+// NvidiaGpuClockMaxFrequencyMetricConfig provides config for the nvidia.gpu.clock.max_frequency metric.
+type NvidiaGpuClockMaxFrequencyMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+
+	AggregationStrategy string                                         `mapstructure:"aggregation_strategy"`
+	EnabledAttributes   []NvidiaGpuClockMaxFrequencyMetricAttributeKey `mapstructure:"attributes"`
+}
+
+func (ms *NvidiaGpuClockMaxFrequencyMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+func (ms *NvidiaGpuClockMaxFrequencyMetricConfig) Validate() error {
+	for _, val := range ms.EnabledAttributes {
+		switch val {
+		case NvidiaGpuClockMaxFrequencyMetricAttributeKeyNvidiaGpuClockType:
+		default:
+			return fmt.Errorf("metric nvidia.gpu.clock.max_frequency doesn't have an attribute %v, valid attributes: [nvidia.gpu.clock.type]", val)
+		}
+	}
+
+	switch ms.AggregationStrategy {
+	case AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax:
+	default:
+		return fmt.Errorf("invalid aggregation strategy %q, valid strategies: [%s, %s, %s, %s]", ms.AggregationStrategy, AggregationStrategySum, AggregationStrategyAvg, AggregationStrategyMin, AggregationStrategyMax)
+	}
+
+	return nil
+}
+
 // NvidiaGpuContainerCPULimitMetricConfig provides config for the nvidia.gpu.container.cpu.limit metric.
 type NvidiaGpuContainerCPULimitMetricConfig struct {
 	Enabled          bool `mapstructure:"enabled"`
@@ -972,6 +1020,46 @@ type NvidiaGpuPcieLinkGenerationMetricConfig struct {
 }
 
 func (ms *NvidiaGpuPcieLinkGenerationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuPcieLinkMaxGenerationMetricConfig provides config for the nvidia.gpu.pcie.link.max_generation metric.
+type NvidiaGpuPcieLinkMaxGenerationMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuPcieLinkMaxGenerationMetricConfig) Unmarshal(parser *confmap.Conf) error {
+	if parser == nil {
+		return nil
+	}
+
+	err := parser.Unmarshal(ms)
+	if err != nil {
+		return err
+	}
+
+	ms.enabledSetByUser = parser.IsSet("enabled")
+	return nil
+}
+
+// NvidiaGpuPcieLinkMaxWidthMetricConfig provides config for the nvidia.gpu.pcie.link.max_width metric.
+type NvidiaGpuPcieLinkMaxWidthMetricConfig struct {
+	Enabled          bool `mapstructure:"enabled"`
+	enabledSetByUser bool
+}
+
+func (ms *NvidiaGpuPcieLinkMaxWidthMetricConfig) Unmarshal(parser *confmap.Conf) error {
 	if parser == nil {
 		return nil
 	}
@@ -1640,6 +1728,7 @@ type MetricsConfig struct {
 	NvidiaGpuClockEventActive                   NvidiaGpuClockEventActiveMetricConfig                   `mapstructure:"nvidia.gpu.clock.event.active"`
 	NvidiaGpuClockEventTime                     NvidiaGpuClockEventTimeMetricConfig                     `mapstructure:"nvidia.gpu.clock.event.time"`
 	NvidiaGpuClockFrequency                     NvidiaGpuClockFrequencyMetricConfig                     `mapstructure:"nvidia.gpu.clock.frequency"`
+	NvidiaGpuClockMaxFrequency                  NvidiaGpuClockMaxFrequencyMetricConfig                  `mapstructure:"nvidia.gpu.clock.max_frequency"`
 	NvidiaGpuContainerCPULimit                  NvidiaGpuContainerCPULimitMetricConfig                  `mapstructure:"nvidia.gpu.container.cpu.limit"`
 	NvidiaGpuFanSpeed                           NvidiaGpuFanSpeedMetricConfig                           `mapstructure:"nvidia.gpu.fan.speed"`
 	NvidiaGpuFreeTime                           NvidiaGpuFreeTimeMetricConfig                           `mapstructure:"nvidia.gpu.free.time"`
@@ -1655,6 +1744,8 @@ type MetricsConfig struct {
 	NvidiaGpuNvlinkErrors                       NvidiaGpuNvlinkErrorsMetricConfig                       `mapstructure:"nvidia.gpu.nvlink.errors"`
 	NvidiaGpuNvlinkIo                           NvidiaGpuNvlinkIoMetricConfig                           `mapstructure:"nvidia.gpu.nvlink.io"`
 	NvidiaGpuPcieLinkGeneration                 NvidiaGpuPcieLinkGenerationMetricConfig                 `mapstructure:"nvidia.gpu.pcie.link.generation"`
+	NvidiaGpuPcieLinkMaxGeneration              NvidiaGpuPcieLinkMaxGenerationMetricConfig              `mapstructure:"nvidia.gpu.pcie.link.max_generation"`
+	NvidiaGpuPcieLinkMaxWidth                   NvidiaGpuPcieLinkMaxWidthMetricConfig                   `mapstructure:"nvidia.gpu.pcie.link.max_width"`
 	NvidiaGpuPcieLinkWidth                      NvidiaGpuPcieLinkWidthMetricConfig                      `mapstructure:"nvidia.gpu.pcie.link.width"`
 	NvidiaGpuPcieReplays                        NvidiaGpuPcieReplaysMetricConfig                        `mapstructure:"nvidia.gpu.pcie.replays"`
 	NvidiaGpuPcieThroughput                     NvidiaGpuPcieThroughputMetricConfig                     `mapstructure:"nvidia.gpu.pcie.throughput"`
@@ -1748,6 +1839,11 @@ func DefaultMetricsConfig() MetricsConfig {
 			AggregationStrategy: AggregationStrategyAvg,
 			EnabledAttributes:   []NvidiaGpuClockFrequencyMetricAttributeKey{NvidiaGpuClockFrequencyMetricAttributeKeyNvidiaGpuClockType},
 		},
+		NvidiaGpuClockMaxFrequency: NvidiaGpuClockMaxFrequencyMetricConfig{
+			Enabled:             true,
+			AggregationStrategy: AggregationStrategyAvg,
+			EnabledAttributes:   []NvidiaGpuClockMaxFrequencyMetricAttributeKey{NvidiaGpuClockMaxFrequencyMetricAttributeKeyNvidiaGpuClockType},
+		},
 		NvidiaGpuContainerCPULimit: NvidiaGpuContainerCPULimitMetricConfig{
 			Enabled: true,
 		},
@@ -1799,6 +1895,12 @@ func DefaultMetricsConfig() MetricsConfig {
 			EnabledAttributes:   []NvidiaGpuNvlinkIoMetricAttributeKey{NvidiaGpuNvlinkIoMetricAttributeKeyNetworkIoDirection},
 		},
 		NvidiaGpuPcieLinkGeneration: NvidiaGpuPcieLinkGenerationMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuPcieLinkMaxGeneration: NvidiaGpuPcieLinkMaxGenerationMetricConfig{
+			Enabled: true,
+		},
+		NvidiaGpuPcieLinkMaxWidth: NvidiaGpuPcieLinkMaxWidthMetricConfig{
 			Enabled: true,
 		},
 		NvidiaGpuPcieLinkWidth: NvidiaGpuPcieLinkWidthMetricConfig{

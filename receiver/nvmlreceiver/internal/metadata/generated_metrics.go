@@ -560,6 +560,10 @@ var MetricsInfo = metricsInfo{
 		Name:       "nvidia.gpu.clock.frequency",
 		Attributes: []string{"nvidia.gpu.clock.type"},
 	},
+	NvidiaGpuClockMaxFrequency: metricInfo{
+		Name:       "nvidia.gpu.clock.max_frequency",
+		Attributes: []string{"nvidia.gpu.clock.type"},
+	},
 	NvidiaGpuContainerCPULimit: metricInfo{
 		Name: "nvidia.gpu.container.cpu.limit",
 	},
@@ -608,6 +612,12 @@ var MetricsInfo = metricsInfo{
 	},
 	NvidiaGpuPcieLinkGeneration: metricInfo{
 		Name: "nvidia.gpu.pcie.link.generation",
+	},
+	NvidiaGpuPcieLinkMaxGeneration: metricInfo{
+		Name: "nvidia.gpu.pcie.link.max_generation",
+	},
+	NvidiaGpuPcieLinkMaxWidth: metricInfo{
+		Name: "nvidia.gpu.pcie.link.max_width",
 	},
 	NvidiaGpuPcieLinkWidth: metricInfo{
 		Name: "nvidia.gpu.pcie.link.width",
@@ -702,6 +712,7 @@ type metricsInfo struct {
 	NvidiaGpuClockEventActive                   metricInfo
 	NvidiaGpuClockEventTime                     metricInfo
 	NvidiaGpuClockFrequency                     metricInfo
+	NvidiaGpuClockMaxFrequency                  metricInfo
 	NvidiaGpuContainerCPULimit                  metricInfo
 	NvidiaGpuFanSpeed                           metricInfo
 	NvidiaGpuFreeTime                           metricInfo
@@ -717,6 +728,8 @@ type metricsInfo struct {
 	NvidiaGpuNvlinkErrors                       metricInfo
 	NvidiaGpuNvlinkIo                           metricInfo
 	NvidiaGpuPcieLinkGeneration                 metricInfo
+	NvidiaGpuPcieLinkMaxGeneration              metricInfo
+	NvidiaGpuPcieLinkMaxWidth                   metricInfo
 	NvidiaGpuPcieLinkWidth                      metricInfo
 	NvidiaGpuPcieReplays                        metricInfo
 	NvidiaGpuPcieThroughput                     metricInfo
@@ -1930,6 +1943,95 @@ func newMetricNvidiaGpuClockFrequency(cfg NvidiaGpuClockFrequencyMetricConfig) m
 	return m
 }
 
+type metricNvidiaGpuClockMaxFrequency struct {
+	data          pmetric.Metric                         // data buffer for generated metric.
+	config        NvidiaGpuClockMaxFrequencyMetricConfig // metric config provided by user.
+	capacity      int                                    // max observed number of data points added to the metric.
+	aggDataPoints []int64                                // slice containing number of aggregated datapoints at each index
+}
+
+// init fills nvidia.gpu.clock.max_frequency metric with initial data.
+func (m *metricNvidiaGpuClockMaxFrequency) init() {
+	m.data.SetName("nvidia.gpu.clock.max_frequency")
+	m.data.SetDescription("The highest frequency a clock domain can run at.")
+	m.data.SetUnit("Hz")
+	m.data.SetEmptyGauge()
+	m.data.Gauge().DataPoints().EnsureCapacity(m.capacity)
+	m.aggDataPoints = m.aggDataPoints[:0]
+}
+
+func (m *metricNvidiaGpuClockMaxFrequency) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64, nvidiaGpuClockTypeAttributeValue string) {
+	if !m.config.Enabled {
+		return
+	}
+
+	dp := pmetric.NewNumberDataPoint()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	if slices.Contains(m.config.EnabledAttributes, NvidiaGpuClockMaxFrequencyMetricAttributeKeyNvidiaGpuClockType) {
+		dp.Attributes().PutStr("nvidia.gpu.clock.type", nvidiaGpuClockTypeAttributeValue)
+	}
+
+	var s string
+	dps := m.data.Gauge().DataPoints()
+	for i := 0; i < dps.Len(); i++ {
+		dpi := dps.At(i)
+		if dp.Attributes().Equal(dpi.Attributes()) && dp.StartTimestamp() == dpi.StartTimestamp() && dp.Timestamp() == dpi.Timestamp() {
+			switch s = m.config.AggregationStrategy; s {
+			case AggregationStrategySum, AggregationStrategyAvg:
+				dpi.SetIntValue(dpi.IntValue() + val)
+				m.aggDataPoints[i] += 1
+				return
+			case AggregationStrategyMin:
+				if dpi.IntValue() > val {
+					dpi.SetIntValue(val)
+				}
+				return
+			case AggregationStrategyMax:
+				if dpi.IntValue() < val {
+					dpi.SetIntValue(val)
+				}
+				return
+			}
+		}
+	}
+
+	dp.SetIntValue(val)
+	m.aggDataPoints = append(m.aggDataPoints, 1)
+	dp.MoveTo(dps.AppendEmpty())
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuClockMaxFrequency) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuClockMaxFrequency) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		if m.config.AggregationStrategy == AggregationStrategyAvg {
+			for i, aggCount := range m.aggDataPoints {
+				m.data.Gauge().DataPoints().At(i).SetIntValue(m.data.Gauge().DataPoints().At(i).IntValue() / aggCount)
+			}
+		}
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuClockMaxFrequency(cfg NvidiaGpuClockMaxFrequencyMetricConfig) metricNvidiaGpuClockMaxFrequency {
+	m := metricNvidiaGpuClockMaxFrequency{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
 type metricNvidiaGpuContainerCPULimit struct {
 	data     pmetric.Metric                         // data buffer for generated metric.
 	config   NvidiaGpuContainerCPULimitMetricConfig // metric config provided by user.
@@ -2844,6 +2946,106 @@ func (m *metricNvidiaGpuPcieLinkGeneration) emit(metrics pmetric.MetricSlice) {
 
 func newMetricNvidiaGpuPcieLinkGeneration(cfg NvidiaGpuPcieLinkGenerationMetricConfig) metricNvidiaGpuPcieLinkGeneration {
 	m := metricNvidiaGpuPcieLinkGeneration{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPcieLinkMaxGeneration struct {
+	data     pmetric.Metric                             // data buffer for generated metric.
+	config   NvidiaGpuPcieLinkMaxGenerationMetricConfig // metric config provided by user.
+	capacity int                                        // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.pcie.link.max_generation metric with initial data.
+func (m *metricNvidiaGpuPcieLinkMaxGeneration) init() {
+	m.data.SetName("nvidia.gpu.pcie.link.max_generation")
+	m.data.SetDescription("The highest PCIe link generation the GPU and the system support; the link drops below it when idle, and under load only when it trained down.")
+	m.data.SetUnit("{generation}")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuPcieLinkMaxGeneration) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPcieLinkMaxGeneration) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPcieLinkMaxGeneration) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPcieLinkMaxGeneration(cfg NvidiaGpuPcieLinkMaxGenerationMetricConfig) metricNvidiaGpuPcieLinkMaxGeneration {
+	m := metricNvidiaGpuPcieLinkMaxGeneration{config: cfg}
+
+	if cfg.Enabled {
+		m.data = pmetric.NewMetric()
+		m.init()
+	}
+	return m
+}
+
+type metricNvidiaGpuPcieLinkMaxWidth struct {
+	data     pmetric.Metric                        // data buffer for generated metric.
+	config   NvidiaGpuPcieLinkMaxWidthMetricConfig // metric config provided by user.
+	capacity int                                   // max observed number of data points added to the metric.
+}
+
+// init fills nvidia.gpu.pcie.link.max_width metric with initial data.
+func (m *metricNvidiaGpuPcieLinkMaxWidth) init() {
+	m.data.SetName("nvidia.gpu.pcie.link.max_width")
+	m.data.SetDescription("The widest PCIe link the GPU and the system support; a narrower current link trained down.")
+	m.data.SetUnit("{lane}")
+	m.data.SetEmptyGauge()
+}
+
+func (m *metricNvidiaGpuPcieLinkMaxWidth) recordDataPoint(start pcommon.Timestamp, ts pcommon.Timestamp, val int64) {
+	if !m.config.Enabled {
+		return
+	}
+	dp := m.data.Gauge().DataPoints().AppendEmpty()
+	dp.SetStartTimestamp(start)
+	dp.SetTimestamp(ts)
+	dp.SetIntValue(val)
+}
+
+// updateCapacity saves max length of data point slices that will be used for the slice capacity.
+func (m *metricNvidiaGpuPcieLinkMaxWidth) updateCapacity() {
+	if m.data.Gauge().DataPoints().Len() > m.capacity {
+		m.capacity = m.data.Gauge().DataPoints().Len()
+	}
+}
+
+// emit appends recorded metric data to a metrics slice and prepares it for recording another set of data points.
+func (m *metricNvidiaGpuPcieLinkMaxWidth) emit(metrics pmetric.MetricSlice) {
+	if m.config.Enabled && m.data.Gauge().DataPoints().Len() > 0 {
+		m.updateCapacity()
+		m.data.MoveTo(metrics.AppendEmpty())
+		m.init()
+	}
+}
+
+func newMetricNvidiaGpuPcieLinkMaxWidth(cfg NvidiaGpuPcieLinkMaxWidthMetricConfig) metricNvidiaGpuPcieLinkMaxWidth {
+	m := metricNvidiaGpuPcieLinkMaxWidth{config: cfg}
 
 	if cfg.Enabled {
 		m.data = pmetric.NewMetric()
@@ -4270,6 +4472,7 @@ type MetricsBuilder struct {
 	metricNvidiaGpuClockEventActive                   metricNvidiaGpuClockEventActive
 	metricNvidiaGpuClockEventTime                     metricNvidiaGpuClockEventTime
 	metricNvidiaGpuClockFrequency                     metricNvidiaGpuClockFrequency
+	metricNvidiaGpuClockMaxFrequency                  metricNvidiaGpuClockMaxFrequency
 	metricNvidiaGpuContainerCPULimit                  metricNvidiaGpuContainerCPULimit
 	metricNvidiaGpuFanSpeed                           metricNvidiaGpuFanSpeed
 	metricNvidiaGpuFreeTime                           metricNvidiaGpuFreeTime
@@ -4285,6 +4488,8 @@ type MetricsBuilder struct {
 	metricNvidiaGpuNvlinkErrors                       metricNvidiaGpuNvlinkErrors
 	metricNvidiaGpuNvlinkIo                           metricNvidiaGpuNvlinkIo
 	metricNvidiaGpuPcieLinkGeneration                 metricNvidiaGpuPcieLinkGeneration
+	metricNvidiaGpuPcieLinkMaxGeneration              metricNvidiaGpuPcieLinkMaxGeneration
+	metricNvidiaGpuPcieLinkMaxWidth                   metricNvidiaGpuPcieLinkMaxWidth
 	metricNvidiaGpuPcieLinkWidth                      metricNvidiaGpuPcieLinkWidth
 	metricNvidiaGpuPcieReplays                        metricNvidiaGpuPcieReplays
 	metricNvidiaGpuPcieThroughput                     metricNvidiaGpuPcieThroughput
@@ -4349,6 +4554,7 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuClockEventActive:                   newMetricNvidiaGpuClockEventActive(mbc.Metrics.NvidiaGpuClockEventActive),
 		metricNvidiaGpuClockEventTime:                     newMetricNvidiaGpuClockEventTime(mbc.Metrics.NvidiaGpuClockEventTime),
 		metricNvidiaGpuClockFrequency:                     newMetricNvidiaGpuClockFrequency(mbc.Metrics.NvidiaGpuClockFrequency),
+		metricNvidiaGpuClockMaxFrequency:                  newMetricNvidiaGpuClockMaxFrequency(mbc.Metrics.NvidiaGpuClockMaxFrequency),
 		metricNvidiaGpuContainerCPULimit:                  newMetricNvidiaGpuContainerCPULimit(mbc.Metrics.NvidiaGpuContainerCPULimit),
 		metricNvidiaGpuFanSpeed:                           newMetricNvidiaGpuFanSpeed(mbc.Metrics.NvidiaGpuFanSpeed),
 		metricNvidiaGpuFreeTime:                           newMetricNvidiaGpuFreeTime(mbc.Metrics.NvidiaGpuFreeTime),
@@ -4364,6 +4570,8 @@ func NewMetricsBuilder(mbc MetricsBuilderConfig, settings receiver.Settings, opt
 		metricNvidiaGpuNvlinkErrors:                       newMetricNvidiaGpuNvlinkErrors(mbc.Metrics.NvidiaGpuNvlinkErrors),
 		metricNvidiaGpuNvlinkIo:                           newMetricNvidiaGpuNvlinkIo(mbc.Metrics.NvidiaGpuNvlinkIo),
 		metricNvidiaGpuPcieLinkGeneration:                 newMetricNvidiaGpuPcieLinkGeneration(mbc.Metrics.NvidiaGpuPcieLinkGeneration),
+		metricNvidiaGpuPcieLinkMaxGeneration:              newMetricNvidiaGpuPcieLinkMaxGeneration(mbc.Metrics.NvidiaGpuPcieLinkMaxGeneration),
+		metricNvidiaGpuPcieLinkMaxWidth:                   newMetricNvidiaGpuPcieLinkMaxWidth(mbc.Metrics.NvidiaGpuPcieLinkMaxWidth),
 		metricNvidiaGpuPcieLinkWidth:                      newMetricNvidiaGpuPcieLinkWidth(mbc.Metrics.NvidiaGpuPcieLinkWidth),
 		metricNvidiaGpuPcieReplays:                        newMetricNvidiaGpuPcieReplays(mbc.Metrics.NvidiaGpuPcieReplays),
 		metricNvidiaGpuPcieThroughput:                     newMetricNvidiaGpuPcieThroughput(mbc.Metrics.NvidiaGpuPcieThroughput),
@@ -4644,6 +4852,7 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuClockEventActive.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockEventTime.emit(ils.Metrics())
 	mb.metricNvidiaGpuClockFrequency.emit(ils.Metrics())
+	mb.metricNvidiaGpuClockMaxFrequency.emit(ils.Metrics())
 	mb.metricNvidiaGpuContainerCPULimit.emit(ils.Metrics())
 	mb.metricNvidiaGpuFanSpeed.emit(ils.Metrics())
 	mb.metricNvidiaGpuFreeTime.emit(ils.Metrics())
@@ -4659,6 +4868,8 @@ func (mb *MetricsBuilder) EmitForResource(options ...ResourceMetricsOption) {
 	mb.metricNvidiaGpuNvlinkErrors.emit(ils.Metrics())
 	mb.metricNvidiaGpuNvlinkIo.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieLinkGeneration.emit(ils.Metrics())
+	mb.metricNvidiaGpuPcieLinkMaxGeneration.emit(ils.Metrics())
+	mb.metricNvidiaGpuPcieLinkMaxWidth.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieLinkWidth.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieReplays.emit(ils.Metrics())
 	mb.metricNvidiaGpuPcieThroughput.emit(ils.Metrics())
@@ -4797,6 +5008,11 @@ func (mb *MetricsBuilder) RecordNvidiaGpuClockFrequencyDataPoint(ts pcommon.Time
 	mb.metricNvidiaGpuClockFrequency.recordDataPoint(mb.startTime, ts, val, nvidiaGpuClockTypeAttributeValue.String())
 }
 
+// RecordNvidiaGpuClockMaxFrequencyDataPoint adds a data point to nvidia.gpu.clock.max_frequency metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuClockMaxFrequencyDataPoint(ts pcommon.Timestamp, val int64, nvidiaGpuClockTypeAttributeValue AttributeNvidiaGpuClockType) {
+	mb.metricNvidiaGpuClockMaxFrequency.recordDataPoint(mb.startTime, ts, val, nvidiaGpuClockTypeAttributeValue.String())
+}
+
 // RecordNvidiaGpuContainerCPULimitDataPoint adds a data point to nvidia.gpu.container.cpu.limit metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuContainerCPULimitDataPoint(ts pcommon.Timestamp, val float64) {
 	mb.metricNvidiaGpuContainerCPULimit.recordDataPoint(mb.startTime, ts, val)
@@ -4870,6 +5086,16 @@ func (mb *MetricsBuilder) RecordNvidiaGpuNvlinkIoDataPoint(ts pcommon.Timestamp,
 // RecordNvidiaGpuPcieLinkGenerationDataPoint adds a data point to nvidia.gpu.pcie.link.generation metric.
 func (mb *MetricsBuilder) RecordNvidiaGpuPcieLinkGenerationDataPoint(ts pcommon.Timestamp, val int64) {
 	mb.metricNvidiaGpuPcieLinkGeneration.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuPcieLinkMaxGenerationDataPoint adds a data point to nvidia.gpu.pcie.link.max_generation metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPcieLinkMaxGenerationDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuPcieLinkMaxGeneration.recordDataPoint(mb.startTime, ts, val)
+}
+
+// RecordNvidiaGpuPcieLinkMaxWidthDataPoint adds a data point to nvidia.gpu.pcie.link.max_width metric.
+func (mb *MetricsBuilder) RecordNvidiaGpuPcieLinkMaxWidthDataPoint(ts pcommon.Timestamp, val int64) {
+	mb.metricNvidiaGpuPcieLinkMaxWidth.recordDataPoint(mb.startTime, ts, val)
 }
 
 // RecordNvidiaGpuPcieLinkWidthDataPoint adds a data point to nvidia.gpu.pcie.link.width metric.

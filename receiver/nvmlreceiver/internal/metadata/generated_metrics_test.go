@@ -75,6 +75,7 @@ func TestMetricsBuilder(t *testing.T) {
 			aggMap["nvidia.gpu.clock.event.active"] = mb.metricNvidiaGpuClockEventActive.config.AggregationStrategy
 			aggMap["nvidia.gpu.clock.event.time"] = mb.metricNvidiaGpuClockEventTime.config.AggregationStrategy
 			aggMap["nvidia.gpu.clock.frequency"] = mb.metricNvidiaGpuClockFrequency.config.AggregationStrategy
+			aggMap["nvidia.gpu.clock.max_frequency"] = mb.metricNvidiaGpuClockMaxFrequency.config.AggregationStrategy
 			aggMap["nvidia.gpu.memory.row_remap.rows"] = mb.metricNvidiaGpuMemoryRowRemapRows.config.AggregationStrategy
 			aggMap["nvidia.gpu.memory.row_remap.status"] = mb.metricNvidiaGpuMemoryRowRemapStatus.config.AggregationStrategy
 			aggMap["nvidia.gpu.nvlink.errors"] = mb.metricNvidiaGpuNvlinkErrors.config.AggregationStrategy
@@ -171,6 +172,12 @@ func TestMetricsBuilder(t *testing.T) {
 			}
 			defaultMetricsCount++
 			allMetricsCount++
+			mb.RecordNvidiaGpuClockMaxFrequencyDataPoint(ts, 1, AttributeNvidiaGpuClockTypeSm)
+			if tt.name == "reaggregate_set" {
+				mb.RecordNvidiaGpuClockMaxFrequencyDataPoint(ts, 3, AttributeNvidiaGpuClockTypeMemory)
+			}
+			defaultMetricsCount++
+			allMetricsCount++
 			mb.RecordNvidiaGpuContainerCPULimitDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
@@ -226,6 +233,12 @@ func TestMetricsBuilder(t *testing.T) {
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuPcieLinkGenerationDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuPcieLinkMaxGenerationDataPoint(ts, 1)
+			defaultMetricsCount++
+			allMetricsCount++
+			mb.RecordNvidiaGpuPcieLinkMaxWidthDataPoint(ts, 1)
 			defaultMetricsCount++
 			allMetricsCount++
 			mb.RecordNvidiaGpuPcieLinkWidthDataPoint(ts, 1)
@@ -354,6 +367,7 @@ func TestMetricsBuilder(t *testing.T) {
 				assert.Empty(t, mb.metricNvidiaGpuClockEventActive.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuClockEventTime.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuClockFrequency.aggDataPoints)
+				assert.Empty(t, mb.metricNvidiaGpuClockMaxFrequency.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuMemoryRowRemapRows.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuMemoryRowRemapStatus.aggDataPoints)
 				assert.Empty(t, mb.metricNvidiaGpuNvlinkErrors.aggDataPoints)
@@ -852,6 +866,46 @@ func TestMetricsBuilder(t *testing.T) {
 						_, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
 						assert.False(t, ok)
 					}
+				case "nvidia.gpu.clock.max_frequency":
+					if tt.name != "reaggregate_set" {
+						assert.False(t, validatedMetrics["nvidia.gpu.clock.max_frequency"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.max_frequency")
+						validatedMetrics["nvidia.gpu.clock.max_frequency"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "The highest frequency a clock domain can run at.", mi.Description())
+						assert.Equal(t, "Hz", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						assert.Equal(t, int64(1), dp.IntValue())
+						nvidiaGpuClockTypeAttrVal, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
+						assert.True(t, ok)
+						assert.Equal(t, "sm", nvidiaGpuClockTypeAttrVal.Str())
+					} else {
+						assert.False(t, validatedMetrics["nvidia.gpu.clock.max_frequency"], "Found a duplicate in the metrics slice: nvidia.gpu.clock.max_frequency")
+						validatedMetrics["nvidia.gpu.clock.max_frequency"] = true
+						assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+						assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+						assert.Equal(t, "The highest frequency a clock domain can run at.", mi.Description())
+						assert.Equal(t, "Hz", mi.Unit())
+						dp := mi.Gauge().DataPoints().At(0)
+						assert.Equal(t, start, dp.StartTimestamp())
+						assert.Equal(t, ts, dp.Timestamp())
+						assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+						switch aggMap["nvidia.gpu.clock.max_frequency"] {
+						case "sum":
+							assert.Equal(t, int64(4), dp.IntValue())
+						case "avg":
+							assert.Equal(t, int64(2), dp.IntValue())
+						case "min":
+							assert.Equal(t, int64(1), dp.IntValue())
+						case "max":
+							assert.Equal(t, int64(3), dp.IntValue())
+						}
+						_, ok := dp.Attributes().Get("nvidia.gpu.clock.type")
+						assert.False(t, ok)
+					}
 				case "nvidia.gpu.container.cpu.limit":
 					assert.False(t, validatedMetrics["nvidia.gpu.container.cpu.limit"], "Found a duplicate in the metrics slice: nvidia.gpu.container.cpu.limit")
 					validatedMetrics["nvidia.gpu.container.cpu.limit"] = true
@@ -1161,6 +1215,30 @@ func TestMetricsBuilder(t *testing.T) {
 					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
 					assert.Equal(t, "The current PCIe link generation.", mi.Description())
 					assert.Equal(t, "{generation}", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.pcie.link.max_generation":
+					assert.False(t, validatedMetrics["nvidia.gpu.pcie.link.max_generation"], "Found a duplicate in the metrics slice: nvidia.gpu.pcie.link.max_generation")
+					validatedMetrics["nvidia.gpu.pcie.link.max_generation"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "The highest PCIe link generation the GPU and the system support; the link drops below it when idle, and under load only when it trained down.", mi.Description())
+					assert.Equal(t, "{generation}", mi.Unit())
+					dp := mi.Gauge().DataPoints().At(0)
+					assert.Equal(t, start, dp.StartTimestamp())
+					assert.Equal(t, ts, dp.Timestamp())
+					assert.Equal(t, pmetric.NumberDataPointValueTypeInt, dp.ValueType())
+					assert.Equal(t, int64(1), dp.IntValue())
+				case "nvidia.gpu.pcie.link.max_width":
+					assert.False(t, validatedMetrics["nvidia.gpu.pcie.link.max_width"], "Found a duplicate in the metrics slice: nvidia.gpu.pcie.link.max_width")
+					validatedMetrics["nvidia.gpu.pcie.link.max_width"] = true
+					assert.Equal(t, pmetric.MetricTypeGauge, mi.Type())
+					assert.Equal(t, 1, mi.Gauge().DataPoints().Len())
+					assert.Equal(t, "The widest PCIe link the GPU and the system support; a narrower current link trained down.", mi.Description())
+					assert.Equal(t, "{lane}", mi.Unit())
 					dp := mi.Gauge().DataPoints().At(0)
 					assert.Equal(t, start, dp.StartTimestamp())
 					assert.Equal(t, ts, dp.Timestamp())
