@@ -214,3 +214,17 @@ func initError(ret nvml.Return) error {
 	}
 	return e
 }
+
+// PrimeAll primes every device at once and waits for them all: for tools
+// and tests. The receiver primes each GPU under a scrape's deadline.
+func (c *Client) PrimeAll() {
+	var wg sync.WaitGroup
+	for _, d := range c.Devices() {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = d.Prime()
+		}()
+	}
+	wg.Wait()
+}

@@ -25,13 +25,15 @@
 //     the counters, read on their own cadence off the scrape path;
 //   - this package: client.go opens NVML (library.go refuses a library that
 //     is missing or not NVML before nvmlInit), inventory.go takes the
-//     inventory (info.go) and makes one Device per GPU; device.go reads one
-//     Sample per GPU per scrape through its collectors, prime.go takes each
-//     GPU's baselines, shares.go samples the processes' shares between
-//     reads, stats.go sums the calls' timings; events.go waits for XID and
-//     ECC events (event.go) in the background; reads.go and reads_cgo.go
-//     make the plain reads the receiver declares (WithReads); figures.go
-//     gives the receiver figure's names as its own.
+//     inventory (info.go) and makes one Device per GPU; device.go takes
+//     each GPU's baselines, then reads one Sample per GPU per scrape
+//     through its collectors; shares.go samples the processes' shares
+//     between reads, stats.go sums the calls' timings; events.go waits for
+//     XID and ECC events (event.go) in the background; reads.go and
+//     reads_cgo.go make the plain reads the receiver declares, options.go
+//     the options (WithReads among them); figures.go gives the receiver
+//     figure's names as its own. No two of its files use each other
+//     (TestRootFilesUseEachOtherOneWay).
 //
 // go-nvml needs cgo. A build without it gets nocgo.go instead: a Client
 // whose Open reports NVML as unavailable, so that the rest of the

@@ -110,15 +110,3 @@ const (
 	// MaxProcessesPerGPU caps the process list read from one GPU.
 	MaxProcessesPerGPU = figure.MaxProcessesPerGPU
 )
-
-// WithFigures makes every Read ask NVML only for the figures in want.
-// Without it, every figure is read.
-func WithFigures(want Figures) Option { return func(o *options) { o.figures = want } }
-
-// WithLeftOutCount sets how a ReadError counts what its failed calls left
-// out (ReadError.Metrics): the figures, and the plain reads by their place
-// in WithReads. The receiver counts its enabled metrics that need one of
-// them. Without it, each figure and read counts as one.
-func WithLeftOutCount(count func(figs Figures, reads []int) int) Option {
-	return func(o *options) { o.leftOut = count }
-}

@@ -64,3 +64,19 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // DefaultCounterInterval is how often the costly counters are read unless
 // configured otherwise.
 const DefaultCounterInterval = 10 * time.Second
+
+// WithFigures makes every Read ask NVML only for the figures in want.
+// Without it, every figure is read.
+func WithFigures(want Figures) Option { return func(o *options) { o.figures = want } }
+
+// WithLeftOutCount sets how a ReadError counts what its failed calls left
+// out (ReadError.Metrics): the figures, and the plain reads by their place
+// in WithReads. The receiver counts its enabled metrics that need one of
+// them. Without it, each figure and read counts as one.
+func WithLeftOutCount(count func(figs Figures, reads []int) int) Option {
+	return func(o *options) { o.leftOut = count }
+}
+
+// WithReads makes every Read also read reads, each value landing in
+// Sample.Values at its place in reads.
+func WithReads(reads ...Read) Option { return func(o *options) { o.reads = reads } }
