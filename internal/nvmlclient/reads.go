@@ -12,7 +12,7 @@ type Read struct {
 
 	get     any // func(nvml.Device) (float64, nvml.Return): a getter
 	field   uint32
-	per     float64
+	divisor float64
 	costly  bool
 	counter bool
 	links   int // 0: one field; linksSum, linksMax: per NVLink, folded
@@ -27,7 +27,7 @@ const (
 
 // Per divides the raw value by per to give the SI unit: 1000 for
 // milliwatts to watts, 1e-6 for MHz to Hz.
-func (r Read) Per(per float64) Read { r.per = per; return r }
+func (r Read) Per(per float64) Read { r.divisor = per; return r }
 
 // Costly reads it on the counters' cadence (WithCounterInterval), off the
 // scrape path: a call too slow for every scrape, or a value that never

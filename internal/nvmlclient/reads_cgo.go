@@ -62,10 +62,10 @@ func readTable(reads []Read) call.Table {
 		if r.Name == "" {
 			panic(fmt.Sprintf("nvmlclient: read %d has no name: a getter that is not a go-nvml method must be Named", i))
 		}
-		s := call.Spec{Name: r.Name, Field: r.field, Per: r.per, Costly: r.costly, Cumulative: r.counter,
-			Links: call.LinkFold(r.links), Decode: r.decode, Valid: r.valid}
+		s := call.Spec{Name: r.Name, Reader: call.ByField, Field: r.field, Divisor: r.divisor, Costly: r.costly,
+			Cumulative: r.counter, Links: call.LinkFold(r.links), Decode: r.decode, Valid: r.valid}
 		if r.get != nil {
-			s.Get = r.get.(func(nvml.Device) (float64, nvml.Return))
+			s.Reader, s.Get = call.ByGetter, r.get.(func(nvml.Device) (float64, nvml.Return))
 		}
 		specs[i] = s
 	}

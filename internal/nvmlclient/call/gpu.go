@@ -116,7 +116,7 @@ func (d *GPU) Configure(figs figure.Figures, leftOut func(figure.Figures, []int)
 	for c := range d.Table {
 		spec := &d.Table[c]
 		d.Plan.Wanted[c] = figs.Any(spec.Figures) || ID(c) >= FirstPlain
-		fields = fields || spec.Field != 0 && d.Plan.Wanted[c]
+		fields = fields || spec.Reader == ByField && d.Plan.Wanted[c]
 	}
 	d.Plan.Wanted[FieldValues] = fields
 	d.Plan.GPM = planGPM(figs)

@@ -11,9 +11,9 @@ import (
 )
 
 // The read table: every NVML read of a GPU, the figures it answers, and
-// for the simple ones how its value lands in the Sample. Its first rows,
+// for the simple ones how its value is put in the Sample. Its first rows,
 // fixedReads, have readers of their own; the rows after them are the
-// client's plain reads, one NVML value each (WithReads), landing in
+// client's plain reads, one NVML value each (WithReads), put in
 // Sample.Values in their order. A call is made
 // only while a figure it answers is asked for (nvmlclient.WithFigures), so that every
 // NVML call of a scrape answers to an enabled metric of the receiver.
@@ -32,17 +32,20 @@ type Spec struct {
 	// is asked for. None: it serves other rows (the GPM sample and the
 	// field batch).
 	Figures figure.Figures
-	// Field is the nvmlFieldValue id of a row read as one field of the
-	// per-GPU GetFieldValues batch (collect/fields.go); 0: not a field.
+	// Reader is who reads the row: its collector's own code, the
+	// getters' or the field batch's collector (ByGetter, ByField: one
+	// value each, Put in the Sample), or a sample window.
+	Reader Reader
+	// Field is the nvmlFieldValue id of a ByField row, read as one field
+	// of the per-GPU GetFieldValues batch (collect/fields.go).
 	Field uint32
-	// Get is a plain getter: one NVML call, one value. Rows without it
-	// and without field are read by their own reader (named in the
-	// comment above them).
+	// Get is a getter: one NVML call, one value; ByGetter rows, and those
+	// whose collector calls it itself.
 	Get func(nvml.Device) (float64, nvml.Return)
-	// Per is how many of the raw units make one of the Sample's (0: 1).
-	Per float64
-	// Land puts the value, in the Sample's unit, where it belongs.
-	Land func(*figure.Sample, float64)
+	// Divisor is how many of the raw units make one of the Sample's (0: 1).
+	Divisor float64
+	// Put puts the value, in the Sample's unit, where it belongs.
+	Put func(*figure.Sample, float64)
 	// Fallback answers for the figure when this call gives nothing: not
 	// supported, or a sample window with no new sample. None: the
 	// figure is absent.
@@ -64,20 +67,30 @@ type Spec struct {
 	Valid func(float64) bool
 }
 
+// Reader is who reads a row of the read table.
+type Reader int
+
+const (
+	ByCollector Reader = iota // its collector's own code (named in the comment above it)
+	ByGetter                  // the getters' collector: Get (collect/getters.go)
+	ByField                   // one field of the batch (collect/fields.go)
+	ByWindow                  // a sample window (collect/sampling.go)
+)
+
 // Table is a client's read table: fixedReads, then its plain reads.
 type Table []Spec
 
-// NewTable returns the table of plain, rows that each land their value in
+// NewTable returns the table of plain, rows that each put their value in
 // Sample.Values at their place in plain. A getter's symbol is checked at
 // Open.
 func NewTable(plain []Spec) Table {
 	t := make(Table, FirstPlain, int(FirstPlain)+len(plain))
 	copy(t, fixedReads[:])
 	for i, spec := range plain {
-		if spec.Get != nil && spec.Symbol == "" {
+		if spec.Reader == ByGetter && spec.Symbol == "" {
 			spec.Symbol, _, _ = strings.Cut(spec.Name, "(")
 		}
-		spec.Land = plainLand(i, spec.Valid)
+		spec.Put = putValue(i, spec.Valid)
 		t = append(t, spec)
 	}
 	return t
@@ -94,8 +107,8 @@ func (t Table) Name(c ID) string {
 	return t[c].Name
 }
 
-// plainLand puts plain read i's value in Sample.Values.
-func plainLand(i int, valid func(float64) bool) func(*figure.Sample, float64) {
+// putValue puts plain read i's value in Sample.Values.
+func putValue(i int, valid func(float64) bool) func(*figure.Sample, float64) {
 	return func(s *figure.Sample, v float64) {
 		if valid == nil || valid(v) {
 			s.Values[i] = figure.Some(v)
@@ -114,10 +127,10 @@ const (
 
 // Value converts a raw reading to the Sample's unit.
 func (s *Spec) Value(raw float64) float64 {
-	if s.Per == 0 {
+	if s.Divisor == 0 {
 		return raw
 	}
-	return raw / s.Per
+	return raw / s.Divisor
 }
 
 // Integer is the value type of a one-value NVML getter.
@@ -141,13 +154,13 @@ var fixedReads = [FirstPlain]Spec{
 	// GPU window below serves GPUs without GPM. Encoder and decoder read
 	// the instant getter, and their window only while the engine is active.
 	// A window costs 1.4 ms, the instant getters <0.05 ms.
-	SamplesGPU: {Name: "nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.Utilization),
+	SamplesGPU: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.Utilization),
 		Fallback: UtilizationRates},
-	SamplesMemory: {Name: "nvmlDeviceGetSamples(MEMORY_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.MemoryController),
+	SamplesMemory: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(MEMORY_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.MemoryController),
 		Fallback: UtilizationRates},
-	SamplesEncoder: {Name: "nvmlDeviceGetSamples(ENC_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.Utilization),
+	SamplesEncoder: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(ENC_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.Utilization),
 		Fallback: EncoderUtilization},
-	SamplesDecoder: {Name: "nvmlDeviceGetSamples(DEC_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.Utilization),
+	SamplesDecoder: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(DEC_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.Utilization),
 		Fallback: DecoderUtilization},
 	UtilizationRates: {Name: "nvmlDeviceGetUtilizationRates", Figures: figure.Of(figure.Utilization, figure.MemoryController)},
 	EncoderUtilization: {Name: "nvmlDeviceGetEncoderUtilization", Figures: figure.Of(figure.Utilization),
@@ -188,22 +201,22 @@ var fixedReads = [FirstPlain]Spec{
 	// Health, <0.05 ms each. ECC and remapped rows cost 0.015 ms as
 	// getters or as fields alike: they stay on their getters, read at every
 	// scrape.
-	ECCCorrected: {Name: "nvmlDeviceGetTotalEccErrors(CORRECTED)", Symbol: "nvmlDeviceGetTotalEccErrors",
+	ECCCorrected: {Reader: ByGetter, Name: "nvmlDeviceGetTotalEccErrors(CORRECTED)", Symbol: "nvmlDeviceGetTotalEccErrors",
 		Figures: figure.Of(figure.ECCCorrected),
 		Get: Getter(func(h nvml.Device) (uint64, nvml.Return) {
 			return h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC)
 		}),
-		Land: func(s *figure.Sample, v float64) { s.Health.ECCCorrected = figure.Some(uint64(v)) }},
-	ECCUncorrected: {Name: "nvmlDeviceGetTotalEccErrors(UNCORRECTED)", Symbol: "nvmlDeviceGetTotalEccErrors",
+		Put: func(s *figure.Sample, v float64) { s.Health.ECCCorrected = figure.Some(uint64(v)) }},
+	ECCUncorrected: {Reader: ByGetter, Name: "nvmlDeviceGetTotalEccErrors(UNCORRECTED)", Symbol: "nvmlDeviceGetTotalEccErrors",
 		Figures: figure.Of(figure.ECCUncorrected),
 		Get: Getter(func(h nvml.Device) (uint64, nvml.Return) {
 			return h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
 		}),
-		Land: func(s *figure.Sample, v float64) { s.Health.ECCUncorrected = figure.Some(uint64(v)) }},
+		Put: func(s *figure.Sample, v float64) { s.Health.ECCUncorrected = figure.Some(uint64(v)) }},
 	// Remapped rows answer four figures in one call (collect/health.go).
 	RemappedRows: {Name: "nvmlDeviceGetRemappedRows", Symbol: "nvmlDeviceGetRemappedRows", Figures: figure.Of(figure.RemappedRows)},
-	ClockEventReasons: {Name: "nvmlDeviceGetCurrentClocksEventReasons", Symbol: "nvmlDeviceGetCurrentClocksEventReasons",
-		Figures: figure.Of(figure.ClockEvents), Get: Getter(nvml.Device.GetCurrentClocksEventReasons), Land: landClockEvents},
+	ClockEventReasons: {Reader: ByGetter, Name: "nvmlDeviceGetCurrentClocksEventReasons", Symbol: "nvmlDeviceGetCurrentClocksEventReasons",
+		Figures: figure.Of(figure.ClockEvents), Get: Getter(nvml.Device.GetCurrentClocksEventReasons), Put: putClockEvents},
 	// The batch: 0.015 ms with the memory temperature alone; the
 	// counters' batch 1.25 ms.
 	FieldValues: {Name: "nvmlDeviceGetFieldValues", Symbol: "nvmlDeviceGetFieldValues"},
@@ -234,9 +247,9 @@ var clockEventBits = [figure.ClockEventReasonCount]uint64{
 	figure.ReasonDisplayClocks:        nvml.ClocksEventReasonDisplayClockSetting,
 }
 
-// landClockEvents sets each reason from the bits of
+// putClockEvents sets each reason from the bits of
 // nvmlDeviceGetCurrentClocksEventReasons.
-func landClockEvents(s *figure.Sample, bits float64) {
+func putClockEvents(s *figure.Sample, bits float64) {
 	v := uint64(bits)
 	for reason, bit := range clockEventBits {
 		s.Health.ClockEvents[reason] = figure.Some(v&bit != 0)

@@ -14,13 +14,13 @@ import (
 
 // testPlain are two plain reads: a getter and a field.
 var testPlain = []Spec{
-	{Name: "nvmlDeviceGetPowerUsage", Get: Getter(nvml.Device.GetPowerUsage), Per: 1000},
-	{Name: "nvmlDeviceGetFieldValues(FI_DEV_MEMORY_TEMP)", Field: nvml.FI_DEV_MEMORY_TEMP},
+	{Name: "nvmlDeviceGetPowerUsage", Reader: ByGetter, Get: Getter(nvml.Device.GetPowerUsage), Divisor: 1000},
+	{Name: "nvmlDeviceGetFieldValues(FI_DEV_MEMORY_TEMP)", Reader: ByField, Field: nvml.FI_DEV_MEMORY_TEMP},
 }
 
 // Every row of the read table is whole: a name, figures unless it serves
-// other rows or is plain, a landing for every getter or field (or a row it
-// is the fallback of), and no field that nothing reads.
+// other rows or is plain, a reader kind that agrees with what the row
+// holds: a getter's or a field's value is put in the Sample.
 func TestReadTableRowsAreWhole(t *testing.T) {
 	table := NewTable(testPlain)
 	fallbackOf := map[ID]bool{}
@@ -35,11 +35,12 @@ func TestReadTableRowsAreWhole(t *testing.T) {
 		if c != GPMSampleGet && c != GPMMetricsGet && c != FieldValues && c != Check && c < FirstPlain {
 			assert.NotZero(t, spec.Figures, spec.Name)
 		}
-		if (spec.Field != 0 || spec.Get != nil && !fallbackOf[c]) && c != Check {
-			assert.NotNil(t, spec.Land, "%s: where does its value land?", spec.Name)
-		}
-		if spec.Land != nil {
-			assert.True(t, spec.Field != 0 || spec.Get != nil, "%s lands a value it never reads", spec.Name)
+		plain := spec.Reader == ByGetter || spec.Reader == ByField
+		assert.Equal(t, plain, spec.Put != nil, "%s: a getter's or field's value is put, and only theirs", spec.Name)
+		assert.Equal(t, spec.Reader == ByField, spec.Field != 0, "%s: a field, and only a field, has an id", spec.Name)
+		if spec.Reader == ByGetter || spec.Get != nil {
+			assert.True(t, spec.Get != nil && (spec.Reader == ByGetter || c == Check || fallbackOf[c]),
+				"%s: a getter row's getter, or its collector's (a fallback, Check)", spec.Name)
 		}
 		if spec.Fallback != None {
 			assert.NotZero(t, table[spec.Fallback].Figures&spec.Figures, "%s: its fallback answers another figure", spec.Name)
@@ -47,16 +48,16 @@ func TestReadTableRowsAreWhole(t *testing.T) {
 		if spec.Cumulative {
 			assert.True(t, spec.Costly, "%s: a counter read at every scrape", spec.Name)
 		}
-		if spec.Per != 0 {
-			assert.True(t, spec.Field != 0 || spec.Get != nil, "%s: per without a value", spec.Name)
+		if spec.Divisor != 0 {
+			assert.True(t, plain, "%s: a divisor without a value", spec.Name)
 		}
 	}
 	assert.Equal(t, 2, table.Plain())
 	assert.Equal(t, "nvmlDeviceGetPowerUsage", table[FirstPlain].Symbol, "a getter's symbol is checked at Open")
 	assert.Empty(t, table[FirstPlain+1].Symbol, "a field is the batch's")
 	s := figure.Sample{Values: make([]figure.Opt[float64], 2)}
-	table[FirstPlain+1].Land(&s, 41)
-	assert.Equal(t, []figure.Opt[float64]{{}, figure.Some(41.0)}, s.Values, "a plain read lands at its place")
+	table[FirstPlain+1].Put(&s, 41)
+	assert.Equal(t, []figure.Opt[float64]{{}, figure.Some(41.0)}, s.Values, "a plain read is put at its place")
 }
 
 // A figure asks for exactly the calls that answer it; every plain read is

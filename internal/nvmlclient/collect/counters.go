@@ -82,8 +82,8 @@ func (cs *counterState) read(r *reading, s *figure.Sample) {
 	}
 	for k := range cs.fresh {
 		spec := &d.Table[k]
-		if spec.Costly && cs.fresh[k] && !failed[call.ID(k)] && (spec.Field == 0 || !failed[call.FieldValues]) {
-			spec.Land(s, cs.kept[k].last.Value)
+		if spec.Costly && cs.fresh[k] && !failed[call.ID(k)] && (spec.Reader != call.ByField || !failed[call.FieldValues]) {
+			spec.Put(s, cs.kept[k].last.Value)
 			if since := cs.kept[k].since; !since.IsZero() {
 				if s.CountersSince == nil {
 					s.CountersSince = make([]time.Time, len(s.Values))

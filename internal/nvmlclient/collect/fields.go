@@ -33,7 +33,7 @@ type fieldBatch struct {
 
 // read reads the batch of the figures read at every scrape.
 func (f *fieldCollector) read(r *reading, s *figure.Sample) {
-	r.readFieldBatch(&f.batch, false, func(c call.ID, v float64) { r.GPU.Table[c].Land(s, v) })
+	r.readFieldBatch(&f.batch, false, func(c call.ID, v float64) { r.GPU.Table[c].Put(s, v) })
 }
 
 // readFieldBatch reads, in one call, the field rows that are (or are not)
@@ -45,7 +45,7 @@ func (r *reading) readFieldBatch(b *fieldBatch, costly bool, got func(call.ID, f
 	perLink := false
 	for c := range r.GPU.Table {
 		spec := &r.GPU.Table[c]
-		if spec.Field == 0 || spec.Costly != costly || !r.Available(call.ID(c)) {
+		if spec.Reader != call.ByField || spec.Costly != costly || !r.Available(call.ID(c)) {
 			continue
 		}
 		scopes := uint32(1)

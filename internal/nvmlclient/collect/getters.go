@@ -9,7 +9,7 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 )
 
-// getterCollector reads the memory, and every plain getter row of the read
+// getterCollector reads the memory, and every ByGetter row of the read
 // table that is not costly (the costly ones are the counters', counters.go).
 type getterCollector struct{}
 
@@ -42,14 +42,14 @@ func memoryOf(h nvml.Device, v2 bool) (used, total, reserved figure.Opt[uint64],
 	return figure.Some(m.Used), figure.Some(m.Total), figure.Opt[uint64]{}, ret
 }
 
-// readGetters makes the plain getter rows of the read table that are (or
+// readGetters makes the ByGetter rows of the read table that are (or
 // are not) costly, and hands each value that answered to got, in the
 // Sample's unit.
 func (r *reading) readGetters(costly bool, got func(call.ID, float64)) {
 	h := r.GPU.Handle
 	for c := range r.GPU.Table {
 		spec := &r.GPU.Table[c]
-		if spec.Get == nil || spec.Land == nil || spec.Costly != costly {
+		if spec.Reader != call.ByGetter || spec.Costly != costly {
 			continue
 		}
 		var v float64
@@ -59,7 +59,7 @@ func (r *reading) readGetters(costly bool, got func(call.ID, float64)) {
 	}
 }
 
-// readPlain reads the plain getters of the scrape into s.
+// readPlain reads the ByGetter rows of the scrape into s.
 func (r *reading) readPlain(s *figure.Sample) {
-	r.readGetters(false, func(c call.ID, v float64) { r.GPU.Table[c].Land(s, v) })
+	r.readGetters(false, func(c call.ID, v float64) { r.GPU.Table[c].Put(s, v) })
 }
