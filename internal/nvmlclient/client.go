@@ -76,7 +76,7 @@ var ErrOpening = errors.New("NVML is being initialized")
 // Open initializes NVML and takes the inventory of the devices that match
 // selectors (UUIDs or indices; all devices when empty). On error NVML is left
 // uninitialized and Open may be called again later. The devices are not
-// primed: each primes on its first Prime or Read.
+// started: each takes its baselines on its first Prime or Read.
 func (c *Client) Open(selectors []string) error {
 	c.mu.Lock()
 	if c.open {
@@ -174,15 +174,15 @@ func (c *Client) Close(ctx context.Context) error {
 }
 
 // Inventory returns what was found at the last Open; MIG devices are
-// listed once their GPU is primed, as its reads last listed them.
+// listed once their GPU has its baselines, as its reads last listed them.
 func (c *Client) Inventory() Inventory {
 	c.mu.Lock()
 	inv, devices := c.inv, c.devices
 	c.mu.Unlock()
 	inv.MIGDevices = nil
 	for _, d := range devices {
-		if d.state.primed.Load() {
-			inv.MIGDevices = append(inv.MIGDevices, d.parts.MIGDevices()...)
+		if d.state.baselines.Load() {
+			inv.MIGDevices = append(inv.MIGDevices, d.collectors.MIGDevices()...)
 		}
 	}
 	return inv
@@ -215,8 +215,9 @@ func initError(ret nvml.Return) error {
 	return e
 }
 
-// PrimeAll primes every device at once and waits for them all: for tools
-// and tests. The receiver primes each GPU under a scrape's deadline.
+// PrimeAll takes every device's baselines at once and waits for them all:
+// for tools and tests. The receiver primes each GPU under a scrape's
+// deadline.
 func (c *Client) PrimeAll() {
 	var wg sync.WaitGroup
 	for _, d := range c.Devices() {

@@ -46,10 +46,10 @@ func readInOrder(t *testing.T, perm func(n int) []int) [][]Sample {
 	require.NoError(t, c.Open(nil))
 	defer c.Close(context.Background())
 	for _, d := range c.Devices() {
-		list := d.parts.List
-		d.parts.List = make([]collect.Collector, len(list))
+		list := d.collectors.List
+		d.collectors.List = make([]collect.Collector, len(list))
 		for i, j := range perm(len(list)) {
-			d.parts.List[i] = list[j]
+			d.collectors.List[i] = list[j]
 		}
 	}
 	c.PrimeAll() // priming runs in the same order

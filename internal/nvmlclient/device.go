@@ -20,32 +20,32 @@ type Device struct {
 	Info DeviceInfo
 
 	// gpu is the GPU as its calls see it: its handles, its session, its
-	// plan and its call book (call/gpu.go), the handle its collectors read
+	// plan and its call record (call/gpu.go), the handle its collectors read
 	// through.
 	gpu   *call.GPU
-	use   guard.DeviceUse // one use of the handle at a time: a read, priming, a check or a share sample
+	use   guard.DeviceUse // one use of the handle at a time: a read, the baselines, a check or a share sample
 	state deviceState
 
-	parts *collect.Set // the collectors that read the GPU (collect/collectors.go)
+	collectors *collect.Set // the collectors that read the GPU (collect/collectors.go)
 }
 
 // deviceState is what NVML has said of the GPU.
 type deviceState struct {
-	lost   atomic.Bool
-	primed atomic.Bool
+	lost      atomic.Bool
+	baselines atomic.Bool // taken
 }
 
 func newDevice(lib nvml.Interface, h nvml.Device, t call.Table, info DeviceInfo, sym call.Symbols, logger *zap.Logger) *Device {
 	d := &Device{Info: info, gpu: call.NewGPU(lib, h, t, info.UUID, sym,
 		logger.With(zap.String("hw.id", info.UUID), zap.Int("nvidia.gpu.index", info.Index)))}
-	d.parts = collect.New()
+	d.collectors = collect.New()
 	return d
 }
 
 // configure applies the client's options: a call is wanted only while a
 // figure it answers is asked for.
 func (d *Device) configure(o options) {
-	d.parts.Configure(collect.Options{Processes: o.processes, MemoryControllerOnGPM: o.memCtrlOnGPM, CounterInterval: o.counterInterval})
+	d.collectors.Configure(collect.Options{Processes: o.processes, MemoryControllerOnGPM: o.memCtrlOnGPM, CounterInterval: o.counterInterval})
 	d.gpu.Configure(o.figures, o.leftOut, o.now)
 }
 
@@ -64,13 +64,13 @@ func (d *Device) Read() (Sample, error) {
 		return Sample{}, err
 	}
 	defer d.exit(lane)
-	d.prime()
+	d.takeBaselines()
 
 	s := Sample{Time: d.gpu.Plan.Now()} // the device clock: windows and counters agree with GPM's
 	if n := d.gpu.Table.Plain(); n > 0 {
 		s.Values = make([]Opt[float64], n)
 	}
-	r := d.parts.Read(d.gpu, &s)
+	r := d.collectors.Read(d.gpu, &s)
 	d.gpu.FlushSupportLogs()
 
 	if r.Lost || d.state.lost.Load() {
@@ -124,25 +124,27 @@ func (d *Device) markLost(c call.ID) {
 	}
 }
 
-// Priming takes a GPU's baselines: the newest utilization samples (so that the first read averages from then on), the GPM sample
-// pair and the MIG inventory. These are per-GPU calls that can hang, so
-// they are not part of Open: each GPU primes under its own use (guard/use.go), on
-// the first Prime or Read, and a GPU still priming is skipped by scrapes
-// like one whose read is still running.
+// A GPU's baselines are the newest utilization samples (so that the first
+// read averages from then on), the GPM sample pair and the MIG inventory.
+// These are per-GPU calls that can hang, so they are not part of Open:
+// each GPU takes them under its own use (guard/use.go), on the first Prime
+// or Read, and a GPU still taking them is skipped by scrapes like one
+// whose read is still running.
 
-// Prime primes the device unless it is primed already. ErrBusy while a
-// read or priming of the device runs; ErrGPULost once the GPU is lost.
+// Prime takes the device's baselines unless they are taken already.
+// ErrBusy while a read of the device or its baselines run; ErrGPULost once
+// the GPU is lost.
 func (d *Device) Prime() error {
 	t, err := d.enter()
 	if err != nil {
 		return err
 	}
 	defer d.exit(t)
-	d.prime()
+	d.takeBaselines()
 	return nil
 }
 
-// enter begins a use of the device's NVML handle: a read, priming or a
+// enter begins a use of the device's NVML handle: a read, the baselines or a
 // check. It takes the device (ErrBusy while another use runs, or a share
 // sample past its bound: guard/use.go), counts the call in the session's
 // (ErrNotOpen once Close has begun) and waits for the session's lane.
@@ -168,23 +170,23 @@ func (d *Device) exit(lane *guard.Ticket) {
 	d.use.Release()
 }
 
-// prime runs under the device's use.
-func (d *Device) prime() {
-	if d.state.primed.Load() {
+// takeBaselines runs under the device's use.
+func (d *Device) takeBaselines() {
+	if d.state.baselines.Load() {
 		return
 	}
 	if raw, ret := d.gpu.Session.Raw.Device(d.Info.UUID); ret == nvml.SUCCESS {
 		d.gpu.Raw = raw
 	}
 	d.gpu.Plan.GPM.HasGPM = d.gpu.ProbeGPM() // before the collectors, which read it
-	d.parts.Prime(d.gpu)
-	// An error while priming only costs a window its start; the next read
+	d.collectors.TakeBaselines(d.gpu)
+	// An error while taking them only costs a window its start; the next read
 	// reports it if it persists.
 	d.gpu.FlushSupportLogs()
-	d.state.primed.Store(true)
+	d.state.baselines.Store(true)
 }
 
-// release frees what priming allocated in NVML (GPM samples).
+// release frees what the baselines allocated in NVML (GPM samples).
 func (d *Device) release() {
-	d.parts.Release()
+	d.collectors.Release()
 }

@@ -10,7 +10,7 @@ import (
 )
 
 // Issue 26: a Device keeps its identity, its guard and its collectors; the
-// rest lives in its call.GPU (its plan, its call book) and the collectors
+// rest lives in its call.GPU (its plan, its call record) and the collectors
 // themselves.
 func TestDeviceHasAtMostTwelveFields(t *testing.T) {
 	assert.LessOrEqual(t, reflect.TypeOf(Device{}).NumField(), 12)

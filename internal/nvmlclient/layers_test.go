@@ -26,7 +26,7 @@ var layerRanks = map[string]int{
 	"guard":              0, // the call order: lane, GPM gate, one use, calls in flight
 	"raw":                0, // the bounded list calls, straight to the library
 	"internal/figuregen": 0, // run by go generate; imports nothing of nvmlclient
-	"call":               1, // the read table, the one way a call is made, its book
+	"call":               1, // the read table, the one way a call is made, its record of answers
 	"collect":            2, // the collectors, one file each: GPM and utilization, getters, processes, fields, health, MIG, counters
 	".":                  3, // Client, Device, inventory, options, the event watcher: the receiver's one entry point
 }

@@ -23,7 +23,7 @@ type shareSampler struct {
 // startShareSampler starts sampling devices every interval; nil when
 // there is nothing to sample.
 func startShareSampler(devices []*Device, interval time.Duration) *shareSampler {
-	if interval <= 0 || len(devices) == 0 || !devices[0].parts.Processes() {
+	if interval <= 0 || len(devices) == 0 || !devices[0].collectors.Processes() {
 		return nil
 	}
 	ss := &shareSampler{stop: make(chan struct{})}
@@ -46,7 +46,7 @@ func startShareSampler(devices []*Device, interval time.Duration) *shareSampler 
 				}
 				// Only GPUs with processes: the share of an empty GPU
 				// is nobody's, and the call would cost for nothing.
-				if d.parts.SharesDue(d.gpu.Plan.Now(), interval) {
+				if d.collectors.SharesDue(d.gpu.Plan.Now(), interval) {
 					d.SampleShares()
 				}
 			}
@@ -66,11 +66,11 @@ func (ss *shareSampler) close() {
 
 // SampleShares takes one sample of the processes' shares of the GPU's busy
 // time between reads (WithShareInterval). It is skipped while a read or
-// priming runs (that read samples them itself), before priming, and on a
+// its baselines run (that read samples them itself), before them, and on a
 // lost GPU: it reports whether a sample was taken.
 func (d *Device) SampleShares() bool {
 	sess := d.gpu.Session
-	if !d.parts.Processes() || !d.state.primed.Load() || d.state.lost.Load() || !sess.Calls.Begin() {
+	if !d.collectors.Processes() || !d.state.baselines.Load() || d.state.lost.Load() || !sess.Calls.Begin() {
 		return false
 	}
 	defer sess.Calls.End()
@@ -83,7 +83,7 @@ func (d *Device) SampleShares() bool {
 	}
 	defer d.use.Release()
 	r := &call.Reading{GPU: d.gpu}
-	ok := d.parts.SampleShares(r)
+	ok := d.collectors.SampleShares(r)
 	if r.Lost {
 		d.markLost(r.LostCall)
 	}

@@ -58,7 +58,7 @@ type GPMRequest struct {
 }
 
 // GPMPlan is what every GPM window of a device asks for, decided once
-// (configure, and hasGPM at priming) and only read afterwards: by the
+// (configure, and hasGPM with the baselines) and only read afterwards: by the
 // activity collector for the GPU and by the MIG collector for its GPU
 // instances.
 type GPMPlan struct {
@@ -67,7 +67,7 @@ type GPMPlan struct {
 	Requests []GPMRequest
 	Figures  figure.Figures
 	// HasGPM says the GPU has GPM and a GPM figure is asked for: probed
-	// once, when the device primes, before its collectors do.
+	// once, when the device takes its baselines, before its collectors do.
 	HasGPM bool
 }
 

@@ -18,20 +18,20 @@ import (
 
 // GPU is one GPU as its calls see it, the handle the collectors read
 // through: its NVML handles, the session it shares, what a read asks of it
-// (Plan) and what its calls answered (the book: support cache, failures,
+// (Plan) and what its calls answered (the record: support cache, failures,
 // logs, timings). nvmlclient's Device holds one, beside its use and its
 // collectors.
 type GPU struct {
 	Lib     nvml.Interface
 	Handle  nvml.Device
-	Raw     raw.Device // the C handle, for the bounded list calls (listcalls.go); set at priming
+	Raw     raw.Device // the C handle, for the bounded list calls (listcalls.go); set with the baselines
 	Symbols Symbols
 	UUID    string
 	Logger  *zap.Logger
 	Session *Session // set at Open, once the session is made
 	Table   Table    // the client's: read-only
 	Plan    Plan
-	book    book
+	record  record
 }
 
 // Session is what the GPUs of one NVML session share.
@@ -44,7 +44,7 @@ type Session struct {
 }
 
 // Plan is what a read asks for: set at Open (Configure), and HasGPM when
-// the device primes.
+// the device takes its baselines.
 type Plan struct {
 	// Wanted says which calls answer an asked-for figure, or are plain
 	// reads: each plain read is asked for.
@@ -58,8 +58,8 @@ type Plan struct {
 	GPM     GPMPlan          // what the GPU's and its MIG devices' GPM windows ask for
 }
 
-// book is what the device's calls answered.
-type book struct {
+// record is what the device's calls answered.
+type record struct {
 	// support caches NOT_SUPPORTED answers, with a backoff (support.go).
 	support supportCache
 	// once remembers what was logged once (LogOnce); callLog, what the log
@@ -85,18 +85,18 @@ const maxLoggedOnce = 256
 func NewGPU(lib nvml.Interface, h nvml.Device, t Table, uuid string, sym Symbols, logger *zap.Logger) *GPU {
 	d := &GPU{Lib: lib, Handle: h, Table: t, Symbols: sym, UUID: uuid, Logger: logger,
 		Plan: Plan{Now: time.Now, Figures: figure.All, LeftOut: countLeftOut, Wanted: make([]bool, len(t))}}
-	d.book.once = logonce.New(maxLoggedOnce)
-	d.book.callLog = logonce.New(len(t), logonce.WithHoldOff(FlapHoldOff), logonce.WithClock(func() time.Time { return d.Plan.Now() }))
-	d.book.failing, d.book.stats = make([]callState, len(t)), make([]callStat, len(t))
+	d.record.once = logonce.New(maxLoggedOnce)
+	d.record.callLog = logonce.New(len(t), logonce.WithHoldOff(FlapHoldOff), logonce.WithClock(func() time.Time { return d.Plan.Now() }))
+	d.record.failing, d.record.stats = make([]callState, len(t)), make([]callStat, len(t))
 	for c := range d.Plan.Wanted {
 		d.Plan.Wanted[c] = true
 	}
-	d.book.support.once, d.book.support.table = d.book.once, t
-	d.book.support.state = make([]supportState, len(t))
+	d.record.support.once, d.record.support.table = d.record.once, t
+	d.record.support.state = make([]supportState, len(t))
 	for c := range sym.missing {
 		// Known absent before the first call: skipped for good, without a
 		// log line per device (the library, not the GPU, lacks it).
-		d.book.support.markMissing(c)
+		d.record.support.markMissing(c)
 	}
 	return d
 }
@@ -126,14 +126,14 @@ func (d *GPU) Configure(figs figure.Figures, leftOut func(figure.Figures, []int)
 
 // LogOnce runs log the first time key is seen on this device.
 func (d *GPU) LogOnce(key string, log func(*zap.Logger)) {
-	if d.book.once.Once(key) {
+	if d.record.once.Once(key) {
 		log(d.Logger)
 	}
 }
 
 // FlushSupportLogs logs the calls found unsupported, and those back, since
 // the last flush (support.go).
-func (d *GPU) FlushSupportLogs() { d.book.support.flushLogs(d.Logger) }
+func (d *GPU) FlushSupportLogs() { d.record.support.flushLogs(d.Logger) }
 
 // LeftOutBy counts what the failed calls leave out: the asked-for figures
 // and the plain reads they answer, as nvmlclient.WithLeftOutCount counts

@@ -26,19 +26,19 @@ type callState struct {
 // call whose failure was logged. A call that keeps failing is logged once,
 // however many scrapes it lasts; a call that flaps, once per FlapHoldOff.
 func (d *GPU) LogCalls(failed []*Error) {
-	if len(failed) == 0 && d.book.failingCount.Load() == 0 {
+	if len(failed) == 0 && d.record.failingCount.Load() == 0 {
 		return
 	}
 	failedNow := make([]bool, len(d.Table))
 	var back []ID
-	d.book.logMu.Lock()
+	d.record.logMu.Lock()
 	for _, f := range failed {
 		failedNow[f.id] = true
-		d.book.failing[f.id] = callState{failing: true}
+		d.record.failing[f.id] = callState{failing: true}
 	}
 	n := int32(0)
-	for c := range d.book.failing {
-		st := &d.book.failing[c]
+	for c := range d.record.failing {
+		st := &d.record.failing[c]
 		if st.failing && st.answered && !failedNow[c] {
 			*st = callState{}
 			back = append(back, ID(c))
@@ -47,10 +47,10 @@ func (d *GPU) LogCalls(failed []*Error) {
 			n++
 		}
 	}
-	d.book.failingCount.Store(n)
-	d.book.logMu.Unlock()
+	d.record.failingCount.Store(n)
+	d.record.logMu.Unlock()
 	for _, f := range failed {
-		v := d.book.callLog.Fail(f.Call, f.cause())
+		v := d.record.callLog.Fail(f.Call, f.cause())
 		if !v.Log {
 			continue
 		}
@@ -63,7 +63,7 @@ func (d *GPU) LogCalls(failed []*Error) {
 			FlapHoldOff.String()+", with the failures not logged in between)", fields...)
 	}
 	for _, c := range back {
-		if name := d.Table.Name(c); d.book.callLog.OK(name) {
+		if name := d.Table.Name(c); d.record.callLog.OK(name) {
 			d.Logger.Info("NVML call recovered; the metrics it feeds are back", zap.String("call", name))
 		}
 	}
@@ -72,12 +72,12 @@ func (d *GPU) LogCalls(failed []*Error) {
 // answeredAgain records that c succeeded: if it was failing, the next Read
 // logs that it is back.
 func (d *GPU) answeredAgain(c ID) {
-	if d.book.failingCount.Load() == 0 {
+	if d.record.failingCount.Load() == 0 {
 		return
 	}
-	d.book.logMu.Lock()
-	if st := &d.book.failing[c]; st.failing {
+	d.record.logMu.Lock()
+	if st := &d.record.failing[c]; st.failing {
 		st.answered = true
 	}
-	d.book.logMu.Unlock()
+	d.record.logMu.Unlock()
 }

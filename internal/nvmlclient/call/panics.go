@@ -17,7 +17,7 @@ import (
 
 // CountPanic counts one recovered panic of this device.
 func (d *GPU) CountPanic(p any) {
-	n := d.book.panics.Add(1)
+	n := d.record.panics.Add(1)
 	if n&(n-1) != 0 {
 		return
 	}
@@ -26,4 +26,4 @@ func (d *GPU) CountPanic(p any) {
 }
 
 // Panics is the number of panics recovered in d's reads.
-func (d *GPU) Panics() int64 { return d.book.panics.Load() }
+func (d *GPU) Panics() int64 { return d.record.panics.Load() }

@@ -23,7 +23,7 @@ type Reading struct {
 // Available reports whether c is to be made now: a metric it feeds is
 // enabled, its answer is not cached as unsupported, and the GPU is not lost.
 func (r *Reading) Available(c ID) bool {
-	return !r.Lost && r.GPU.Plan.Wanted[c] && r.GPU.book.support.usable(c, r.GPU.Plan.Now())
+	return !r.Lost && r.GPU.Plan.Wanted[c] && r.GPU.record.support.usable(c, r.GPU.Plan.Now())
 }
 
 // Call makes c through fn when it is available, and times it. A panic in
@@ -35,7 +35,7 @@ func (r *Reading) Call(c ID, fn func() nvml.Return) (ret nvml.Return, made bool)
 	}
 	start := time.Now()
 	defer func() {
-		r.GPU.book.stats[c].observe(time.Since(start))
+		r.GPU.record.stats[c].observe(time.Since(start))
 		if p := recover(); p != nil {
 			r.GPU.CountPanic(p)
 			r.Fail(c, nvml.ERROR_UNKNOWN, fmt.Sprintf("panic: %v", p))
@@ -55,13 +55,13 @@ func (r *Reading) Result(c ID, ret nvml.Return) bool {
 	case ret == panicked:
 		return false
 	case ret == nvml.SUCCESS:
-		r.GPU.book.support.supported(c)
+		r.GPU.record.support.supported(c)
 		r.GPU.answeredAgain(c)
 		return true
 	}
 	switch Classify(ret) {
 	case OutcomeUnsupported:
-		r.GPU.book.support.unsupported(c, ret, r.GPU.Plan.Now())
+		r.GPU.record.support.unsupported(c, ret, r.GPU.Plan.Now())
 	case OutcomeLost:
 		if !r.Lost {
 			r.Lost, r.LostCall = true, c

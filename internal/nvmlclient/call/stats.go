@@ -26,6 +26,6 @@ func (cs *callStat) observe(d time.Duration) {
 
 // Stat is how often c was made on d, how long it took in all, and at most.
 func (d *GPU) Stat(c ID) (count int64, total, most time.Duration) {
-	cs := &d.book.stats[c]
+	cs := &d.record.stats[c]
 	return cs.count.Load(), time.Duration(cs.totalNanos.Load()), time.Duration(cs.maxNanos.Load())
 }

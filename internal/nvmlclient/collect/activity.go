@@ -23,17 +23,17 @@ type activityCollector struct {
 	// codec windows.
 	lastRead time.Time
 	// gpmGeneral says GPM's graphics activity stands for the general
-	// utilization: set at priming where GPM is asked for the general
+	// utilization: set with the baselines where GPM is asked for the general
 	// utilization, and cleared for good when that metric does not answer.
 	gpmGeneral   bool
 	memCtrlOnGPM bool // read the memory controller window on GPUs with GPM too (configure)
 }
 
-// prime moves every utilization window to the newest sample NVML holds,
+// baseline moves every utilization window to the newest sample NVML holds,
 // so that the first scrape averages from the receiver's start, not over
 // whatever the ring buffer held before it; then, on a GPU with GPM, takes
 // the first GPM sample, so that the first read already has a window.
-func (a *activityCollector) prime(d *call.GPU) {
+func (a *activityCollector) baseline(d *call.GPU) {
 	r := &reading{Reading: call.Reading{GPU: d}}
 	for k := range samplingCalls {
 		a.windowAverage(r, samplingKind(k), 0)

@@ -12,14 +12,14 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// Issue 26: a collector's type and its prime and read are in one file,
+// Issue 26: a collector's type and its baseline and read are in one file,
 // the file a reader opens for that part of the read.
 func TestEachCollectorIsOneFile(t *testing.T) {
 	files, err := filepath.Glob("*.go")
 	require.NoError(t, err)
 	fset := token.NewFileSet()
 	typeFile := map[string]string{}      // type name → file of its declaration
-	methodFiles := map[string][]string{} // type name → files of its prime and read
+	methodFiles := map[string][]string{} // type name → files of its baseline and read
 	for _, f := range files {
 		if strings.HasSuffix(f, "_test.go") {
 			continue
@@ -35,7 +35,7 @@ func TestEachCollectorIsOneFile(t *testing.T) {
 					}
 				}
 			case *ast.FuncDecl:
-				if decl.Recv == nil || decl.Name.Name != "prime" && decl.Name.Name != "read" {
+				if decl.Recv == nil || decl.Name.Name != "baseline" && decl.Name.Name != "read" {
 					continue
 				}
 				typ := decl.Recv.List[0].Type
@@ -55,7 +55,7 @@ func TestEachCollectorIsOneFile(t *testing.T) {
 		}
 		collectors++
 		for _, f := range fs {
-			assert.Equal(t, typeFile[name], f, "%s's prime or read is not in the file of its type", name)
+			assert.Equal(t, typeFile[name], f, "%s's baseline or read is not in the file of its type", name)
 		}
 	}
 	assert.GreaterOrEqual(t, collectors, 7, "the checker finds the collectors")

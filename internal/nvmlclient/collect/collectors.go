@@ -23,8 +23,8 @@ import (
 // one reading, whose call.Reading alone makes NVML calls; a panic in one
 // collector's own code fails that collector alone.
 type Collector interface {
-	// prime takes the part's baselines, once, before the first read.
-	prime(d *call.GPU)
+	// baseline takes the collector's baselines, once, before the first read.
+	baseline(d *call.GPU)
 	// read fills the part's figures of s.
 	read(r *reading, s *figure.Sample)
 }
@@ -67,11 +67,11 @@ func (s *Set) Configure(o Options) {
 	s.counters.interval = o.CounterInterval
 }
 
-// Prime takes every collector's baselines; d's GPM plan is probed
-// already (call.GPU.ProbeGPM).
-func (s *Set) Prime(d *call.GPU) {
+// TakeBaselines takes every collector's baselines; d's GPM plan is
+// probed already (call.GPU.ProbeGPM).
+func (s *Set) TakeBaselines(d *call.GPU) {
 	for _, c := range s.List {
-		c.prime(d)
+		c.baseline(d)
 	}
 }
 
@@ -89,7 +89,7 @@ func (s *Set) Read(d *call.GPU, smp *figure.Sample) *call.Reading {
 	return &r.Reading
 }
 
-// Release frees what priming allocated in NVML (GPM samples).
+// Release frees what taking the baselines allocated in NVML (GPM samples).
 func (s *Set) Release() {
 	s.activity.gpm.free()
 	for _, m := range append(s.mig.devices, s.mig.retired...) {

@@ -146,7 +146,7 @@ func (cs *counterState) take(d *call.GPU) {
 	}
 }
 
-func (*counterState) prime(*call.GPU) {}
+func (*counterState) baseline(*call.GPU) {}
 
 // keptCounter is one counter's reading as the scrapes report it.
 type keptCounter struct {

@@ -20,7 +20,7 @@ import (
 // scrape, in one batch.
 type fieldCollector struct{ batch fieldBatch }
 
-func (*fieldCollector) prime(*call.GPU) {}
+func (*fieldCollector) baseline(*call.GPU) {}
 
 // fieldBatch is one batch, reused from read to read.
 type fieldBatch struct {

@@ -13,7 +13,7 @@ import (
 // table that is not costly (the costly ones are the counters', counters.go).
 type getterCollector struct{}
 
-func (*getterCollector) prime(*call.GPU) {}
+func (*getterCollector) baseline(*call.GPU) {}
 
 // read reads the memory, then the plain getters.
 func (*getterCollector) read(r *reading, s *figure.Sample) {

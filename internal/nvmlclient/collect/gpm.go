@@ -29,7 +29,7 @@ const minGPMWindow = 100 * time.Millisecond
 type gpmState struct {
 	supported bool
 	// pending says the start is yet to be made: another GPU held the GPM
-	// gate past its allowance when this one primed. Each read tries again,
+	// gate past its allowance when this one took its baselines. Each read tries again,
 	// so that a transient stall costs a read's GPM, not the session's.
 	pending    bool
 	prev, cur  nvml.GpmSample

@@ -17,7 +17,7 @@ import (
 // plain rows of the read table.
 type healthCollector struct{}
 
-func (*healthCollector) prime(*call.GPU) {}
+func (*healthCollector) baseline(*call.GPU) {}
 
 // read reads the remapped rows, four figures of one call; the other
 // health figures are plain rows of the read table.

@@ -61,17 +61,17 @@ type migDevice struct {
 // <0.05 ms per MIG slot, a GPU not in MIG mode one call.
 const migRelist = time.Minute
 
-// prime lists the MIG devices of a GPU in MIG mode, and starts the GPM
+// baseline lists the MIG devices of a GPU in MIG mode, and starts the GPM
 // of their GPU instances where the GPU has GPM (call.GPMPlan). A GPU not in
 // MIG mode, or a driver without MIG, has none.
-func (mc *migCollector) prime(d *call.GPU) {
+func (mc *migCollector) baseline(d *call.GPU) {
 	mc.relist(d)
 }
 
 // relist reads the GPU's MIG layout and makes it the collector's: a MIG
 // device still there keeps its state (its GPM window), a new one is
 // looked up and starts its GPM, the GPM of one gone is freed. A layout
-// that cannot be read keeps the last one (none at priming: the GPU is
+// that cannot be read keeps the last one (none at the baselines: the GPU is
 // reported as a whole), until the next listing.
 func (mc *migCollector) relist(d *call.GPU) {
 	mc.listedAt, mc.stale = d.Plan.Now(), false

@@ -39,7 +39,7 @@ type processCollector struct {
 	listed atomic.Bool
 }
 
-func (*processCollector) prime(*call.GPU) {}
+func (*processCollector) baseline(*call.GPU) {}
 
 // processShares is the per-device state of the share sampling.
 type processShares struct {

@@ -8,12 +8,12 @@ import (
 )
 
 // Inflight counts the NVML calls running on one session (from nvmlInit to
-// nvmlShutdown): reads, priming, event registration and waits. nvmlShutdown
+// nvmlShutdown): reads, baselines, event registration and waits. nvmlShutdown
 // under a running call can crash the process, so the Client's Close waits
 // for them (Wait), and gives up rather than shut NVML down under a stuck
-// one. Once Close has begun, no call may begin: a read or priming that was
+// one. Once Close has begun, no call may begin: a read or Prime that was
 // scheduled before Close but starts after it would call NVML after
-// nvmlShutdown, or prime a GPU while Close frees its GPM samples.
+// nvmlShutdown, or take a GPU's baselines while Close frees its GPM samples.
 type Inflight struct {
 	mu     sync.Mutex
 	n      int

@@ -8,7 +8,7 @@ import (
 )
 
 // DeviceUse is who uses a device's NVML handle: one use at a time. A read
-// or priming that finds another still running is told so at once (nvmlclient.ErrBusy:
+// or Prime that finds another still running is told so at once (nvmlclient.ErrBusy:
 // the earlier one is stuck, or still running from an earlier scrape). A
 // share sample is different: it is the receiver's own short call between
 // scrapes (one nvmlDeviceGetProcessUtilization, 1.4-1.9 ms on an H200), and
@@ -31,7 +31,7 @@ type ShareUse struct {
 // bound as a read's hold of the lane (LaneMaxHold), far above the call.
 const shareMaxHold = LaneMaxHold
 
-// Take takes the device for a read or priming. It waits behind a share
+// Take takes the device for a read or its baselines (Prime). It waits behind a share
 // sample within its bound; false when the device stays held.
 func (u *DeviceUse) Take() bool {
 	for {
@@ -44,7 +44,7 @@ func (u *DeviceUse) Take() bool {
 		sh := u.share
 		u.mu.Unlock()
 		if sh == nil {
-			return false // a read or priming
+			return false // a read or the baselines
 		}
 		wait := shareMaxHold - time.Since(sh.since)
 		if wait <= 0 {
