@@ -7,13 +7,14 @@
 // packages, lowest first; each imports only those below it
 // (TestPackagesImportOnlyDownward):
 //
-//   - figure: what can be asked for (Figure, Figures: the readings with
-//     readers of their own) and what a read gives (Sample,
-//     figure/sample.go); guard: the order of a session's calls (the lane,
+//   - sample: what a read gives (Sample, sample/sample.go) and what can
+//     be asked for (Reading, Readings: the readings with readers of their
+//     own, sample/readings.go); guard: the order of a session's calls (the lane,
 //     the GPM gate, a device's one use, the calls in flight that Close
 //     waits for); raw: the list calls with bounded buffers (raw/raw.go);
 //   - call: the read table (call/table.go: the rows with readers of their
-//     own, then the client's plain reads), the one way an NVML call is made (call/reading.go),
+//     own, then the client's plain reads; each row says its reader, its
+//     collector's code, a getter, a field of the batch or a sample window), the one way an NVML call is made (call/reading.go),
 //     and what the calls answered (call/gpu.go: the support cache of
 //     call/support.go, the failures logged once of call/logcalls.go, the
 //     timings, the panics of call/panics.go); call/symbols.go checks which
@@ -32,7 +33,7 @@
 //     XID and ECC events (event.go) in the background; reads.go and
 //     reads_cgo.go make the plain reads the receiver declares, options.go
 //     the options (WithReads among them); figures.go gives the receiver
-//     figure's names as its own. No two of its files use each other
+//     package sample's names as its own. No two of its files use each other
 //     (TestRootFilesUseEachOtherOneWay).
 //
 // go-nvml needs cgo. A build without it gets nocgo.go instead: a Client

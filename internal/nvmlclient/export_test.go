@@ -7,7 +7,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // The plain reads of this package's tests: the receiver's, by their place
@@ -104,4 +104,4 @@ func (d *Device) waitBackground(timeout time.Duration) bool {
 // panicCount is the number of panics recovered in d's reads.
 func (d *Device) panicCount() int64 { return d.gpu.Panics() }
 
-func some[T any](v T) Opt[T] { return figure.Some(v) }
+func some[T any](v T) Opt[T] { return sample.Some(v) }

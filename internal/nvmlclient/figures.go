@@ -1,112 +1,112 @@
 package nvmlclient
 
-import "github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+import "github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 
-// What the receiver asks for and gets back: aliases of package figure's
-// (figure/figures.go, figure/sample.go).
+// What the receiver asks for and gets back: aliases of package sample's
+// (sample/readings.go, sample/sample.go). A Figure is a sample.Reading.
 
 type (
 	// Figure names one thing this package can read of a GPU.
-	Figure = figure.Figure
+	Figure = sample.Reading
 	// Figures is a set of figures.
-	Figures = figure.Figures
+	Figures = sample.Readings
 	// Opt is a reading that may be absent.
-	Opt[T any] = figure.Opt[T]
+	Opt[T any] = sample.Opt[T]
 	// Sample is one reading of one GPU, in SI units.
-	Sample = figure.Sample
+	Sample = sample.Sample
 	// Engine names a utilization engine.
-	Engine = figure.Engine
+	Engine = sample.Engine
 	// Health is one reading of a GPU's health signals.
-	Health = figure.Health
+	Health = sample.Health
 	// ClockEventReason names one bit of the clock event reasons.
-	ClockEventReason = figure.ClockEventReason
+	ClockEventReason = sample.ClockEventReason
 	// GPMActivity names the GPM activity metrics.
-	GPMActivity = figure.GPMActivity
+	GPMActivity = sample.GPMActivity
 	// GPMTraffic names the GPM byte counters.
-	GPMTraffic = figure.GPMTraffic
+	GPMTraffic = sample.GPMTraffic
 	// GPMReading is what GPM measured over one window.
-	GPMReading = figure.GPMReading
+	GPMReading = sample.GPMReading
 	// Process is one process with a context on a GPU.
-	Process = figure.Process
+	Process = sample.Process
 	// MPSRole is a process's part in CUDA MPS.
-	MPSRole = figure.MPSRole
+	MPSRole = sample.MPSRole
 	// MIGInfo is the static identity of one MIG device.
-	MIGInfo = figure.MIGInfo
+	MIGInfo = sample.MIGInfo
 	// MIGSample is one reading of one MIG device.
-	MIGSample = figure.MIGSample
+	MIGSample = sample.MIGSample
 )
 
 // The figures read by their own code.
 const (
-	FigUtilization        = figure.Utilization
-	FigMemoryController   = figure.MemoryController
-	FigMemory             = figure.Memory
-	FigProcesses          = figure.Processes
-	FigProcessUtilization = figure.ProcessUtilization
-	FigECCCorrected       = figure.ECCCorrected
-	FigECCUncorrected     = figure.ECCUncorrected
-	FigRemappedRows       = figure.RemappedRows
-	FigClockEvents        = figure.ClockEvents
-	FigSMActivity         = figure.SMActivity
-	FigSMOccupancy        = figure.SMOccupancy
-	FigGraphicsActivity   = figure.GraphicsActivity
-	FigTensorActivity     = figure.TensorActivity
-	FigTensorPipes        = figure.TensorPipes
-	FigPipes              = figure.Pipes
-	FigDRAMBandwidth      = figure.DRAMBandwidth
-	FigPCIeTraffic        = figure.PCIeTraffic
-	FigNVLinkTraffic      = figure.NVLinkTraffic
+	FigUtilization        = sample.Utilization
+	FigMemoryController   = sample.MemoryController
+	FigMemory             = sample.Memory
+	FigProcesses          = sample.Processes
+	FigProcessUtilization = sample.ProcessUtilization
+	FigECCCorrected       = sample.ECCCorrected
+	FigECCUncorrected     = sample.ECCUncorrected
+	FigRemappedRows       = sample.RemappedRows
+	FigClockEvents        = sample.ClockEvents
+	FigSMActivity         = sample.SMActivity
+	FigSMOccupancy        = sample.SMOccupancy
+	FigGraphicsActivity   = sample.GraphicsActivity
+	FigTensorActivity     = sample.TensorActivity
+	FigTensorPipes        = sample.TensorPipes
+	FigPipes              = sample.Pipes
+	FigDRAMBandwidth      = sample.DRAMBandwidth
+	FigPCIeTraffic        = sample.PCIeTraffic
+	FigNVLinkTraffic      = sample.NVLinkTraffic
 )
 
 // AllFigures asks for every figure: what a Client reads without WithFigures.
-const AllFigures = figure.All
+const AllFigures = sample.All
 
 // FiguresOf returns the set of fs.
-func FiguresOf(fs ...Figure) Figures { return figure.Of(fs...) }
+func FiguresOf(fs ...Figure) Figures { return sample.Of(fs...) }
 
 // The engines, clock event reasons and GPM metrics of a Sample.
 const (
-	EngineGeneral = figure.EngineGeneral
-	EngineEncoder = figure.EngineEncoder
-	EngineDecoder = figure.EngineDecoder
+	EngineGeneral = sample.EngineGeneral
+	EngineEncoder = sample.EngineEncoder
+	EngineDecoder = sample.EngineDecoder
 
-	ReasonGPUIdle              = figure.ReasonGPUIdle
-	ReasonApplicationsClocks   = figure.ReasonApplicationsClocks
-	ReasonSWPowerCap           = figure.ReasonSWPowerCap
-	ReasonHWSlowdown           = figure.ReasonHWSlowdown
-	ReasonSyncBoost            = figure.ReasonSyncBoost
-	ReasonSWThermalSlowdown    = figure.ReasonSWThermalSlowdown
-	ReasonHWThermalSlowdown    = figure.ReasonHWThermalSlowdown
-	ReasonHWPowerBrakeSlowdown = figure.ReasonHWPowerBrakeSlowdown
-	ReasonDisplayClocks        = figure.ReasonDisplayClocks
+	ReasonGPUIdle              = sample.ReasonGPUIdle
+	ReasonApplicationsClocks   = sample.ReasonApplicationsClocks
+	ReasonSWPowerCap           = sample.ReasonSWPowerCap
+	ReasonHWSlowdown           = sample.ReasonHWSlowdown
+	ReasonSyncBoost            = sample.ReasonSyncBoost
+	ReasonSWThermalSlowdown    = sample.ReasonSWThermalSlowdown
+	ReasonHWThermalSlowdown    = sample.ReasonHWThermalSlowdown
+	ReasonHWPowerBrakeSlowdown = sample.ReasonHWPowerBrakeSlowdown
+	ReasonDisplayClocks        = sample.ReasonDisplayClocks
 
-	GPMSMActivity       = figure.GPMSMActivity
-	GPMSMOccupancy      = figure.GPMSMOccupancy
-	GPMGraphicsActivity = figure.GPMGraphicsActivity
-	GPMTensorActivity   = figure.GPMTensorActivity
-	GPMTensorHMMA       = figure.GPMTensorHMMA
-	GPMTensorIMMA       = figure.GPMTensorIMMA
-	GPMTensorDMMA       = figure.GPMTensorDMMA
-	GPMTensorDFMA       = figure.GPMTensorDFMA
-	GPMFP64             = figure.GPMFP64
-	GPMFP32             = figure.GPMFP32
-	GPMFP16             = figure.GPMFP16
-	GPMInteger          = figure.GPMInteger
-	GPMDRAMBandwidth    = figure.GPMDRAMBandwidth
+	GPMSMActivity       = sample.GPMSMActivity
+	GPMSMOccupancy      = sample.GPMSMOccupancy
+	GPMGraphicsActivity = sample.GPMGraphicsActivity
+	GPMTensorActivity   = sample.GPMTensorActivity
+	GPMTensorHMMA       = sample.GPMTensorHMMA
+	GPMTensorIMMA       = sample.GPMTensorIMMA
+	GPMTensorDMMA       = sample.GPMTensorDMMA
+	GPMTensorDFMA       = sample.GPMTensorDFMA
+	GPMFP64             = sample.GPMFP64
+	GPMFP32             = sample.GPMFP32
+	GPMFP16             = sample.GPMFP16
+	GPMInteger          = sample.GPMInteger
+	GPMDRAMBandwidth    = sample.GPMDRAMBandwidth
 
-	GPMPCIeTX   = figure.GPMPCIeTX
-	GPMPCIeRX   = figure.GPMPCIeRX
-	GPMNVLinkTX = figure.GPMNVLinkTX
-	GPMNVLinkRX = figure.GPMNVLinkRX
+	GPMPCIeTX   = sample.GPMPCIeTX
+	GPMPCIeRX   = sample.GPMPCIeRX
+	GPMNVLinkTX = sample.GPMNVLinkTX
+	GPMNVLinkRX = sample.GPMNVLinkRX
 
 	// NoInstance is NVML's "not a MIG instance" id.
-	NoInstance = figure.NoInstance
+	NoInstance = sample.NoInstance
 
-	MPSNone   = figure.MPSNone
-	MPSServer = figure.MPSServer
-	MPSClient = figure.MPSClient
+	MPSNone   = sample.MPSNone
+	MPSServer = sample.MPSServer
+	MPSClient = sample.MPSClient
 	// MPSServerName is the MPS server's executable name.
-	MPSServerName = figure.MPSServerName
+	MPSServerName = sample.MPSServerName
 	// MaxProcessesPerGPU caps the process list read from one GPU.
-	MaxProcessesPerGPU = figure.MaxProcessesPerGPU
+	MaxProcessesPerGPU = sample.MaxProcessesPerGPU
 )

@@ -6,7 +6,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // GPM's part of the read table: which metric answers which figure, and
@@ -17,36 +17,36 @@ import (
 // whose figures are asked for are asked of nvmlGpmMetricsGet.
 type GPMMetric struct {
 	ID      nvml.GpmMetricId
-	Figures figure.Figures
+	Figures sample.Readings
 }
 
 // GPMActivityMetrics are the activities, each a fraction 0..1.
-var GPMActivityMetrics = [figure.GPMActivityCount]GPMMetric{
-	figure.GPMSMActivity:  {nvml.GPM_METRIC_SM_UTIL, figure.Of(figure.SMActivity)},
-	figure.GPMSMOccupancy: {nvml.GPM_METRIC_SM_OCCUPANCY, figure.Of(figure.SMOccupancy)},
+var GPMActivityMetrics = [sample.GPMActivityCount]GPMMetric{
+	sample.GPMSMActivity:  {nvml.GPM_METRIC_SM_UTIL, sample.Of(sample.SMActivity)},
+	sample.GPMSMOccupancy: {nvml.GPM_METRIC_SM_OCCUPANCY, sample.Of(sample.SMOccupancy)},
 	// Graphics utilization is also the general utilization of a GPU with
 	// GPM: the fraction of the window some engine was busy, exact over the
 	// window (48.0-49.1 against 47.4-49.0 from GetSamples on a 50 %-duty
 	// H200), with no 14 s ring-buffer limit.
-	figure.GPMGraphicsActivity: {nvml.GPM_METRIC_GRAPHICS_UTIL, figure.Of(figure.GraphicsActivity, figure.Utilization)},
-	figure.GPMTensorActivity:   {nvml.GPM_METRIC_ANY_TENSOR_UTIL, figure.Of(figure.TensorActivity)},
-	figure.GPMTensorHMMA:       {nvml.GPM_METRIC_HMMA_TENSOR_UTIL, figure.Of(figure.TensorPipes)},
-	figure.GPMTensorIMMA:       {nvml.GPM_METRIC_IMMA_TENSOR_UTIL, figure.Of(figure.TensorPipes)},
-	figure.GPMTensorDMMA:       {nvml.GPM_METRIC_DMMA_TENSOR_UTIL, figure.Of(figure.TensorPipes)},
-	figure.GPMTensorDFMA:       {nvml.GPM_METRIC_DFMA_TENSOR_UTIL, figure.Of(figure.TensorPipes)},
-	figure.GPMFP64:             {nvml.GPM_METRIC_FP64_UTIL, figure.Of(figure.Pipes)},
-	figure.GPMFP32:             {nvml.GPM_METRIC_FP32_UTIL, figure.Of(figure.Pipes)},
-	figure.GPMFP16:             {nvml.GPM_METRIC_FP16_UTIL, figure.Of(figure.Pipes)},
-	figure.GPMInteger:          {nvml.GPM_METRIC_INTEGER_UTIL, figure.Of(figure.Pipes)},
-	figure.GPMDRAMBandwidth:    {nvml.GPM_METRIC_DRAM_BW_UTIL, figure.Of(figure.DRAMBandwidth)},
+	sample.GPMGraphicsActivity: {nvml.GPM_METRIC_GRAPHICS_UTIL, sample.Of(sample.GraphicsActivity, sample.Utilization)},
+	sample.GPMTensorActivity:   {nvml.GPM_METRIC_ANY_TENSOR_UTIL, sample.Of(sample.TensorActivity)},
+	sample.GPMTensorHMMA:       {nvml.GPM_METRIC_HMMA_TENSOR_UTIL, sample.Of(sample.TensorPipes)},
+	sample.GPMTensorIMMA:       {nvml.GPM_METRIC_IMMA_TENSOR_UTIL, sample.Of(sample.TensorPipes)},
+	sample.GPMTensorDMMA:       {nvml.GPM_METRIC_DMMA_TENSOR_UTIL, sample.Of(sample.TensorPipes)},
+	sample.GPMTensorDFMA:       {nvml.GPM_METRIC_DFMA_TENSOR_UTIL, sample.Of(sample.TensorPipes)},
+	sample.GPMFP64:             {nvml.GPM_METRIC_FP64_UTIL, sample.Of(sample.Pipes)},
+	sample.GPMFP32:             {nvml.GPM_METRIC_FP32_UTIL, sample.Of(sample.Pipes)},
+	sample.GPMFP16:             {nvml.GPM_METRIC_FP16_UTIL, sample.Of(sample.Pipes)},
+	sample.GPMInteger:          {nvml.GPM_METRIC_INTEGER_UTIL, sample.Of(sample.Pipes)},
+	sample.GPMDRAMBandwidth:    {nvml.GPM_METRIC_DRAM_BW_UTIL, sample.Of(sample.DRAMBandwidth)},
 }
 
 // GPMTrafficMetrics are the traffic metrics: rates in MiB/s over the window.
-var GPMTrafficMetrics = [figure.GPMTrafficCount]GPMMetric{
-	figure.GPMPCIeTX:   {nvml.GPM_METRIC_PCIE_TX_PER_SEC, figure.Of(figure.PCIeTraffic)},
-	figure.GPMPCIeRX:   {nvml.GPM_METRIC_PCIE_RX_PER_SEC, figure.Of(figure.PCIeTraffic)},
-	figure.GPMNVLinkTX: {nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, figure.Of(figure.NVLinkTraffic)},
-	figure.GPMNVLinkRX: {nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, figure.Of(figure.NVLinkTraffic)},
+var GPMTrafficMetrics = [sample.GPMTrafficCount]GPMMetric{
+	sample.GPMPCIeTX:   {nvml.GPM_METRIC_PCIE_TX_PER_SEC, sample.Of(sample.PCIeTraffic)},
+	sample.GPMPCIeRX:   {nvml.GPM_METRIC_PCIE_RX_PER_SEC, sample.Of(sample.PCIeTraffic)},
+	sample.GPMNVLinkTX: {nvml.GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, sample.Of(sample.NVLinkTraffic)},
+	sample.GPMNVLinkRX: {nvml.GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, sample.Of(sample.NVLinkTraffic)},
 }
 
 // GPMRequest is one metric asked of nvmlGpmMetricsGet and where its value
@@ -65,14 +65,14 @@ type GPMPlan struct {
 	// Requests are the GPM metrics asked of each window: only those that
 	// feed an enabled metric; Figures, the asked-for figures they answer.
 	Requests []GPMRequest
-	Figures  figure.Figures
+	Figures  sample.Readings
 	// HasGPM says the GPU has GPM and a GPM figure is asked for: probed
 	// once, when the device takes its baselines, before its collectors do.
 	HasGPM bool
 }
 
 // planGPM lists the GPM metrics that answer one of figs.
-func planGPM(figs figure.Figures) GPMPlan {
+func planGPM(figs sample.Readings) GPMPlan {
 	var p GPMPlan
 	add := func(gm GPMMetric, index int, traffic bool) {
 		if on := gm.Figures & figs; on != 0 {

@@ -11,9 +11,9 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // GPU is one GPU as its calls see it, the handle the collectors read
@@ -52,8 +52,8 @@ type Plan struct {
 	// Figures are the figures asked for; LeftOut counts what failed calls
 	// drop: figures, and plain reads by their place in Sample.Values
 	// (nvmlclient.WithLeftOutCount).
-	Figures figure.Figures
-	LeftOut func(figs figure.Figures, plain []int) int
+	Figures sample.Readings
+	LeftOut func(figs sample.Readings, plain []int) int
 	Now     func() time.Time // times GPM windows, backoffs and the energy cadence
 	GPM     GPMPlan          // what the GPU's and its MIG devices' GPM windows ask for
 }
@@ -84,7 +84,7 @@ const maxLoggedOnce = 256
 // and every figure asked for until Configure, on the system clock.
 func NewGPU(lib nvml.Interface, h nvml.Device, t Table, uuid string, sym Symbols, logger *zap.Logger) *GPU {
 	d := &GPU{Lib: lib, Handle: h, Table: t, Symbols: sym, UUID: uuid, Logger: logger,
-		Plan: Plan{Now: time.Now, Figures: figure.All, LeftOut: countLeftOut, Wanted: make([]bool, len(t))}}
+		Plan: Plan{Now: time.Now, Figures: sample.All, LeftOut: countLeftOut, Wanted: make([]bool, len(t))}}
 	d.record.once = logonce.New(maxLoggedOnce)
 	d.record.callLog = logonce.New(len(t), logonce.WithHoldOff(FlapHoldOff), logonce.WithClock(func() time.Time { return d.Plan.Now() }))
 	d.record.failing, d.record.stats = make([]callState, len(t)), make([]callStat, len(t))
@@ -104,7 +104,7 @@ func NewGPU(lib nvml.Interface, h nvml.Device, t Table, uuid string, sym Symbols
 // Configure asks for figs: a call is wanted only while a figure it
 // answers is asked for. leftOut, where set, counts what failed calls
 // leave out; now, where set, is the clock of the reads.
-func (d *GPU) Configure(figs figure.Figures, leftOut func(figure.Figures, []int) int, now func() time.Time) {
+func (d *GPU) Configure(figs sample.Readings, leftOut func(sample.Readings, []int) int, now func() time.Time) {
 	if now != nil {
 		d.Plan.Now = now
 	}
@@ -139,7 +139,7 @@ func (d *GPU) FlushSupportLogs() { d.record.support.flushLogs(d.Logger) }
 // and the plain reads they answer, as nvmlclient.WithLeftOutCount counts
 // them; at least 1.
 func (d *GPU) LeftOutBy(failed []*Error) int {
-	var figs figure.Figures
+	var figs sample.Readings
 	var plain []int
 	for _, f := range failed {
 		figs |= d.Table[f.id].Figures
@@ -154,4 +154,4 @@ func (d *GPU) LeftOutBy(failed []*Error) int {
 }
 
 // countLeftOut counts each figure and plain read as one.
-func countLeftOut(figs figure.Figures, plain []int) int { return figs.Len() + len(plain) }
+func countLeftOut(figs sample.Readings, plain []int) int { return figs.Len() + len(plain) }

@@ -6,8 +6,8 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"go.uber.org/zap"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // The list calls go through raw/raw.go where the library is a real one
@@ -15,10 +15,10 @@ import (
 
 // RunningProcesses lists h's compute or graphics processes, through c
 // where it is a real library's; raw.ErrTooMany past
-// figure.MaxProcessesPerGPU.
+// sample.MaxProcessesPerGPU.
 func RunningProcesses(c raw.Device, h nvml.Device, graphics bool) ([]nvml.ProcessInfo, nvml.Return) {
 	if c.OK() {
-		return c.RunningProcesses(graphics, figure.MaxProcessesPerGPU)
+		return c.RunningProcesses(graphics, sample.MaxProcessesPerGPU)
 	}
 	var infos []nvml.ProcessInfo
 	var ret nvml.Return
@@ -27,7 +27,7 @@ func RunningProcesses(c raw.Device, h nvml.Device, graphics bool) ([]nvml.Proces
 	} else {
 		infos, ret = h.GetComputeRunningProcesses()
 	}
-	if ret == nvml.SUCCESS && len(infos) > figure.MaxProcessesPerGPU {
+	if ret == nvml.SUCCESS && len(infos) > sample.MaxProcessesPerGPU {
 		return nil, raw.ErrTooMany
 	}
 	return infos, ret
@@ -37,10 +37,10 @@ func RunningProcesses(c raw.Device, h nvml.Device, graphics bool) ([]nvml.Proces
 // _v3 where the driver has it), as RunningProcesses lists the others.
 func MPSClients(c raw.Device, h nvml.Device) ([]nvml.ProcessInfo, nvml.Return) {
 	if c.OK() {
-		return c.MPSProcesses(figure.MaxProcessesPerGPU)
+		return c.MPSProcesses(sample.MaxProcessesPerGPU)
 	}
 	infos, ret := h.GetMPSComputeRunningProcesses()
-	if ret == nvml.SUCCESS && len(infos) > figure.MaxProcessesPerGPU {
+	if ret == nvml.SUCCESS && len(infos) > sample.MaxProcessesPerGPU {
 		return nil, raw.ErrTooMany
 	}
 	return infos, ret
@@ -64,6 +64,6 @@ func (d *GPU) ProcessUtilization(lastSeen uint64) ([]nvml.ProcessUtilizationSamp
 func (d *GPU) TooManyProcesses(c ID) {
 	d.LogOnce("too-many-processes", func(l *zap.Logger) {
 		l.Warn("More processes on this GPU than the receiver lists; its process metrics are dropped while that lasts (logged once)",
-			zap.String("call", c.String()), zap.Int("max_processes", figure.MaxProcessesPerGPU))
+			zap.String("call", c.String()), zap.Int("max_processes", sample.MaxProcessesPerGPU))
 	})
 }

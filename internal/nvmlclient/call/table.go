@@ -7,7 +7,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // The read table: every NVML read of a GPU, the figures it answers, and
@@ -31,7 +31,7 @@ type Spec struct {
 	// Figures are what the call answers; it is made only while one of them
 	// is asked for. None: it serves other rows (the GPM sample and the
 	// field batch).
-	Figures figure.Figures
+	Figures sample.Readings
 	// Reader is who reads the row: its collector's own code, the
 	// getters' or the field batch's collector (ByGetter, ByField: one
 	// value each, Put in the Sample), or a sample window.
@@ -45,7 +45,7 @@ type Spec struct {
 	// Divisor is how many of the raw units make one of the Sample's (0: 1).
 	Divisor float64
 	// Put puts the value, in the Sample's unit, where it belongs.
-	Put func(*figure.Sample, float64)
+	Put func(*sample.Sample, float64)
 	// Fallback answers for the figure when this call gives nothing: not
 	// supported, or a sample window with no new sample. None: the
 	// figure is absent.
@@ -108,10 +108,10 @@ func (t Table) Name(c ID) string {
 }
 
 // putValue puts plain read i's value in Sample.Values.
-func putValue(i int, valid func(float64) bool) func(*figure.Sample, float64) {
-	return func(s *figure.Sample, v float64) {
+func putValue(i int, valid func(float64) bool) func(*sample.Sample, float64) {
+	return func(s *sample.Sample, v float64) {
 		if valid == nil || valid(v) {
-			s.Values[i] = figure.Some(v)
+			s.Values[i] = sample.Some(v)
 		}
 	}
 }
@@ -154,43 +154,43 @@ var fixedReads = [FirstPlain]Spec{
 	// GPU window below serves GPUs without GPM. Encoder and decoder read
 	// the instant getter, and their window only while the engine is active.
 	// A window costs 1.4 ms, the instant getters <0.05 ms.
-	SamplesGPU: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.Utilization),
+	SamplesGPU: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)", Figures: sample.Of(sample.Utilization),
 		Fallback: UtilizationRates},
-	SamplesMemory: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(MEMORY_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.MemoryController),
+	SamplesMemory: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(MEMORY_UTILIZATION_SAMPLES)", Figures: sample.Of(sample.MemoryController),
 		Fallback: UtilizationRates},
-	SamplesEncoder: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(ENC_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.Utilization),
+	SamplesEncoder: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(ENC_UTILIZATION_SAMPLES)", Figures: sample.Of(sample.Utilization),
 		Fallback: EncoderUtilization},
-	SamplesDecoder: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(DEC_UTILIZATION_SAMPLES)", Figures: figure.Of(figure.Utilization),
+	SamplesDecoder: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(DEC_UTILIZATION_SAMPLES)", Figures: sample.Of(sample.Utilization),
 		Fallback: DecoderUtilization},
-	UtilizationRates: {Name: "nvmlDeviceGetUtilizationRates", Figures: figure.Of(figure.Utilization, figure.MemoryController)},
-	EncoderUtilization: {Name: "nvmlDeviceGetEncoderUtilization", Figures: figure.Of(figure.Utilization),
+	UtilizationRates: {Name: "nvmlDeviceGetUtilizationRates", Figures: sample.Of(sample.Utilization, sample.MemoryController)},
+	EncoderUtilization: {Name: "nvmlDeviceGetEncoderUtilization", Figures: sample.Of(sample.Utilization),
 		Get: Getter(func(h nvml.Device) (uint32, nvml.Return) { v, _, ret := h.GetEncoderUtilization(); return v, ret })},
-	DecoderUtilization: {Name: "nvmlDeviceGetDecoderUtilization", Figures: figure.Of(figure.Utilization),
+	DecoderUtilization: {Name: "nvmlDeviceGetDecoderUtilization", Figures: sample.Of(sample.Utilization),
 		Get: Getter(func(h nvml.Device) (uint32, nvml.Return) { v, _, ret := h.GetDecoderUtilization(); return v, ret })},
 
 	// Memory (collect/getters.go, the MIG collector): used, total and reserved in one call.
-	MemoryInfo:    {Name: "nvmlDeviceGetMemoryInfo", Figures: figure.Of(figure.Memory)},
-	MIGMemoryInfo: {Name: "nvmlDeviceGetMemoryInfo(MIG device)", Figures: figure.Of(figure.Memory)},
+	MemoryInfo:    {Name: "nvmlDeviceGetMemoryInfo", Figures: sample.Of(sample.Memory)},
+	MIGMemoryInfo: {Name: "nvmlDeviceGetMemoryInfo(MIG device)", Figures: sample.Of(sample.Memory)},
 
 	// Processes (collect/processes.go): the lists (0.01 ms), then their utilization
 	// (1.4-1.6 ms) only when a list holds a process. All or nothing: a
 	// failed call drops the whole list.
 	ComputeProcesses: {Name: "nvmlDeviceGetComputeRunningProcesses", Symbol: "nvmlDeviceGetComputeRunningProcesses",
-		Figures: figure.Of(figure.Processes)},
+		Figures: sample.Of(sample.Processes)},
 	GraphicsProcesses: {Name: "nvmlDeviceGetGraphicsRunningProcesses", Symbol: "nvmlDeviceGetGraphicsRunningProcesses",
-		Figures: figure.Of(figure.Processes)},
+		Figures: sample.Of(sample.Processes)},
 	ProcessUtilization: {Name: "nvmlDeviceGetProcessUtilization", Symbol: "nvmlDeviceGetProcessUtilization",
-		Figures: figure.Of(figure.ProcessUtilization)},
+		Figures: sample.Of(sample.ProcessUtilization)},
 	// A MIG device's own list (collect/mig.go); where it is not supported, the
 	// parent's list answers for it.
 	MIGProcesses: {Name: "nvmlDeviceGetComputeRunningProcesses(MIG device)", Symbol: "nvmlDeviceGetComputeRunningProcesses",
-		Figures: figure.Of(figure.Processes)},
+		Figures: sample.Of(sample.Processes)},
 	// The MPS clients among the compute processes (0.01 ms), asked only
 	// when the compute list holds a process, of the GPU and of each MIG
 	// device that lists its own. Not all or nothing: without it (an old
 	// driver, a failure) no process is known to be a client.
 	MPSProcesses: {Name: "nvmlDeviceGetMPSComputeRunningProcesses", Symbol: "nvmlDeviceGetMPSComputeRunningProcesses",
-		Figures: figure.Of(figure.Processes)},
+		Figures: sample.Of(sample.Processes)},
 
 	// GPM (collect/gpm.go): one sample (0.05 ms) and one metrics call (0.9-1.7 ms)
 	// per GPU per scrape, asking only for the asked-for figures
@@ -202,21 +202,21 @@ var fixedReads = [FirstPlain]Spec{
 	// getters or as fields alike: they stay on their getters, read at every
 	// scrape.
 	ECCCorrected: {Reader: ByGetter, Name: "nvmlDeviceGetTotalEccErrors(CORRECTED)", Symbol: "nvmlDeviceGetTotalEccErrors",
-		Figures: figure.Of(figure.ECCCorrected),
+		Figures: sample.Of(sample.ECCCorrected),
 		Get: Getter(func(h nvml.Device) (uint64, nvml.Return) {
 			return h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC)
 		}),
-		Put: func(s *figure.Sample, v float64) { s.Health.ECCCorrected = figure.Some(uint64(v)) }},
+		Put: func(s *sample.Sample, v float64) { s.Health.ECCCorrected = sample.Some(uint64(v)) }},
 	ECCUncorrected: {Reader: ByGetter, Name: "nvmlDeviceGetTotalEccErrors(UNCORRECTED)", Symbol: "nvmlDeviceGetTotalEccErrors",
-		Figures: figure.Of(figure.ECCUncorrected),
+		Figures: sample.Of(sample.ECCUncorrected),
 		Get: Getter(func(h nvml.Device) (uint64, nvml.Return) {
 			return h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
 		}),
-		Put: func(s *figure.Sample, v float64) { s.Health.ECCUncorrected = figure.Some(uint64(v)) }},
+		Put: func(s *sample.Sample, v float64) { s.Health.ECCUncorrected = sample.Some(uint64(v)) }},
 	// Remapped rows answer four figures in one call (collect/health.go).
-	RemappedRows: {Name: "nvmlDeviceGetRemappedRows", Symbol: "nvmlDeviceGetRemappedRows", Figures: figure.Of(figure.RemappedRows)},
+	RemappedRows: {Name: "nvmlDeviceGetRemappedRows", Symbol: "nvmlDeviceGetRemappedRows", Figures: sample.Of(sample.RemappedRows)},
 	ClockEventReasons: {Reader: ByGetter, Name: "nvmlDeviceGetCurrentClocksEventReasons", Symbol: "nvmlDeviceGetCurrentClocksEventReasons",
-		Figures: figure.Of(figure.ClockEvents), Get: Getter(nvml.Device.GetCurrentClocksEventReasons), Put: putClockEvents},
+		Figures: sample.Of(sample.ClockEvents), Get: Getter(nvml.Device.GetCurrentClocksEventReasons), Put: putClockEvents},
 	// The batch: 0.015 ms with the memory temperature alone; the
 	// counters' batch 1.25 ms.
 	FieldValues: {Name: "nvmlDeviceGetFieldValues", Symbol: "nvmlDeviceGetFieldValues"},
@@ -235,23 +235,23 @@ func (c ID) String() string {
 
 // clockEventBits are the reasons' bits of
 // nvmlDeviceGetCurrentClocksEventReasons.
-var clockEventBits = [figure.ClockEventReasonCount]uint64{
-	figure.ReasonGPUIdle:              nvml.ClocksEventReasonGpuIdle,
-	figure.ReasonApplicationsClocks:   nvml.ClocksEventReasonApplicationsClocksSetting,
-	figure.ReasonSWPowerCap:           nvml.ClocksEventReasonSwPowerCap,
-	figure.ReasonHWSlowdown:           nvml.ClocksThrottleReasonHwSlowdown,
-	figure.ReasonSyncBoost:            nvml.ClocksEventReasonSyncBoost,
-	figure.ReasonSWThermalSlowdown:    nvml.ClocksEventReasonSwThermalSlowdown,
-	figure.ReasonHWThermalSlowdown:    nvml.ClocksThrottleReasonHwThermalSlowdown,
-	figure.ReasonHWPowerBrakeSlowdown: nvml.ClocksThrottleReasonHwPowerBrakeSlowdown,
-	figure.ReasonDisplayClocks:        nvml.ClocksEventReasonDisplayClockSetting,
+var clockEventBits = [sample.ClockEventReasonCount]uint64{
+	sample.ReasonGPUIdle:              nvml.ClocksEventReasonGpuIdle,
+	sample.ReasonApplicationsClocks:   nvml.ClocksEventReasonApplicationsClocksSetting,
+	sample.ReasonSWPowerCap:           nvml.ClocksEventReasonSwPowerCap,
+	sample.ReasonHWSlowdown:           nvml.ClocksThrottleReasonHwSlowdown,
+	sample.ReasonSyncBoost:            nvml.ClocksEventReasonSyncBoost,
+	sample.ReasonSWThermalSlowdown:    nvml.ClocksEventReasonSwThermalSlowdown,
+	sample.ReasonHWThermalSlowdown:    nvml.ClocksThrottleReasonHwThermalSlowdown,
+	sample.ReasonHWPowerBrakeSlowdown: nvml.ClocksThrottleReasonHwPowerBrakeSlowdown,
+	sample.ReasonDisplayClocks:        nvml.ClocksEventReasonDisplayClockSetting,
 }
 
 // putClockEvents sets each reason from the bits of
 // nvmlDeviceGetCurrentClocksEventReasons.
-func putClockEvents(s *figure.Sample, bits float64) {
+func putClockEvents(s *sample.Sample, bits float64) {
 	v := uint64(bits)
 	for reason, bit := range clockEventBits {
-		s.Health.ClockEvents[reason] = figure.Some(v&bit != 0)
+		s.Health.ClockEvents[reason] = sample.Some(v&bit != 0)
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"go.uber.org/zap"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // testPlain are two plain reads: a getter and a field.
@@ -55,9 +55,9 @@ func TestReadTableRowsAreWhole(t *testing.T) {
 	assert.Equal(t, 2, table.Plain())
 	assert.Equal(t, "nvmlDeviceGetPowerUsage", table[FirstPlain].Symbol, "a getter's symbol is checked at Open")
 	assert.Empty(t, table[FirstPlain+1].Symbol, "a field is the batch's")
-	s := figure.Sample{Values: make([]figure.Opt[float64], 2)}
+	s := sample.Sample{Values: make([]sample.Opt[float64], 2)}
 	table[FirstPlain+1].Put(&s, 41)
-	assert.Equal(t, []figure.Opt[float64]{{}, figure.Some(41.0)}, s.Values, "a plain read is put at its place")
+	assert.Equal(t, []sample.Opt[float64]{{}, sample.Some(41.0)}, s.Values, "a plain read is put at its place")
 }
 
 // A figure asks for exactly the calls that answer it; every plain read is
@@ -65,12 +65,12 @@ func TestReadTableRowsAreWhole(t *testing.T) {
 func TestFiguresSelectCalls(t *testing.T) {
 	table := NewTable(testPlain)
 	d := NewGPU(nil, nil, table, "GPU-0", Symbols{}, zap.NewNop())
-	d.Configure(figure.Of(figure.Memory), nil, nil)
+	d.Configure(sample.Of(sample.Memory), nil, nil)
 	for c := None + 1; int(c) < len(table); c++ {
 		want := c == MemoryInfo || c == MIGMemoryInfo || c >= FirstPlain || c == FieldValues
 		assert.Equal(t, want, d.Plan.Wanted[c], table[c].Name)
 	}
-	d.Configure(figure.All, nil, nil)
+	d.Configure(sample.All, nil, nil)
 	for c := None + 1; int(c) < len(table); c++ {
 		assert.Equal(t, c != Check, d.Plan.Wanted[c], table[c].Name)
 	}

@@ -7,7 +7,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // activityCollector reads what the GPU's engines did over the scrape
@@ -41,7 +41,7 @@ func (a *activityCollector) baseline(d *call.GPU) {
 	if !d.Plan.GPM.HasGPM {
 		return
 	}
-	a.gpmGeneral = d.Plan.Figures.Has(figure.Utilization)
+	a.gpmGeneral = d.Plan.Figures.Has(sample.Utilization)
 	a.gpm.pending = true
 	a.gpm.startGated(d, d.Handle.GpmSampleGet, "")
 }
@@ -57,35 +57,35 @@ func (a *activityCollector) baseline(d *call.GPU) {
 //
 // Where a window is empty or unsupported, the instant reading answers, so
 // that a series never goes silent.
-func (a *activityCollector) read(r *reading, s *figure.Sample) {
+func (a *activityCollector) read(r *reading, s *sample.Sample) {
 	d := r.GPU
 	switch {
 	case a.gpm.pending:
 		a.gpm.startGated(d, d.Handle.GpmSampleGet, "") // the start takes the window's first sample
 	case a.gpm.supported:
 		s.GPM = r.gpmWindow(&a.gpm, d.Plan.GPM.Requests, d.Handle.GpmSampleGet)
-		if s.GPM != nil && !s.GPM.Activity[figure.GPMGraphicsActivity].OK {
+		if s.GPM != nil && !s.GPM.Activity[sample.GPMGraphicsActivity].OK {
 			a.gpmGeneral = false // the GPU's sample window answers instead
 		}
 	}
 
-	generalOn := d.Plan.Figures.Has(figure.Utilization)
-	memOn := d.Plan.Figures.Has(figure.MemoryController) && (!d.Plan.GPM.HasGPM || a.memCtrlOnGPM)
-	var gpu, mem figure.Opt[float64]
+	generalOn := d.Plan.Figures.Has(sample.Utilization)
+	memOn := d.Plan.Figures.Has(sample.MemoryController) && (!d.Plan.GPM.HasGPM || a.memCtrlOnGPM)
+	var gpu, mem sample.Opt[float64]
 	switch {
 	case !generalOn:
 	case a.gpmGeneral && !r.in.migMode:
 		if s.GPM != nil {
-			gpu = s.GPM.Activity[figure.GPMGraphicsActivity]
+			gpu = s.GPM.Activity[sample.GPMGraphicsActivity]
 		}
 	default:
 		if v, ok := a.windowAverage(r, samplingGPU, 0); ok {
-			gpu = figure.Some(v)
+			gpu = sample.Some(v)
 		}
 	}
 	if memOn {
 		if v, ok := a.windowAverage(r, samplingMemory, 0); ok {
-			mem = figure.Some(v)
+			mem = sample.Some(v)
 		}
 	}
 	// Both windows fall back to the same instant getter (the read table's
@@ -94,16 +94,16 @@ func (a *activityCollector) read(r *reading, s *figure.Sample) {
 		var u nvml.Utilization
 		if r.Do(rates, func() (ret nvml.Return) { u, ret = d.Handle.GetUtilizationRates(); return }) {
 			if generalOn && !gpu.OK {
-				gpu = figure.Some(percentToFraction(float64(u.Gpu)))
+				gpu = sample.Some(percentToFraction(float64(u.Gpu)))
 			}
 			if memOn && !mem.OK {
-				mem = figure.Some(percentToFraction(float64(u.Memory)))
+				mem = sample.Some(percentToFraction(float64(u.Memory)))
 			}
 		}
 	}
-	s.Utilization[figure.EngineGeneral], s.MemoryControllerUtilization = gpu, mem
-	s.Utilization[figure.EngineEncoder] = a.readCodec(r, samplingEncoder, s.Time)
-	s.Utilization[figure.EngineDecoder] = a.readCodec(r, samplingDecoder, s.Time)
+	s.Utilization[sample.EngineGeneral], s.MemoryControllerUtilization = gpu, mem
+	s.Utilization[sample.EngineEncoder] = a.readCodec(r, samplingEncoder, s.Time)
+	s.Utilization[sample.EngineDecoder] = a.readCodec(r, samplingDecoder, s.Time)
 	a.lastRead = s.Time
 }
 
@@ -132,7 +132,7 @@ func (a *activityCollector) windowAverage(r *reading, k samplingKind, span time.
 // (1.4 ms) only while the engine is busy now or was at the previous read.
 // A burst that falls wholly between two idle reads is missed; any other is
 // averaged over the interval.
-func (a *activityCollector) readCodec(r *reading, k samplingKind, now time.Time) figure.Opt[float64] {
+func (a *activityCollector) readCodec(r *reading, k samplingKind, now time.Time) sample.Opt[float64] {
 	w := &a.windows[k]
 	instant := r.GPU.Table[samplingCalls[k].id].Fallback
 	var v float64
@@ -146,13 +146,13 @@ func (a *activityCollector) readCodec(r *reading, k samplingKind, now time.Time)
 		}
 		if mean, ok := a.windowAverage(r, k, span); ok {
 			w.active = mean > 0 || v > 0
-			return figure.Some(mean)
+			return sample.Some(mean)
 		}
 	}
 	if !instOK {
 		w.active = false
-		return figure.Opt[float64]{}
+		return sample.Opt[float64]{}
 	}
 	w.active = v > 0
-	return figure.Some(percentToFraction(v))
+	return sample.Some(percentToFraction(v))
 }

@@ -9,7 +9,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // A GPU is read through a list of collectors, each one part of the read
@@ -26,7 +26,7 @@ type Collector interface {
 	// baseline takes the collector's baselines, once, before the first read.
 	baseline(d *call.GPU)
 	// read fills the part's figures of s.
-	read(r *reading, s *figure.Sample)
+	read(r *reading, s *sample.Sample)
 }
 
 // The collectors, each in its own file with its plan, state and read:
@@ -77,7 +77,7 @@ func (s *Set) TakeBaselines(d *call.GPU) {
 
 // Read runs every collector on one reading of d into smp, and returns the
 // reading: what failed, and whether the GPU was found lost.
-func (s *Set) Read(d *call.GPU, smp *figure.Sample) *call.Reading {
+func (s *Set) Read(d *call.GPU, smp *sample.Sample) *call.Reading {
 	r := &reading{Reading: call.Reading{GPU: d}, in: scrapeInput{migMode: s.mig.count() > 0}}
 	for _, c := range s.List {
 		if r.Lost {
@@ -98,7 +98,7 @@ func (s *Set) Release() {
 }
 
 // MIGDevices lists the MIG devices, as the reads last listed them.
-func (s *Set) MIGDevices() []figure.MIGInfo { return s.mig.infos() }
+func (s *Set) MIGDevices() []sample.MIGInfo { return s.mig.infos() }
 
 // Processes says the processes are listed (WithProcesses).
 func (s *Set) Processes() bool { return s.procs.on }
@@ -134,7 +134,7 @@ type scrapeInput struct {
 
 // guard runs one collector; a panic outside any NVML call (in our own
 // decoding) fails that collector alone.
-func (r *reading) guard(c Collector, s *figure.Sample) {
+func (r *reading) guard(c Collector, s *sample.Sample) {
 	defer func() {
 		if p := recover(); p != nil {
 			r.GPU.CountPanic(p)

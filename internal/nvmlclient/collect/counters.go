@@ -4,7 +4,7 @@ package collect
 
 import (
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -44,7 +44,7 @@ type counterState struct {
 
 // read puts the newest counter reading into s and starts the next
 // read when it is due. The first read of the device is taken in line.
-func (cs *counterState) read(r *reading, s *figure.Sample) {
+func (cs *counterState) read(r *reading, s *sample.Sample) {
 	d := r.GPU
 	cs.mu.Lock()
 	first, due := cs.started.IsZero(), d.Plan.Now().Sub(cs.started) >= cs.interval
@@ -104,8 +104,8 @@ func (cs *counterState) take(d *call.GPU) {
 	cs.mu.Unlock()
 
 	r := &reading{Reading: call.Reading{GPU: d}}
-	got := make([]figure.Opt[float64], len(d.Table))
-	keep := func(c call.ID, v float64) { got[c] = figure.Some(v) }
+	got := make([]sample.Opt[float64], len(d.Table))
+	keep := func(c call.ID, v float64) { got[c] = sample.Some(v) }
 	r.readGetters(true, keep)
 	at := d.Plan.Now() // the batch below takes well under a millisecond
 	if !r.Lost {
@@ -150,11 +150,11 @@ func (*counterState) baseline(*call.GPU) {}
 
 // keptCounter is one counter's reading as the scrapes report it.
 type keptCounter struct {
-	last figure.Opt[float64] // the reading reported
+	last sample.Opt[float64] // the reading reported
 	at   time.Time           // when last was read, by the device clock
 	// low is a reading below last, in doubt until the next one tells a
 	// bad read from a reset.
-	low figure.Opt[float64]
+	low sample.Opt[float64]
 	// since is when its count began: zero while it counts since the
 	// session opened, else its last reading before it reset.
 	since time.Time
@@ -178,7 +178,7 @@ type keptCounter struct {
 // (WithCounterInterval) without the counter. A reset counter that counts
 // past its old reading by the next one is taken for a bad read: it goes on
 // from there, counting too little rather than raising a false increase.
-func (k *keptCounter) keep(v figure.Opt[float64], at time.Time) bool {
+func (k *keptCounter) keep(v sample.Opt[float64], at time.Time) bool {
 	switch {
 	case !v.OK:
 		return false
@@ -189,6 +189,6 @@ func (k *keptCounter) keep(v figure.Opt[float64], at time.Time) bool {
 		k.low = v
 		return false
 	}
-	k.last, k.at, k.low = v, at, figure.Opt[float64]{}
+	k.last, k.at, k.low = v, at, sample.Opt[float64]{}
 	return true
 }

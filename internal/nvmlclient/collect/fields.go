@@ -6,7 +6,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // The figures that NVML serves as field values are read in one
@@ -32,7 +32,7 @@ type fieldBatch struct {
 }
 
 // read reads the batch of the figures read at every scrape.
-func (f *fieldCollector) read(r *reading, s *figure.Sample) {
+func (f *fieldCollector) read(r *reading, s *sample.Sample) {
 	r.readFieldBatch(&f.batch, false, func(c call.ID, v float64) { r.GPU.Table[c].Put(s, v) })
 }
 

@@ -6,7 +6,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // getterCollector reads the memory, and every ByGetter row of the read
@@ -16,13 +16,13 @@ type getterCollector struct{}
 func (*getterCollector) baseline(*call.GPU) {}
 
 // read reads the memory, then the plain getters.
-func (*getterCollector) read(r *reading, s *figure.Sample) {
+func (*getterCollector) read(r *reading, s *sample.Sample) {
 	r.readMemory(s)
 	r.readPlain(s)
 }
 
-func (r *reading) readMemory(s *figure.Sample) {
-	var used, total, reserved figure.Opt[uint64]
+func (r *reading) readMemory(s *sample.Sample) {
+	var used, total, reserved sample.Opt[uint64]
 	if r.Do(call.MemoryInfo, func() (ret nvml.Return) {
 		used, total, reserved, ret = memoryOf(r.GPU.Handle, r.GPU.Symbols.MemoryInfoV2)
 		return ret
@@ -33,13 +33,13 @@ func (r *reading) readMemory(s *figure.Sample) {
 
 // memoryOf reads a GPU's or MIG device's memory: with v2, used leaves out
 // what the driver reserves; v1 has no reserved figure.
-func memoryOf(h nvml.Device, v2 bool) (used, total, reserved figure.Opt[uint64], ret nvml.Return) {
+func memoryOf(h nvml.Device, v2 bool) (used, total, reserved sample.Opt[uint64], ret nvml.Return) {
 	if v2 {
 		m, ret := h.GetMemoryInfo_v2()
-		return figure.Some(m.Used), figure.Some(m.Total), figure.Some(m.Reserved), ret
+		return sample.Some(m.Used), sample.Some(m.Total), sample.Some(m.Reserved), ret
 	}
 	m, ret := h.GetMemoryInfo()
-	return figure.Some(m.Used), figure.Some(m.Total), figure.Opt[uint64]{}, ret
+	return sample.Some(m.Used), sample.Some(m.Total), sample.Opt[uint64]{}, ret
 }
 
 // readGetters makes the ByGetter rows of the read table that are (or
@@ -60,6 +60,6 @@ func (r *reading) readGetters(costly bool, got func(call.ID, float64)) {
 }
 
 // readPlain reads the ByGetter rows of the scrape into s.
-func (r *reading) readPlain(s *figure.Sample) {
+func (r *reading) readPlain(s *sample.Sample) {
 	r.readGetters(false, func(c call.ID, v float64) { r.GPU.Table[c].Put(s, v) })
 }

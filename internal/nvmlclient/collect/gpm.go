@@ -9,7 +9,7 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"go.uber.org/zap"
 )
 
@@ -35,8 +35,8 @@ type gpmState struct {
 	prev, cur  nvml.GpmSample
 	prevTime   time.Time
 	havePrev   bool
-	totals     [figure.GPMTrafficCount]float64
-	seenTotals [figure.GPMTrafficCount]bool
+	totals     [sample.GPMTrafficCount]float64
+	seenTotals [sample.GPMTrafficCount]bool
 	// mig names the MIG device whose GPU instance this samples (empty:
 	// the GPU), for the log.
 	mig string
@@ -97,7 +97,7 @@ func (g *gpmState) free() {
 // the window since g's previous one: one nvmlGpmMetricsGet per window. It
 // returns nil for a window too short, a failed sample or metrics call (the
 // two are all or nothing), or the read that only starts a window.
-func (r *reading) gpmWindow(g *gpmState, requests []call.GPMRequest, take func(nvml.GpmSample) nvml.Return) *figure.GPMReading {
+func (r *reading) gpmWindow(g *gpmState, requests []call.GPMRequest, take func(nvml.GpmSample) nvml.Return) *sample.GPMReading {
 	now := r.GPU.Plan.Now()
 	if g.havePrev && now.Sub(g.prevTime) < minGPMWindow {
 		return nil // too short to mean anything; keep the older sample
@@ -131,7 +131,7 @@ func (r *reading) gpmWindow(g *gpmState, requests []call.GPMRequest, take func(n
 	if !ok {
 		return nil
 	}
-	out := &figure.GPMReading{}
+	out := &sample.GPMReading{}
 	for i, rq := range requests {
 		m := mg.Metrics[i]
 		if m.MetricId != uint32(rq.ID) {
@@ -146,7 +146,7 @@ func (r *reading) gpmWindow(g *gpmState, requests []call.GPMRequest, take func(n
 			continue
 		}
 		if !rq.Traffic {
-			out.Activity[rq.Index] = figure.Some(percentToFraction(m.Value))
+			out.Activity[rq.Index] = sample.Some(percentToFraction(m.Value))
 		} else if m.Value >= 0 {
 			g.totals[rq.Index] += m.Value * (1 << 20) * window.Seconds()
 			g.seenTotals[rq.Index] = true
@@ -154,7 +154,7 @@ func (r *reading) gpmWindow(g *gpmState, requests []call.GPMRequest, take func(n
 	}
 	for t := range out.TrafficBytes {
 		if g.seenTotals[t] {
-			out.TrafficBytes[t] = figure.Some(int64(math.Round(g.totals[t])))
+			out.TrafficBytes[t] = sample.Some(int64(math.Round(g.totals[t])))
 		}
 	}
 	return out

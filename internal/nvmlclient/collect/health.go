@@ -6,7 +6,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // Health signals: what operators get paged on. ECC errors and row remapping
@@ -21,12 +21,12 @@ func (*healthCollector) baseline(*call.GPU) {}
 
 // read reads the remapped rows, four figures of one call; the other
 // health figures are plain rows of the read table.
-func (*healthCollector) read(r *reading, s *figure.Sample) {
+func (*healthCollector) read(r *reading, s *sample.Sample) {
 	out := &s.Health
 	var corr, unc int
 	var pending, failed bool
 	if r.Do(call.RemappedRows, func() (ret nvml.Return) { corr, unc, pending, failed, ret = r.GPU.Handle.GetRemappedRows(); return }) {
-		out.RemappedCorrected, out.RemappedUncorrected = figure.Some(int64(corr)), figure.Some(int64(unc))
-		out.RemapPending, out.RemapFailed = figure.Some(pending), figure.Some(failed)
+		out.RemappedCorrected, out.RemappedUncorrected = sample.Some(int64(corr)), sample.Some(int64(unc))
+		out.RemapPending, out.RemapFailed = sample.Some(pending), sample.Some(failed)
 	}
 }

@@ -10,8 +10,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"go.uber.org/zap"
 )
 
@@ -45,7 +45,7 @@ type migCollector struct {
 
 // migDevice is one MIG device of a Device, touched only under its device's use (guard/use.go).
 type migDevice struct {
-	info   figure.MIGInfo
+	info   sample.MIGInfo
 	handle nvml.Device
 	raw    raw.Device // the C handle, for the bounded list calls
 	gpm    gpmState   // per GPU instance, on the first MIG device of it only
@@ -141,10 +141,10 @@ func (mc *migCollector) count() int {
 }
 
 // infos lists the MIG devices, for Inventory.
-func (mc *migCollector) infos() []figure.MIGInfo {
+func (mc *migCollector) infos() []sample.MIGInfo {
 	mc.mu.Lock()
 	defer mc.mu.Unlock()
-	out := make([]figure.MIGInfo, 0, len(mc.devices))
+	out := make([]sample.MIGInfo, 0, len(mc.devices))
 	for _, m := range mc.devices {
 		out = append(out, m.info)
 	}
@@ -198,7 +198,7 @@ func (mc *migCollector) list(d *call.GPU) (found []*migDevice, ok bool) {
 		if ret1 != nvml.SUCCESS || ret2 != nvml.SUCCESS {
 			continue
 		}
-		found = append(found, &migDevice{handle: h, info: figure.MIGInfo{UUID: uuid, ParentUUID: d.UUID,
+		found = append(found, &migDevice{handle: h, info: sample.MIGInfo{UUID: uuid, ParentUUID: d.UUID,
 			GPUInstanceID: uint32(gi), ComputeInstanceID: uint32(ci)}})
 	}
 	return found, true
@@ -235,7 +235,7 @@ func markFirstInInstance(migs []*migDevice) {
 // id and placement start. The GPU instance's info is exact but needs a
 // privileged caller; without it the profile is named from the MIG
 // device's own attributes, which need none, and the placement is unknown.
-func migPlacement(d *call.GPU, mig nvml.Device, info *figure.MIGInfo) {
+func migPlacement(d *call.GPU, mig nvml.Device, info *sample.MIGInfo) {
 	if gi, ret := d.Handle.GetGpuInstanceById(int(info.GPUInstanceID)); ret == nvml.SUCCESS {
 		if gii, ret := gi.GetInfo(); ret == nvml.SUCCESS {
 			info.GIProfileID, info.PlacementStart, info.PlacementOK = gii.ProfileId, gii.Placement.Start, true
@@ -275,13 +275,13 @@ func migProfileName(slices uint32, memoryMiB uint64) string {
 // The layout is read again first when it is due (migRelist) or a MIG
 // device answered as destroyed. A MIG device that answers so now is left
 // out of the sample, without a failure: no series outlives its device.
-func (mc *migCollector) read(r *reading, s *figure.Sample) {
+func (mc *migCollector) read(r *reading, s *sample.Sample) {
 	if mc.stale || r.GPU.Plan.Now().Sub(mc.listedAt) >= migRelist {
 		mc.relist(r.GPU)
 	}
 	for _, m := range mc.devices {
-		ms := figure.MIGSample{Info: m.info, FirstInInstance: m.first}
-		var used, total, reserved figure.Opt[uint64]
+		ms := sample.MIGSample{Info: m.info, FirstInInstance: m.first}
+		var used, total, reserved sample.Opt[uint64]
 		if m.first {
 			ret, made := r.Call(call.MIGMemoryInfo, func() (ret nvml.Return) {
 				used, total, reserved, ret = memoryOf(m.handle, r.GPU.Symbols.MemoryInfoV2)
@@ -323,7 +323,7 @@ func (mc *migCollector) read(r *reading, s *figure.Sample) {
 // Where it gives nothing (own is false), the parent's list answers, joined
 // by Read after every collector (joinParentProcesses). gone says the MIG
 // device answered as destroyed.
-func (r *reading) migProcesses(m *migDevice) (out []figure.Process, own, gone bool) {
+func (r *reading) migProcesses(m *migDevice) (out []sample.Process, own, gone bool) {
 	var infos []nvml.ProcessInfo
 	ret, made := r.Call(call.MIGProcesses, func() (ret nvml.Return) {
 		infos, ret = call.RunningProcesses(m.raw, m.handle, false)
@@ -335,9 +335,9 @@ func (r *reading) migProcesses(m *migDevice) (out []figure.Process, own, gone bo
 	// A plain failure is asked again at the next read, and costs nothing
 	// meanwhile: the parent's list answers.
 	if made && call.Classify(ret) != call.OutcomeFailed && r.Result(call.MIGProcesses, ret) {
-		byPID := make(map[uint32]*figure.Process, len(infos))
+		byPID := make(map[uint32]*sample.Process, len(infos))
 		for _, in := range infos {
-			out = append(out, figure.Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
+			out = append(out, sample.Process{PID: in.Pid, Compute: true, ComputeMemoryBytes: memoryOpt(in.UsedGpuMemory),
 				GPUInstanceID: m.info.GPUInstanceID, ComputeInstanceID: m.info.ComputeInstanceID})
 		}
 		for i := range out {
@@ -355,7 +355,7 @@ func (r *reading) migProcesses(m *migDevice) (out []figure.Process, own, gone bo
 // joinParentProcesses gives each MIG device of s listed in fromParent the
 // processes of the parent's list that carry its instance ids. Its entries
 // lack utilization, which NVML does not give in MIG mode.
-func joinParentProcesses(s *figure.Sample, fromParent []int) {
+func joinParentProcesses(s *sample.Sample, fromParent []int) {
 	for _, i := range fromParent {
 		ms := &s.MIG[i]
 		for _, p := range s.Processes {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/raw"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // NVML keeps one utilization sample per process (docs/runs/h200-runs.md): the
@@ -87,7 +87,7 @@ func (ps *processShares) add(newest map[uint32]nvml.ProcessUtilizationSample, at
 // take returns each listed PID's share of the busy time since the previous
 // take, renormalized over the PIDs listed now, and starts over. ok is false
 // when no sample since then saw a busy process.
-func (ps *processShares) take(listed map[uint32]*figure.Process) (shares map[uint32]float64, ok bool) {
+func (ps *processShares) take(listed map[uint32]*sample.Process) (shares map[uint32]float64, ok bool) {
 	ps.mu.Lock()
 	sums := ps.sums
 	ps.sums, ps.samples = nil, 0
@@ -115,17 +115,17 @@ func shareSince(d *call.GPU) uint64 {
 // read lists the GPU's processes with their memory, and their
 // utilization when a list holds any. The lists and the utilization are all
 // or nothing: a failed call leaves the processes out of this scrape.
-func (pc *processCollector) read(r *reading, s *figure.Sample) {
+func (pc *processCollector) read(r *reading, s *sample.Sample) {
 	if !pc.on {
 		return
 	}
 	h := r.GPU.Handle
 	failures := len(r.Failed)
-	byPID := map[uint32]*figure.Process{}
-	get := func(pid uint32, gi, ci uint32) *figure.Process {
+	byPID := map[uint32]*sample.Process{}
+	get := func(pid uint32, gi, ci uint32) *sample.Process {
 		p, ok := byPID[pid]
 		if !ok {
-			p = &figure.Process{PID: pid, GPUInstanceID: gi, ComputeInstanceID: ci}
+			p = &sample.Process{PID: pid, GPUInstanceID: gi, ComputeInstanceID: ci}
 			byPID[pid] = p
 		}
 		return p
@@ -193,7 +193,7 @@ func (pc *processCollector) read(r *reading, s *figure.Sample) {
 	pc.listed.Store(len(byPID) > 0)
 	s.ProcessesListed = true
 	for _, p := range byPID {
-		if p.MPS == figure.MPSClient {
+		if p.MPS == sample.MPSClient {
 			// NVML samples the MPS server, for all its clients together:
 			// a client's own figures are not observable, so absent.
 			s.Processes = append(s.Processes, *p)
@@ -201,18 +201,18 @@ func (pc *processCollector) read(r *reading, s *figure.Sample) {
 		}
 		if utilOK {
 			u := newest[p.PID]
-			p.SMUtil = figure.Some(percentToFraction(float64(u.SmUtil)))
-			p.MemoryControllerUtil = figure.Some(percentToFraction(float64(u.MemUtil)))
-			p.EncoderUtil = figure.Some(percentToFraction(float64(u.EncUtil)))
-			p.DecoderUtil = figure.Some(percentToFraction(float64(u.DecUtil)))
+			p.SMUtil = sample.Some(percentToFraction(float64(u.SmUtil)))
+			p.MemoryControllerUtil = sample.Some(percentToFraction(float64(u.MemUtil)))
+			p.EncoderUtil = sample.Some(percentToFraction(float64(u.EncUtil)))
+			p.DecoderUtil = sample.Some(percentToFraction(float64(u.DecUtil)))
 		}
 		if sharesOK {
-			p.BusyShare = figure.Some(shares[p.PID])
+			p.BusyShare = sample.Some(shares[p.PID])
 		}
 		s.Processes = append(s.Processes, *p)
 	}
 	// By PID, not the map's order: the same answers make the same Sample.
-	slices.SortFunc(s.Processes, func(a, b figure.Process) int { return cmp.Compare(a.PID, b.PID) })
+	slices.SortFunc(s.Processes, func(a, b sample.Process) int { return cmp.Compare(a.PID, b.PID) })
 }
 
 // sampleShares takes one sample of the processes' shares between reads
@@ -235,11 +235,11 @@ func (pc *processCollector) sampleShares(r *call.Reading) bool {
 // markMPS asks the device's MPS list (only when a compute process is
 // listed) and marks its processes MPS clients, and the server where it is
 // the one compute process besides them (the receiver also knows it by its
-// executable name, figure.MPSServerName, where a plain process runs beside
+// executable name, sample.MPSServerName, where a plain process runs beside
 // it). It reports false when the list is too long to read: the whole list
 // is then dropped, as for the other lists. "Not supported" is cached and
 // leaves every process unmarked; a failure is the read's.
-func (r *reading) markMPS(c raw.Device, h nvml.Device, byPID map[uint32]*figure.Process) bool {
+func (r *reading) markMPS(c raw.Device, h nvml.Device, byPID map[uint32]*sample.Process) bool {
 	compute := 0
 	for _, p := range byPID {
 		if p.Compute {
@@ -261,37 +261,37 @@ func (r *reading) markMPS(c raw.Device, h nvml.Device, byPID map[uint32]*figure.
 	clients := 0
 	for _, in := range infos {
 		if p, ok := byPID[in.Pid]; ok && p.Compute {
-			p.MPS = figure.MPSClient
+			p.MPS = sample.MPSClient
 			clients++
 		}
 	}
 	if clients > 0 && compute == clients+1 {
 		for _, p := range byPID {
-			if p.Compute && p.MPS == figure.MPSNone {
-				p.MPS = figure.MPSServer
+			if p.Compute && p.MPS == sample.MPSNone {
+				p.MPS = sample.MPSServer
 			}
 		}
 	}
 	return true
 }
 
-func addOpt(a, b figure.Opt[uint64]) figure.Opt[uint64] {
+func addOpt(a, b sample.Opt[uint64]) sample.Opt[uint64] {
 	switch {
 	case !b.OK:
 		return a
 	case !a.OK:
 		return b
 	default:
-		return figure.Some(a.Value + b.Value)
+		return sample.Some(a.Value + b.Value)
 	}
 }
 
 // memoryOpt reads a process's memory, absent for NVML_VALUE_NOT_AVAILABLE.
-func memoryOpt(v uint64) figure.Opt[uint64] {
+func memoryOpt(v uint64) sample.Opt[uint64] {
 	if v == math.MaxUint64 {
-		return figure.Opt[uint64]{}
+		return sample.Opt[uint64]{}
 	}
-	return figure.Some(v)
+	return sample.Some(v)
 }
 
 // due says whether the newest share sample is at least most of interval

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/figure"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"math"
 )
 
@@ -29,13 +29,13 @@ func TestNewestSampleOfEachProcess(t *testing.T) {
 func TestProcessSharesAverageOverSamples(t *testing.T) {
 	var ps processShares
 	at := time.Now()
-	sample := func(a, b uint32) map[uint32]nvml.ProcessUtilizationSample {
+	samples := func(a, b uint32) map[uint32]nvml.ProcessUtilizationSample {
 		return map[uint32]nvml.ProcessUtilizationSample{1: {Pid: 1, SmUtil: a}, 2: {Pid: 2, SmUtil: b}}
 	}
-	ps.add(sample(20, 80), at)
-	ps.add(sample(40, 40), at) // 0.5 / 0.5
-	ps.add(sample(0, 0), at)   // nobody busy: adds nothing
-	listed := map[uint32]*figure.Process{1: {PID: 1}, 2: {PID: 2}}
+	ps.add(samples(20, 80), at)
+	ps.add(samples(40, 40), at) // 0.5 / 0.5
+	ps.add(samples(0, 0), at)   // nobody busy: adds nothing
+	listed := map[uint32]*sample.Process{1: {PID: 1}, 2: {PID: 2}}
 	shares, ok := ps.take(listed)
 	require.True(t, ok)
 	assert.InDelta(t, 0.35, shares[1], 1e-9)
@@ -44,8 +44,8 @@ func TestProcessSharesAverageOverSamples(t *testing.T) {
 	assert.False(t, ok, "take starts over")
 
 	// A PID no longer listed is left out, and the rest renormalized.
-	ps.add(sample(50, 50), at)
-	shares, ok = ps.take(map[uint32]*figure.Process{2: {PID: 2}})
+	ps.add(samples(50, 50), at)
+	shares, ok = ps.take(map[uint32]*sample.Process{2: {PID: 2}})
 	require.True(t, ok)
 	assert.Equal(t, map[uint32]float64{2: 1}, shares)
 }
@@ -64,7 +64,7 @@ func FuzzProcessShares(f *testing.F) {
 		}
 		var ps processShares
 		ps.add(newestByPID(samples), time.Now())
-		listed := map[uint32]*figure.Process{0: {}, 1: {}, 2: {}, 3: {}}
+		listed := map[uint32]*sample.Process{0: {}, 1: {}, 2: {}, 3: {}}
 		shares, ok := ps.take(listed)
 		if !ok {
 			return
