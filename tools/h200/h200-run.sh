@@ -32,6 +32,16 @@ for pid in "${wpids[@]}"; do
 	printf '%s %s %s %s\n' "$pid" "$(basename "$(readlink "/proc/$pid/exe")")" "$(cat "/proc/$pid/comm")" \
 		"$(date -u -d "@$(($(awk '/^btime/ {print $2}' /proc/stat) + $(awk '{print $22}' "/proc/$pid/stat") / $(getconf CLK_TCK)))" +%FT%TZ)"
 done >"$RUN_DIR/processes.txt"
+# The static limits, once, under load (an idle link may train down below its
+# max): pcie.link.gen.max and width.max are NVML's nvmlDeviceGetMaxPcieLinkGeneration
+# and Width (what the GPU and the system allow; gen.gpumax is the GPU alone,
+# gen.hostmax the root port alone). gen.gpucurrent replaces the deprecated
+# gen.current; the second query is for a driver whose nvidia-smi lacks it.
+limits=uuid,clocks.max.sm,clocks.max.memory,pcie.link.gen.max,pcie.link.width.max
+nvidia-smi --query-gpu="$limits",pcie.link.gen.gpucurrent,pcie.link.width.current \
+	--format=csv,noheader,nounits >"$RUN_DIR/limits.csv" 2>"$RUN_DIR/limits.err" ||
+	nvidia-smi --query-gpu="$limits",pcie.link.gen.current,pcie.link.width.current \
+		--format=csv,noheader,nounits >"$RUN_DIR/limits.csv" 2>>"$RUN_DIR/limits.err"
 
 "$CARRY/otelcol-nvml" --config testdata/collector/h200-check.yaml >"$RUN_DIR/collector.log" 2>&1 &
 cpid=$!
@@ -60,6 +70,6 @@ if command -v setpriv >/dev/null; then
 fi
 
 python3 tools/h200/compare.py "$RUN_DIR/metrics.jsonl" "$RUN_DIR/smi.csv" "$RUN_DIR/uuids.txt" \
-	"$RUN_DIR/processes.txt" "$RUN_DIR/prometheus.txt" | tee "$RUN_DIR/report.txt"
+	"$RUN_DIR/processes.txt" "$RUN_DIR/prometheus.txt" "$RUN_DIR/limits.csv" | tee "$RUN_DIR/report.txt"
 cp "$RUN_DIR/report.txt" "$OUT/report.txt"
 tar czf "$OUT/h200run.tgz" -C /tmp h200run
