@@ -100,14 +100,18 @@ $(NFPM):
 tools: $(OCB) $(MDATAGEN) $(HELM) $(NFPM)
 
 ## generate: regenerate code and documentation.md from metadata.yaml, and the simulators' generic getters from nvml.h
+## and docs/reference/metrics.md's metric table from metadata.yaml (tools/metricstable)
 generate: $(MDATAGEN)
 	$(MDATAGEN) $(RECEIVER)/metadata.yaml
 	@# the simulated NVML's generic getters and the Go mock's selectors, from go-nvml's nvml.h
 	$(GO) generate ./test/nvmltest
+	@# the metric table of docs/reference/metrics.md, from metadata.yaml
+	$(GO) run ./tools/metricstable -metadata $(RECEIVER)/metadata.yaml -doc docs/reference/metrics.md
 
 GENERATED = find $(RECEIVER) \( -name 'generated_*.go' -o -name documentation.md -o -name README.md -o -path '*/internal/metadata/testdata/*' \) -type f | sort | xargs sha256sum
 
 ## check-generated: fail when the generated files differ from what metadata.yaml gives, or the generic getters from nvml.h
+## or the metric table of docs/reference/metrics.md
 check-generated: $(MDATAGEN)
 	@before=$$($(GENERATED)); \
 	$(MDATAGEN) $(RECEIVER)/metadata.yaml; \
@@ -117,6 +121,7 @@ check-generated: $(MDATAGEN)
 		echo "generated files were out of date with metadata.yaml: run 'make generate' and commit"; exit 1; \
 	fi; echo "generated files match metadata.yaml"
 	@$(GO) run ./test/fakenvml/gen -check && echo "the generic getters (test/fakenvml/getters_gen.*, test/nvmltest/selectors_gen.go) match nvml.h"
+	@$(GO) run ./tools/metricstable -metadata $(RECEIVER)/metadata.yaml -doc docs/reference/metrics.md -check
 
 ## unit: go test -race ./... (this module, test/docs among it), and the receiver without cgo
 unit:

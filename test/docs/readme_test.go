@@ -14,6 +14,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver"
+	"github.com/otelcol-nvml/otelcol-nvml/tools/metricstable/table"
 )
 
 // maxREADME is the front door's budget (issue 17): 10 KB.
@@ -159,12 +160,16 @@ var backticked = regexp.MustCompile("^`([^`]+)`$")
 // metricTable is the file of the metric table (the README links to it).
 var metricTable = filepath.Join("docs", "reference", "metrics.md")
 
-// TestMetricTable: the metric table lists exactly metadata.yaml's
+// TestMetricTable: the metric table is what tools/metricstable generates
+// from metadata.yaml (make generate), and lists exactly metadata.yaml's
 // metrics, with their instruments and units, and a Prometheus name built
 // from each OTLP name. (The e2e suite checks the Prometheus names against
 // a real Prometheus.)
 func TestMetricTable(t *testing.T) {
 	text := readFile(t, metricTable)
+	generated, err := table.Rewrite(text, []byte(readFile(t, filepath.Join("receiver", "nvmlreceiver", "metadata.yaml"))))
+	require.NoError(t, err)
+	assert.Equal(t, generated, text, "%s's table is stale: run make generate", metricTable)
 	start := strings.Index(text, "<!-- metrics-table:start -->")
 	end := strings.Index(text, "<!-- metrics-table:end -->")
 	require.True(t, start >= 0 && end > start, "%s has the metrics-table markers", metricTable)
