@@ -33,8 +33,11 @@ type counterState struct {
 	// (at, by the device clock). A counter it did not read (not supported
 	// now, or failed) is left out rather than shown frozen at a newer
 	// time, which rate() would take for a stop.
-	kept     []keptCounter // by call
-	fresh    []bool
+	kept  []keptCounter // by call
+	fresh []bool
+	// got and next are take's own buffers, reused from take to take.
+	got      []sample.Opt[float64]
+	next     []bool
 	at       time.Time
 	started  time.Time // by the device clock: when the last read began
 	failures []*call.Error
@@ -104,7 +107,11 @@ func (cs *counterState) take(d *call.GPU) {
 	cs.mu.Unlock()
 
 	r := &reading{Reading: call.Reading{GPU: d}}
-	got := make([]sample.Opt[float64], len(d.Table))
+	if cs.got == nil { // take's own, reused: one take at a time (busy)
+		cs.got, cs.next = make([]sample.Opt[float64], len(d.Table)), make([]bool, len(d.Table))
+	}
+	got := cs.got
+	clear(got)
 	keep := func(c call.ID, v float64) { got[c] = sample.Some(v) }
 	r.readGetters(true, keep)
 	at := d.Plan.Now() // the batch below takes well under a millisecond
@@ -122,10 +129,10 @@ func (cs *counterState) take(d *call.GPU) {
 	// A counter only grows, unless it was reset (keptCounter.keep). A
 	// counter not read this time, or whose reading is in doubt, keeps its
 	// last reading (and the reading time moves on only when one was read).
-	fresh := make([]bool, len(d.Table))
 	if cs.kept == nil {
-		cs.kept = make([]keptCounter, len(d.Table))
+		cs.kept, cs.fresh = make([]keptCounter, len(d.Table)), make([]bool, len(d.Table))
 	}
+	fresh := cs.next
 	anyFresh := false
 	for k := range got {
 		if !d.Table[k].Cumulative {
@@ -142,7 +149,8 @@ func (cs *counterState) take(d *call.GPU) {
 	if anyFresh {
 		// A reading that read nothing keeps the last one's time and
 		// counters: they are reported again as they were.
-		cs.at, cs.fresh = at, fresh
+		cs.at = at
+		copy(cs.fresh, fresh)
 	}
 }
 
