@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/record"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
@@ -62,7 +63,7 @@ func benchmarkPdata(b *testing.B, procs int) {
 	ts.start(b)
 	ts.clock.Advance(time.Second)
 	devices := ts.session.client.Devices()
-	reports := make([]gpuReport, len(devices))
+	reports := make([]record.GPU, len(devices))
 	for i, d := range devices {
 		ts.clock.Advance(time.Second)
 		s, err := d.Read()
@@ -75,8 +76,8 @@ func benchmarkPdata(b *testing.B, procs int) {
 	var ms runtimeAllocs
 	ms.start()
 	for b.Loop() {
-		for _, r := range reports {
-			recordGPU(ts.reporter.mb, r)
+		for i := range reports {
+			reports[i].Record(ts.reporter.mb)
 		}
 		_ = ts.reporter.mb.Emit()
 	}

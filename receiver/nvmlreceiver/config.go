@@ -43,7 +43,7 @@ type Config struct {
 	Slurm SlurmConfig `mapstructure:"slurm"`
 
 	// Accounting configures the held, busy, active and idle time counters
-	// (accounting.go).
+	// (internal/accounting).
 	Accounting AccountingConfig `mapstructure:"accounting"`
 
 	// CounterInterval is how often the costly counters are read, in the
@@ -174,11 +174,6 @@ type AccountingConfig struct {
 	// nothing at intervals under 4 s. 0 samples only at the scrapes.
 	ShareInterval time.Duration `mapstructure:"share_interval"`
 }
-
-// DefaultIdleThreshold is 5 % activity: a training step that does any work
-// keeps SM activity well above it, and a process that only holds memory
-// reads 0 (docs/runs/h200-runs.md).
-const DefaultIdleThreshold = 0.05
 
 // minShareInterval bounds the share sampling: each sample is one
 // nvmlDeviceGetProcessUtilization call, about 1.9 ms of CPU per GPU.

@@ -13,6 +13,7 @@ import (
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/accounting"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -125,7 +126,7 @@ func TestAccountingConfig(t *testing.T) {
 	t.Parallel()
 	cfg, err := loadConfig(t, "")
 	require.NoError(t, err)
-	assert.Equal(t, DefaultIdleThreshold, cfg.Accounting.IdleThreshold)
+	assert.Equal(t, accounting.DefaultIdleThreshold, cfg.Accounting.IdleThreshold)
 	assert.Equal(t, 2*time.Second, cfg.shareSampling(), "the default 10 s interval holds 5 share samples")
 	cfg, err = loadConfig(t, "accounting")
 	require.NoError(t, err)

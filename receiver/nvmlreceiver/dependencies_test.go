@@ -12,6 +12,7 @@ import (
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/record"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
@@ -84,6 +85,6 @@ func TestProcessListReadForWhatNeedsIt(t *testing.T) {
 		t.Parallel()
 		var cfg Config
 		onlyMetrics(false, "hw.power")(&cfg)
-		assert.False(t, (neededFigures(&cfg.Metrics) | ownerFigures(&cfg.ResourceAttributes)).Has(nvmlclient.FigProcesses))
+		assert.False(t, record.Figures(&cfg.Metrics, &cfg.ResourceAttributes).Has(nvmlclient.FigProcesses))
 	})
 }

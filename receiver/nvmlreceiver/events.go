@@ -15,6 +15,7 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/record"
 )
 
 // The event watcher is a background goroutine that waits on NVML's event
@@ -166,12 +167,6 @@ func (e *eventCounter) counts(uuid string) map[int64]int64 {
 	return out
 }
 
-func recordXIDs(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, counts map[int64]int64) {
-	for code, n := range counts {
-		mb.RecordNvidiaGpuXidErrorsDataPoint(ts, n, code)
-	}
-}
-
 // eventLogs builds one log record for ev, on its GPU's resource, through
 // the LogsBuilder that metadata.yaml's events generate (event name, time,
 // attributes, and the events:: switches of the configuration); severity
@@ -206,7 +201,7 @@ func (e *eventCounter) eventLogs(ev nvmlclient.Event) plog.Logs {
 		body = "Single-bit (corrected) ECC error on GPU " + ev.Device.UUID
 	}
 	rb := e.lb.NewResourceBuilder()
-	setGPUAttributes(rb, ev.Device, owner{})
+	record.SetGPU(rb, ev.Device)
 	logs := e.lb.Emit(metadata.WithLogsResource(rb.Emit()))
 	for i := 0; i < logs.ResourceLogs().Len(); i++ {
 		sls := logs.ResourceLogs().At(i).ScopeLogs()

@@ -13,6 +13,7 @@ import (
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/accounting"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -41,7 +42,7 @@ func createDefaultConfig() component.Config {
 			CgroupRoot: "/sys/fs/cgroup",
 		},
 		Accounting: AccountingConfig{
-			IdleThreshold: DefaultIdleThreshold,
+			IdleThreshold: accounting.DefaultIdleThreshold,
 			ShareInterval: 2 * time.Second,
 		},
 		Kubernetes: KubernetesConfig{

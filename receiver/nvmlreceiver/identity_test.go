@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
@@ -195,7 +196,7 @@ func TestOwnerChangeKeepsTheDeviceSeries(t *testing.T) {
 	}
 	for _, s := range append(read, unread...) {
 		status := named(s.series, "hw.status")
-		assert.Len(t, status, len(hwStates), "%s: one hw.status series per state: %v", s.what, keys(status))
+		assert.Len(t, status, len(metadata.MapAttributeHwState), "%s: one hw.status series per state: %v", s.what, keys(status))
 	}
 }
 

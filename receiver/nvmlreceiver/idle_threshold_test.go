@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/accounting"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
@@ -32,21 +33,21 @@ func TestIdleThresholdMatchesTheRules(t *testing.T) {
 	require.NoError(t, yaml.Unmarshal(raw, &values))
 	chart := values.PrometheusRule.Waste.IdleActivity
 	require.NotNil(t, chart, "prometheusRule.waste.idleActivity in the chart's values.yaml")
-	assert.Equal(t, DefaultIdleThreshold, *chart,
+	assert.Equal(t, accounting.DefaultIdleThreshold, *chart,
 		"the chart's prometheusRule.waste.idleActivity and the receiver's accounting::idle_threshold default disagree")
-	assert.Equal(t, DefaultIdleThreshold, createDefaultConfig().(*Config).Accounting.IdleThreshold)
+	assert.Equal(t, accounting.DefaultIdleThreshold, createDefaultConfig().(*Config).Accounting.IdleThreshold)
 
 	// The shipped rules, as rendered from the chart (TestRulesMatchChart in
 	// test/deploy holds the whole file to the chart): the idle state and the
 	// active-GPU count use the same figure.
 	rules, err := os.ReadFile(filepath.Join(root, "prometheus", "rules.yaml"))
 	require.NoError(t, err)
-	want := strconv.FormatFloat(DefaultIdleThreshold, 'g', -1, 64)
+	want := strconv.FormatFloat(accounting.DefaultIdleThreshold, 'g', -1, 64)
 	for _, expr := range []string{
 		"(gpu_holder:nvidia_gpu_activity:5m < " + want + ")",
 		">= " + want + "\n",
 	} {
 		assert.True(t, strings.Contains(string(rules), expr),
-			"deploy/prometheus/rules.yaml lacks %q: the rules' idle threshold is not the receiver's %v", expr, DefaultIdleThreshold)
+			"deploy/prometheus/rules.yaml lacks %q: the rules' idle threshold is not the receiver's %v", expr, accounting.DefaultIdleThreshold)
 	}
 }

@@ -14,13 +14,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.uber.org/zap"
-	"go.uber.org/zap/zapcore"
-	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
-	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
@@ -205,47 +199,6 @@ func BenchmarkScrapeProcesses(b *testing.B) {
 			}
 		})
 	}
-}
-
-// A container's CPU is read by the cgroup attribution found its process in,
-// without reading /proc again: after its PID was reused by a process of
-// another container, the container's own CPU still goes out, and never the
-// other container's.
-func TestContainerCPUByTheAttributedCgroup(t *testing.T) {
-	t.Parallel()
-	a, b := strings.Repeat("a", 64), strings.Repeat("b", 64)
-	procRoot, cgroupRoot := t.TempDir(), t.TempDir()
-	aPath, bPath := "system.slice/docker-"+a+".scope", "system.slice/docker-"+b+".scope"
-	for p, content := range map[string]string{
-		filepath.Join(procRoot, "1000", "cgroup"):       "0::/" + aPath + "\n",
-		filepath.Join(cgroupRoot, "cgroup.controllers"): "cpu\n",
-		filepath.Join(cgroupRoot, aPath, "cpu.stat"):    "usage_usec 7000000\n",
-		filepath.Join(cgroupRoot, bPath, "cpu.stat"):    "usage_usec 5000000\n",
-	} {
-		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
-	}
-	procs, _ := attribution.New(attribution.Config{ProcRoot: procRoot}, nil).Attribute(nvmltest.UUID(0), []int{1000})
-	require.Equal(t, a, procs[0].Owner.ContainerID)
-	require.False(t, procs[0].Cgroup.IsZero())
-	// PID 1000 is in B now.
-	require.NoError(t, os.WriteFile(filepath.Join(procRoot, "1000", "cgroup"), []byte("0::/"+bPath+"\n"), 0o644))
-
-	core, logs := observer.New(zapcore.DebugLevel)
-	c := &containerCPU{logger: zap.New(core), warned: attribution.NewCauseLog(maxWarnedCauses),
-		reader: attribution.NewCgroupCPUReader(procRoot, cgroupRoot)}
-	mb := metadata.NewMetricsBuilder(metadata.NewDefaultMetricsBuilderConfig(), newTestSettings())
-	ts := pcommon.NewTimestampFromTime(time.Now())
-	c.record(mb, ts, map[string]gpuContainer{a: {owner: procs[0].Owner, pid: 1000, cgroup: procs[0].Cgroup}})
-	got := containerResources(mb.Emit())
-	require.Contains(t, got, a, "A's cgroup, read by its path")
-	assert.InDelta(t, 7.0, got[a]["container.cpu.time"], 1e-9, "A's CPU, not B's")
-
-	// A gone (its cgroup removed) and its PID B's: nothing, and no log.
-	require.NoError(t, os.RemoveAll(filepath.Join(cgroupRoot, aPath)))
-	c.record(mb, ts, map[string]gpuContainer{a: {owner: procs[0].Owner, pid: 1000, cgroup: procs[0].Cgroup}})
-	assert.Empty(t, containerResources(mb.Emit()))
-	assert.Zero(t, logs.Len(), "a container that is gone is not worth a log")
 }
 
 // Through the scrapes: a PID reused by a process of another container, for

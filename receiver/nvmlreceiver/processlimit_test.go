@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
@@ -98,18 +97,5 @@ func TestDroppedCountsEachProcessOnce(t *testing.T) {
 	m.GPUs[3].SetProcesses(proc(4242, 4<<30), proc(5555, 2<<30), proc(6666, 1<<20))
 	assert.Equal(t, 4.0, dropped(), "6666")
 	m.GPUs[3].SetProcesses(proc(4242, 4<<30))
-	assert.Equal(t, 4.0, dropped())
-	assert.Empty(t, ts.reporter.leftOut.seen[uuid], "the processes gone are forgotten")
-}
-
-// Kept processes of which none had a share split the busy time evenly.
-func TestShareAmongWithoutShares(t *testing.T) {
-	t.Parallel()
-	kept := []nvmlclient.Process{{PID: 1, BusyShare: nvmlclient.Opt[float64]{OK: true}}, {PID: 2, BusyShare: nvmlclient.Opt[float64]{OK: true}}}
-	shareAmong(kept)
-	assert.False(t, kept[0].BusyShare.OK || kept[1].BusyShare.OK)
-	kept[0].BusyShare, kept[1].BusyShare = nvmlclient.Opt[float64]{Value: 0.1, OK: true}, nvmlclient.Opt[float64]{Value: 0.3, OK: true}
-	shareAmong(kept)
-	assert.InDelta(t, 0.25, kept[0].BusyShare.Value, 1e-12)
-	assert.InDelta(t, 0.75, kept[1].BusyShare.Value, 1e-12)
+	assert.Equal(t, 4.0, dropped()) // and the processes gone are forgotten (holders' TestLeftOutForgetsTheProcessesGone)
 }

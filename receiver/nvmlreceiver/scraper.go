@@ -19,6 +19,7 @@ import (
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/logonce"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/accounting"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -211,15 +212,15 @@ func (s *nvmlScraper) scrape(ctx context.Context) (pmetric.Metrics, error) {
 		switch {
 		case d.Lost():
 			lost++
-			s.reporter.lost(now, d.Info, xids[d.Info.UUID])
+			s.reporter.unobserved(now, d.Info, accounting.Lost, xids[d.Info.UUID])
 		case samples[i] != nil:
 			s.session.gotData()
 			s.reporter.gpu(d.Info, samples[i], xids[d.Info.UUID])
 		case stuck[i]:
-			s.reporter.stuck(now, d.Info, xids[d.Info.UUID])
+			s.reporter.unobserved(now, d.Info, accounting.Stuck, xids[d.Info.UUID])
 			stuckIDs = append(stuckIDs, d.Info.UUID)
 		default:
-			s.reporter.failed(now, d.Info)
+			s.reporter.unobserved(now, d.Info, accounting.ReadFailed, nil)
 		}
 	}
 	s.reportStalled(stuckIDs)

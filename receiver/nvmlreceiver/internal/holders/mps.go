@@ -1,4 +1,4 @@
-package nvmlreceiver
+package holders
 
 import (
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
@@ -18,12 +18,12 @@ import (
 // without the server, where one is there: the device plugin's MPS daemon
 // pod runs the server, and would otherwise make every MPS GPU shared with
 // it, or its own.
-func markMPS(a *attribution.Attributor, deviceID string, procs []ownedProcess, deviceOwner owner) owner {
+func markMPS(a *attribution.Attributor, deviceID string, procs []Process, deviceOwner attribution.Owner) attribution.Owner {
 	var pids, kept []int
 	server := false
 	for i := range procs {
 		p := &procs[i]
-		if p.MPS == nvmlclient.MPSNone && p.infoOK && p.info.ExecutableName == nvmlclient.MPSServerName {
+		if p.MPS == nvmlclient.MPSNone && p.InfoOK && p.Info.ExecutableName == nvmlclient.MPSServerName {
 			p.MPS = nvmlclient.MPSServer
 		}
 		if p.MPS == nvmlclient.MPSServer {
@@ -37,14 +37,14 @@ func markMPS(a *attribution.Attributor, deviceID string, procs []ownedProcess, d
 	}
 	who, o := a.Attribute(deviceID, pids)
 	for j, i := range kept {
-		procs[i].owner = who[j].Owner
+		procs[i].Owner = who[j].Owner
 	}
 	return o
 }
 
-// mpsHolders counts the processes that hold the device: all but the MPS
+// Count counts the processes that hold the device: all but the MPS
 // server.
-func mpsHolders(procs []ownedProcess) int {
+func Count(procs []Process) int {
 	n := 0
 	for _, p := range procs {
 		if p.MPS != nvmlclient.MPSServer {
@@ -54,9 +54,9 @@ func mpsHolders(procs []ownedProcess) int {
 	return n
 }
 
-// mpsShared says the device is shared through MPS: a server or a client on
+// Shared says the device is shared through MPS: a server or a client on
 // it (nvidia.gpu.sharing = "mps").
-func mpsShared(procs []ownedProcess) bool {
+func Shared(procs []Process) bool {
 	for _, p := range procs {
 		if p.MPS != nvmlclient.MPSNone {
 			return true
@@ -65,8 +65,8 @@ func mpsShared(procs []ownedProcess) bool {
 	return false
 }
 
-// mpsRole is a process's nvidia.gpu.process.mps value; "" outside MPS.
-func mpsRole(r nvmlclient.MPSRole) string {
+// Role is a process's nvidia.gpu.process.mps value; "" outside MPS.
+func Role(r nvmlclient.MPSRole) string {
 	switch r {
 	case nvmlclient.MPSServer:
 		return "server"

@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvmlreceiver
+package record
 
 import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -18,7 +18,7 @@ import (
 // (test/nvmltest/getters.json). Costs are p50 CPU per call on an H200
 // (driver 580, docs/runs/h200-runs.md): a read of 1 ms or more is Costly,
 // read on the counters' cadence, off the scrape path.
-var plainReadings = []plainReading{
+var plainReadings = []Reading{
 	// Of the GPU's use, on its holder resource.
 	// Thermals and power, <0.05 ms each. Power and its limit stay on their
 	// getters: the field ids split average and instant power by

@@ -1,4 +1,4 @@
-package nvmlreceiver
+package record
 
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -136,11 +136,4 @@ func recordStatus(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, state metad
 	for _, s := range hwStates {
 		mb.RecordHwStatusDataPoint(ts, boolInt(s == state), s)
 	}
-}
-
-// recordLost records the only thing left to say of a lost GPU, on its
-// device resource: it failed.
-func recordLost(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, xids map[int64]int64) {
-	recordStatus(mb, ts, hwState(gpuLost, nil))
-	recordXIDs(mb, ts, xids) // a lost GPU's last words: usually Xid 79
 }

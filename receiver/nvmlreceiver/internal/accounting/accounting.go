@@ -1,4 +1,8 @@
-package nvmlreceiver
+// Package accounting keeps the GPU-time counters: held, free, unobserved,
+// busy, active and idle seconds of each GPU and MIG device, and held, busy
+// and idle seconds of each process on it, window by window, with the
+// unobserved time of GPUs that are stuck or lost.
+package accounting // import "github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/accounting"
 
 import (
 	"math"
@@ -8,8 +12,9 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
-	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/holders"
 )
 
 // The GPU-time counters: held, free, unobserved, busy, active and idle
@@ -40,40 +45,29 @@ import (
 // at who held the GPU meanwhile.
 const maxWindowIntervals = 2.5
 
-// unobservedReason says why a span of a device's time was not observed.
-type unobservedReason int
+// Reason says why a span of a device's time was not observed; an
+// account's unobserved seconds are indexed by it.
+type Reason int
 
 const (
-	reasonReadFailed unobservedReason = iota
-	reasonStuck
-	reasonLost
-	reasonGap
-	reasonRestart
+	ReadFailed Reason = iota
+	Stuck
+	Lost
+	Gap
+	Restart
+	reasons // how many
 )
 
-// unobservedReasons are the reasons and their attribute values, in the
-// order recorded; an account's unobserved seconds are indexed by reason.
-var unobservedReasons = [...]struct {
-	reason unobservedReason
-	attr   metadata.AttributeNvidiaGpuUnobservedReason
-}{
-	{reasonReadFailed, metadata.AttributeNvidiaGpuUnobservedReasonReadFailed},
-	{reasonStuck, metadata.AttributeNvidiaGpuUnobservedReasonStuck},
-	{reasonLost, metadata.AttributeNvidiaGpuUnobservedReasonLost},
-	{reasonGap, metadata.AttributeNvidiaGpuUnobservedReasonGap},
-	{reasonRestart, metadata.AttributeNvidiaGpuUnobservedReasonRestart},
-}
-
-// accountant holds the accounts; used from the scrape goroutine only.
-type accountant struct {
+// Accountant holds the accounts; used from the scrape goroutine only.
+type Accountant struct {
 	// holding says who holds a device can be known (processes or the
 	// kubelet read): without, held, free and unobserved time are not
 	// reported, rather than all unobserved.
 	holding       bool
 	idleThreshold float64
 	maxWindow     time.Duration
-	devices       map[string]*deviceAccount // by device UUID (GPU or MIG)
-	processes     map[processKey]*processAccount
+	devices       map[string]*Device // by device UUID (GPU or MIG)
+	processes     map[processKey]*Process
 	scrape        uint64 // counts scrapes, to drop accounts not seen in one
 	// unlisted holds, within one scrape, the devices whose process list
 	// failed: their processes' accounts are kept.
@@ -88,24 +82,24 @@ type accountant struct {
 	carried map[string]time.Time
 }
 
-// deviceAccount is one device's counters under one owner.
-type deviceAccount struct {
-	owner  owner
+// Device is one device's counters under one owner.
+type Device struct {
+	Owner  attribution.Owner
 	parent string             // the GPU's UUID (its own for a GPU)
-	mig    nvmlclient.MIGInfo // a MIG device's (zero for a GPU)
+	MIG    nvmlclient.MIGInfo // a MIG device's (zero for a GPU)
 	last   time.Time          // the end of the time accounted
-	start  pcommon.Timestamp
+	Start  pcommon.Timestamp
 	seen   uint64
 
 	// mps says the device was shared through MPS (nvidia.gpu.sharing): a
 	// change is a new stream, as a new owner is.
 	mps bool
 
-	held, free, busy, active, idle float64
-	unobserved                     [len(unobservedReasons)]float64
+	Held, Free, Busy, Active, Idle float64
+	Unobserved                     [reasons]float64
 	// Which counters the device has: a figure never read (no GPM, a MIG
 	// device's busy) leaves its counter out instead of reporting 0.
-	holding, busyOK, activeOK, idleOK bool
+	Holding, BusyOK, ActiveOK, IdleOK bool
 	activity                          lastActivity
 }
 
@@ -126,34 +120,49 @@ type processKey struct {
 	started time.Time
 }
 
-// processAccount is one process's counters on one device.
-type processAccount struct {
-	start  pcommon.Timestamp
+// Process is one process's counters on one device.
+type Process struct {
+	Start  pcommon.Timestamp
 	seen   uint64
 	parent string
 
-	held, busy, idle float64
-	busyOK, idleOK   bool
+	Held, Busy, Idle float64
+	BusyOK, IdleOK   bool
 }
 
-func newAccountant(cfg *Config) *accountant {
-	return &accountant{
-		holding:       cfg.Processes.Enabled || cfg.Kubernetes.Enabled,
-		idleThreshold: cfg.Accounting.IdleThreshold,
-		maxWindow:     time.Duration(maxWindowIntervals * float64(cfg.CollectionInterval)),
-		devices:       map[string]*deviceAccount{},
-		processes:     map[processKey]*processAccount{},
+// Config is what the accounts need of the receiver's configuration.
+type Config struct {
+	// Holding says who holds a device can be known: processes or the
+	// kubelet are read.
+	Holding       bool
+	IdleThreshold float64       // accounting::idle_threshold
+	Interval      time.Duration // collection_interval
+}
+
+// DefaultIdleThreshold is 5 % activity: a training step that does any work
+// keeps SM activity well above it, and a process that only holds memory
+// reads 0 (docs/runs/h200-runs.md).
+const DefaultIdleThreshold = 0.05
+
+// New makes the accounts of the receiver configured so.
+func New(cfg Config) *Accountant {
+	return &Accountant{
+		holding:       cfg.Holding,
+		idleThreshold: cfg.IdleThreshold,
+		maxWindow:     time.Duration(maxWindowIntervals * float64(cfg.Interval)),
+		devices:       map[string]*Device{},
+		processes:     map[processKey]*Process{},
 		unlisted:      map[string]bool{},
 		carried:       map[string]time.Time{},
 	}
 }
 
-// reset drops every account: counting starts again at since, the
+// Reset drops every account: counting starts again at since, the
 // receiver's start or a new NVML session's opening. With carry (a new
 // session) each device's next account starts where its last ended, so
 // that the time between sessions is reported as a restart; without, the
 // receiver knows nothing of the time before since.
-func (a *accountant) reset(since time.Time, carry bool) {
+func (a *Accountant) Reset(since time.Time, carry bool) {
 	clear(a.carried)
 	if carry {
 		for id, acct := range a.devices {
@@ -170,7 +179,7 @@ func (a *accountant) reset(since time.Time, carry bool) {
 type deviceWindow struct {
 	id, parent string
 	at         time.Time
-	owner      owner
+	owner      attribution.Owner
 	mig        nvmlclient.MIGInfo // a MIG device's
 	// listed says the process lists were read, so that held is known;
 	// holders counts the processes with a context on the device (on a GPU
@@ -183,62 +192,62 @@ type deviceWindow struct {
 	busy, active nvmlclient.Opt[float64] // fractions of the window
 	// processes are those accounted on this device (none on a GPU in MIG
 	// mode: they are its MIG devices').
-	processes []ownedProcess
+	processes []holders.Process
 }
 
 // add accounts for one device's window and returns its account, with the
 // account of each of w.processes (in its order; nil when not listed).
-func (a *accountant) add(w deviceWindow) (*deviceAccount, []*processAccount) {
+func (a *Accountant) add(w deviceWindow) (*Device, []*Process) {
 	acct := a.devices[w.id]
 	var dt float64 // seconds to add; 0 when the window is not counted
 	switch {
 	case acct == nil:
 		acct = a.open(w.id, w.owner, w.at)
 		acct.mps = w.mps
-	case acct.owner != w.owner || acct.mps != w.mps:
+	case acct.Owner != w.owner || acct.mps != w.mps:
 		// A new owner took the device during this window, or MPS came or
 		// went: a new stream, from the window's start.
 		start := acct.last
-		acct = &deviceAccount{owner: w.owner, mps: w.mps, last: start, start: pcommon.NewTimestampFromTime(start), holding: a.holding, activity: acct.activity}
+		acct = &Device{Owner: w.owner, mps: w.mps, last: start, Start: pcommon.NewTimestampFromTime(start), Holding: a.holding, activity: acct.activity}
 		dt = a.window(acct, w.at)
 	default:
 		dt = a.window(acct, w.at)
 	}
 	a.devices[w.id] = acct
-	acct.parent, acct.mig, acct.seen = w.parent, w.mig, a.scrape
+	acct.parent, acct.MIG, acct.seen = w.parent, w.mig, a.scrape
 	windowStart := acct.last
 	acct.last = w.at
 
 	w.busy, w.active = fraction(w.busy), fraction(w.active)
 	activity := acct.activity.of(w, a.maxWindow)
 	if w.busy.OK {
-		acct.busyOK = true
-		acct.busy += w.busy.Value * dt
+		acct.BusyOK = true
+		acct.Busy += w.busy.Value * dt
 	}
 	if acct.activity.gpm && activity.OK {
-		acct.activeOK = true
-		acct.active += activity.Value * dt
+		acct.ActiveOK = true
+		acct.Active += activity.Value * dt
 	}
 	known := w.listed || w.allocated
 	held := w.holders > 0 || w.allocated
 	idle := known && held && activity.OK && activity.Value < a.idleThreshold
 	switch {
 	case !known:
-		acct.unobserved[reasonReadFailed] += dt
+		acct.Unobserved[ReadFailed] += dt
 	case held:
-		acct.held += dt
+		acct.Held += dt
 	default:
-		acct.free += dt
+		acct.Free += dt
 	}
 	if known && activity.OK {
-		acct.idleOK = true
+		acct.IdleOK = true
 		if idle {
-			acct.idle += dt
+			acct.Idle += dt
 		}
 	}
 	if !w.listed {
 		// Not listed this time: the processes' accounts wait for the next
-		// listing rather than start over (endScrape keeps them).
+		// listing rather than start over (EndScrape keeps them).
 		a.unlisted[w.id] = true
 		return acct, nil
 	}
@@ -277,7 +286,7 @@ func (l *lastActivity) of(w deviceWindow, maxWindow time.Duration) nvmlclient.Op
 // starts where its time was last accounted, or at the start: the span to
 // this read is a restart. A device new since (a MIG device created) starts
 // now.
-func (a *accountant) open(id string, o owner, at time.Time) *deviceAccount {
+func (a *Accountant) open(id string, o attribution.Owner, at time.Time) *Device {
 	from, ok := a.carried[id]
 	if !ok && a.fresh && !a.since.IsZero() {
 		from, ok = a.since, true
@@ -286,51 +295,51 @@ func (a *accountant) open(id string, o owner, at time.Time) *deviceAccount {
 		from = at
 	}
 	delete(a.carried, id)
-	acct := &deviceAccount{owner: o, last: at, start: pcommon.NewTimestampFromTime(from), holding: a.holding}
-	acct.unobserved[reasonRestart] = at.Sub(from).Seconds()
+	acct := &Device{Owner: o, last: at, Start: pcommon.NewTimestampFromTime(from), Holding: a.holding}
+	acct.Unobserved[Restart] = at.Sub(from).Seconds()
 	return acct
 }
 
 // window is the length in seconds of acct's window to at, to count: 0
 // when it runs backwards (the clock was set back; its length is unknown)
 // or is too long to vouch for, when its length is a gap.
-func (a *accountant) window(acct *deviceAccount, at time.Time) float64 {
+func (a *Accountant) window(acct *Device, at time.Time) float64 {
 	d := at.Sub(acct.last)
 	switch {
 	case d <= 0:
 		return 0
 	case a.maxWindow > 0 && d > a.maxWindow:
-		acct.unobserved[reasonGap] += d.Seconds()
+		acct.Unobserved[Gap] += d.Seconds()
 		return 0
 	}
 	return d.Seconds()
 }
 
-// unobserved adds the time since the last account of GPU uuid, and of
+// Unobserved adds the time since the last account of GPU uuid, and of
 // each of its MIG devices, to at as unobserved for reason, and returns
 // those accounts: they keep their owner, the last the device had. A GPU
 // with no account yet (stuck from the start) gets one, owner unknown, from
 // the start of counting. The accounts are kept through the scrape.
-func (a *accountant) unobserved(uuid string, at time.Time, reason unobservedReason) []*deviceAccount {
+func (a *Accountant) Unobserved(uuid string, at time.Time, reason Reason) []*Device {
 	if _, carried := a.carried[uuid]; a.devices[uuid] == nil && (a.fresh || carried) {
-		acct := a.open(uuid, owner{}, at)
+		acct := a.open(uuid, attribution.Owner{}, at)
 		acct.parent = uuid
 		a.devices[uuid] = acct
 	}
-	var out []*deviceAccount
+	var out []*Device
 	for _, acct := range a.devices {
 		if acct.parent != uuid {
 			continue
 		}
 		if d := at.Sub(acct.last); d > 0 {
-			acct.unobserved[reason] += d.Seconds()
+			acct.Unobserved[reason] += d.Seconds()
 			acct.last = at
 		}
 		acct.seen = a.scrape
 		out = append(out, acct)
 	}
 	// The GPU first, then its MIG devices in UUID order, as in a read.
-	slices.SortFunc(out, func(x, y *deviceAccount) int { return strings.Compare(x.mig.UUID, y.mig.UUID) })
+	slices.SortFunc(out, func(x, y *Device) int { return strings.Compare(x.MIG.UUID, y.MIG.UUID) })
 	return out
 }
 
@@ -339,12 +348,12 @@ func (a *accountant) unobserved(uuid string, at time.Time, reason unobservedReas
 // (even parts where NVML saw no process busy), and an idle window is split
 // evenly, so that summed over processes the parts give GPU-seconds; judged
 // says the window's activity is known, idle whether it was idle.
-func (a *accountant) addProcesses(w deviceWindow, windowStart time.Time, dt float64, judged, idle bool) []*processAccount {
-	out := make([]*processAccount, len(w.processes))
+func (a *Accountant) addProcesses(w deviceWindow, windowStart time.Time, dt float64, judged, idle bool) []*Process {
+	out := make([]*Process, len(w.processes))
 	shared := false
 	// Under MPS NVML samples the server, for its clients together: the
 	// clients split evenly what the other processes' shares leave (the
-	// server's share), and the server holds nothing (mps.go).
+	// server's share), and the server holds nothing (holders/mps.go).
 	holders, clients, others := 0, 0, 0.0
 	for _, p := range w.processes {
 		shared = shared || p.BusyShare.OK
@@ -367,7 +376,7 @@ func (a *accountant) addProcesses(w deviceWindow, windowStart time.Time, dt floa
 		if p.MPS == nvmlclient.MPSServer {
 			continue // infrastructure: no counters
 		}
-		key := processKey{device: w.id, pid: p.PID, started: p.info.Started}
+		key := processKey{device: w.id, pid: p.PID, started: p.Info.Started}
 		pa := a.processes[key]
 		add := dt
 		if pa == nil {
@@ -375,11 +384,11 @@ func (a *accountant) addProcesses(w deviceWindow, windowStart time.Time, dt floa
 			if dt == 0 {
 				start = w.at
 			}
-			pa = &processAccount{start: pcommon.NewTimestampFromTime(start)}
+			pa = &Process{Start: pcommon.NewTimestampFromTime(start)}
 			a.processes[key] = pa
 		}
 		pa.parent, pa.seen = w.parent, a.scrape
-		pa.held += add
+		pa.Held += add
 		if w.busy.OK {
 			share := 1 / n
 			switch {
@@ -388,13 +397,13 @@ func (a *accountant) addProcesses(w deviceWindow, windowStart time.Time, dt floa
 			case shared:
 				share = p.BusyShare.Value // absent: 0
 			}
-			pa.busyOK = true
-			pa.busy += w.busy.Value * add * share
+			pa.BusyOK = true
+			pa.Busy += w.busy.Value * add * share
 		}
 		if judged {
-			pa.idleOK = true
+			pa.IdleOK = true
 			if idle {
-				pa.idle += add / n
+				pa.Idle += add / n
 			}
 		}
 		out[i] = pa
@@ -402,10 +411,10 @@ func (a *accountant) addProcesses(w deviceWindow, windowStart time.Time, dt floa
 	return out
 }
 
-// endScrape drops the accounts of devices and processes not seen in this
+// EndScrape drops the accounts of devices and processes not seen in this
 // scrape, unless their GPU was not read (stuck): a lost GPU, a MIG device
 // gone, or an exited process ends its streams.
-func (a *accountant) endScrape(unread map[string]bool) {
+func (a *Accountant) EndScrape(unread map[string]bool) {
 	for id, acct := range a.devices {
 		if acct.seen != a.scrape && !unread[acct.parent] {
 			delete(a.devices, id)
@@ -423,47 +432,64 @@ func (a *accountant) endScrape(unread map[string]bool) {
 	a.scrape++
 }
 
-// recordDeviceAccount records a device's counters, from their account's
-// start; base is the builder's.
-func recordDeviceAccount(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, acct *deviceAccount, base pcommon.Timestamp) {
-	if acct == nil {
-		return
-	}
-	startingAt(mb, acct.start, base, func() { recordDeviceCounters(mb, ts, acct) })
+// Accounts are one device's accounts in one scrape: its own, its
+// processes' (in the order of its holders.Device; nil where not listed),
+// and on a GPU its MIG devices' (in the sample's order).
+type Accounts struct {
+	Device    *Device
+	Processes []*Process
+	MIGs      []Accounts
 }
 
-func recordDeviceCounters(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, acct *deviceAccount) {
-	if acct.holding {
-		mb.RecordNvidiaGpuHeldTimeDataPoint(ts, acct.held)
-		mb.RecordNvidiaGpuFreeTimeDataPoint(ts, acct.free)
-		for _, r := range unobservedReasons {
-			mb.RecordNvidiaGpuUnobservedTimeDataPoint(ts, acct.unobserved[r.reason], r.attr)
-		}
+// Process is the account of the device's i-th process; nil when none.
+func (a *Accounts) Process(i int) *Process {
+	if i < len(a.Processes) {
+		return a.Processes[i]
 	}
-	if acct.busyOK {
-		mb.RecordNvidiaGpuBusyTimeDataPoint(ts, acct.busy)
-	}
-	if acct.activeOK {
-		mb.RecordNvidiaGpuActiveTimeDataPoint(ts, acct.active)
-	}
-	if acct.idleOK {
-		mb.RecordNvidiaGpuIdleTimeDataPoint(ts, acct.idle)
-	}
+	return nil
 }
 
-// recordProcessAccount records a process's counters, from their
-// account's start; base is the builder's.
-func recordProcessAccount(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, pa *processAccount, base pcommon.Timestamp) {
-	if pa == nil {
-		return
+// MIG is the accounts of the device's i-th MIG device; none when not
+// accounted.
+func (a *Accounts) MIG(i int) *Accounts {
+	if i < len(a.MIGs) {
+		return &a.MIGs[i]
 	}
-	startingAt(mb, pa.start, base, func() {
-		mb.RecordNvidiaGpuProcessHeldTimeDataPoint(ts, pa.held)
-		if pa.busyOK {
-			mb.RecordNvidiaGpuProcessBusyTimeDataPoint(ts, pa.busy)
+	return &Accounts{}
+}
+
+// GPU adds the window of one GPU's sample, and of each of its MIG
+// devices', to their GPU-time counters; h is who holds them, allocated
+// says the kubelet gave a device (by UUID) to a pod.
+func (a *Accountant) GPU(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, h *holders.GPU, allocated func(uuid string) bool) Accounts {
+	w := deviceWindow{
+		id: info.UUID, parent: info.UUID, at: smp.Time, owner: h.Owner,
+		listed: smp.ProcessesListed, allocated: allocated(info.UUID),
+		holders: holders.Count(h.Processes), processes: h.Processes, mps: holders.Shared(h.Processes),
+		busy: smp.Utilization[nvmlclient.EngineGeneral],
+	}
+	if smp.GPM != nil {
+		w.active = smp.GPM.Activity[nvmlclient.GPMSMActivity]
+	}
+	for i, m := range h.MIGs {
+		w.holders += holders.Count(m.Processes)
+		w.allocated = w.allocated || allocated(smp.MIG[i].Info.UUID)
+	}
+	var out Accounts
+	out.Device, out.Processes = a.add(w)
+	for i, m := range h.MIGs {
+		s := &smp.MIG[i]
+		mw := deviceWindow{
+			id: s.Info.UUID, parent: info.UUID, mig: s.Info, at: smp.Time, owner: m.Owner,
+			listed: smp.ProcessesListed, allocated: allocated(s.Info.UUID),
+			holders: holders.Count(m.Processes), processes: m.Processes, mps: holders.Shared(m.Processes),
 		}
-		if pa.idleOK {
-			mb.RecordNvidiaGpuProcessIdleTimeDataPoint(ts, pa.idle)
+		if s.GPM != nil {
+			mw.active = s.GPM.Activity[nvmlclient.GPMSMActivity]
 		}
-	})
+		var mig Accounts
+		mig.Device, mig.Processes = a.add(mw)
+		out.MIGs = append(out.MIGs, mig)
+	}
+	return out
 }

@@ -1,4 +1,4 @@
-package nvmlreceiver
+package holders
 
 import (
 	"time"
@@ -15,8 +15,6 @@ import (
 type leftOut struct {
 	seen map[string]map[uint32]time.Time // per GPU UUID: PID → start time
 }
-
-func newLeftOut() *leftOut { return &leftOut{seen: map[string]map[uint32]time.Time{}} }
 
 // add returns how many of the processes left out on a GPU (on the GPU
 // itself or its MIG devices) were not counted before; listed is every
@@ -54,6 +52,3 @@ func (l *leftOut) add(gpu string, listed, left []nvmlclient.Process, started fun
 	}
 	return n
 }
-
-// reset forgets every process: the counts start again.
-func (l *leftOut) reset() { clear(l.seen) }

@@ -1,4 +1,4 @@
-package nvmlreceiver
+package record
 
 import (
 	"fmt"
@@ -14,9 +14,9 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
-// plainReading is one point of a plain metric: the NVML reading
-// (nvmlclient.Read) and the metric it records (plain_readings.go).
-type plainReading struct {
+// Reading is one point of a plain metric: the NVML reading
+// (nvmlclient.Read) and the metric it records (readings.go).
+type Reading struct {
 	metric recorder
 	read   nvmlclient.Read
 	// device marks a point of the device's life, recorded on its device
@@ -25,9 +25,9 @@ type plainReading struct {
 	device bool
 }
 
-func use(m recorder, r nvmlclient.Read) plainReading { return plainReading{metric: m, read: r} }
-func device(m recorder, r nvmlclient.Read) plainReading {
-	return plainReading{metric: m, read: r, device: true}
+func use(m recorder, r nvmlclient.Read) Reading { return Reading{metric: m, read: r} }
+func device(m recorder, r nvmlclient.Read) Reading {
+	return Reading{metric: m, read: r, device: true}
 }
 
 // recorder records one point of a metric, through the builder's Record
@@ -66,7 +66,7 @@ func configField(method any) string {
 	const prefix, suffix = ".(*MetricsBuilder).Record", "DataPoint"
 	i := strings.LastIndex(name, prefix)
 	if i < 0 || !strings.HasSuffix(name, suffix) {
-		panic(fmt.Sprintf("nvmlreceiver: %s is not a metadata.MetricsBuilder Record method", name))
+		panic(fmt.Sprintf("record: %s is not a metadata.MetricsBuilder Record method", name))
 	}
 	return name[i+len(prefix) : len(name)-len(suffix)]
 }
@@ -89,10 +89,10 @@ func metricEnabled(m *metadata.MetricsConfig, field string) bool {
 	return reflect.ValueOf(m).Elem().FieldByName(field).FieldByName("Enabled").Bool()
 }
 
-// enabledReadings are the plainReadings of the enabled metrics: what the
-// client reads, each value at its place in Sample.Values.
-func enabledReadings(m *metadata.MetricsConfig) []plainReading {
-	var out []plainReading
+// Readings are the plainReadings of the enabled metrics: what the client
+// reads, each value at its place in Sample.Values.
+func Readings(m *metadata.MetricsConfig) []Reading {
+	var out []Reading
 	for _, p := range plainReadings {
 		if metricEnabled(m, p.metric.field) {
 			out = append(out, p)
@@ -101,8 +101,8 @@ func enabledReadings(m *metadata.MetricsConfig) []plainReading {
 	return out
 }
 
-// readsOf are the readings' NVML reads, in their order.
-func readsOf(readings []plainReading) []nvmlclient.Read {
+// Reads are the readings' NVML reads, in their order.
+func Reads(readings []Reading) []nvmlclient.Read {
 	out := make([]nvmlclient.Read, len(readings))
 	for i, p := range readings {
 		out[i] = p.read
@@ -114,7 +114,7 @@ func readsOf(readings []plainReading) []nvmlclient.Read {
 // use): each value at the scrape's time, or a costly one at the counters'
 // reading's, and a counter reset within the session from its new start
 // (nvmlclient keptCounter).
-func recordPlain(mb *builder, s *nvmlclient.Sample, readings []plainReading, device bool, start pcommon.Timestamp) {
+func recordPlain(mb *builder, s *nvmlclient.Sample, readings []Reading, device bool, start pcommon.Timestamp) {
 	ts, countersTS := pcommon.NewTimestampFromTime(s.Time), pcommon.NewTimestampFromTime(s.CountersTime)
 	for i, p := range readings {
 		if p.device != device || i >= len(s.Values) || !s.Values[i].OK {

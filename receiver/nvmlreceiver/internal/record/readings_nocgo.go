@@ -1,7 +1,7 @@
 //go:build !cgo
 
-package nvmlreceiver
+package record
 
 // Without cgo nothing is read (nvmlclient reports NVML unavailable), and the
 // readings, which name go-nvml's getters, are not built.
-var plainReadings []plainReading
+var plainReadings []Reading

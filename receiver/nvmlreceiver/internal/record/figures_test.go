@@ -1,6 +1,6 @@
 //go:build cgo
 
-package nvmlreceiver
+package record
 
 import (
 	"reflect"
@@ -50,10 +50,10 @@ func TestMetricFiguresCoverMetadata(t *testing.T) {
 		for _, mf := range metricFigures {
 			assert.Equal(t, mf.name == name, mf.enabled(&only), "with only %s enabled, the row of %s", name, mf.name)
 		}
-		for _, p := range enabledReadings(&only) {
+		for _, p := range Readings(&only) {
 			assert.Equal(t, name, metricFields().byField[p.metric.field], "with only %s enabled, a reading of another metric", name)
 		}
-		assert.Equal(t, plain[name], len(enabledReadings(&only)) > 0, name)
+		assert.Equal(t, plain[name], len(Readings(&only)) > 0, name)
 	}
 }
 
@@ -70,7 +70,7 @@ func TestRecorderFieldFromRecordMethod(t *testing.T) {
 func TestLeftOutReadingsCountMetrics(t *testing.T) {
 	var m metadata.MetricsConfig
 	m.NvidiaGpuClockFrequency.Enabled, m.HwPower.Enabled = true, true
-	readings := enabledReadings(&m)
+	readings := Readings(&m)
 	require.Len(t, readings, 5, "four clocks and the power")
 	assert.Equal(t, 1, leftOutReadings(readings, []int{1, 2, 3}))
 	assert.Equal(t, 2, leftOutReadings(readings, []int{0, 1, 2, 3, 4}))

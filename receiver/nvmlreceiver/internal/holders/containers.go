@@ -1,4 +1,4 @@
-package nvmlreceiver
+package holders
 
 import (
 	"errors"
@@ -12,11 +12,11 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
-// containerCPU records container.cpu.time and nvidia.gpu.container.cpu.limit for each
-// container that holds a GPU, from its cgroup: the CPU beside the GPU, so
-// that an input-bound job shows as such. It is used from the scrape
-// goroutine only.
-type containerCPU struct {
+// Containers records container.cpu.time and nvidia.gpu.container.cpu.limit
+// for each container that holds a GPU, from its cgroup: the CPU beside the
+// GPU, so that an input-bound job shows as such. It is used from the
+// scrape goroutine only.
+type Containers struct {
 	logger *zap.Logger
 	reader *attribution.CgroupCPUReader
 	// warned holds the causes of failed reads already logged
@@ -25,49 +25,59 @@ type containerCPU struct {
 	// every container the same way, and is logged once, not once per
 	// container (attribution.NewCauseLog).
 	warned *logonce.Log
+	// seen holds, within one scrape, the containers holding a GPU, by
+	// container id.
+	seen map[string]container
 }
 
 // maxWarnedCauses bounds the causes remembered; later causes are logged at
 // debug level.
 const maxWarnedCauses = 16
 
-// gpuContainer is a container with a GPU process in it.
-type gpuContainer struct {
-	owner  owner
+// container is a container with a GPU process in it.
+type container struct {
+	owner  attribution.Owner
 	pid    int
 	cgroup attribution.Cgroup // the process's, as attribution read it
 }
 
-// containersOf adds the containers of a GPU's processes (and its MIG
-// devices' processes) to seen, by container id.
-func containersOf(r gpuReport, seen map[string]gpuContainer) {
-	add := func(procs []ownedProcess) {
+// NewContainers reads the containers' CPU with reader.
+func NewContainers(logger *zap.Logger, reader *attribution.CgroupCPUReader) *Containers {
+	return &Containers{logger: logger, reader: reader, warned: attribution.NewCauseLog(maxWarnedCauses), seen: map[string]container{}}
+}
+
+// Add adds the containers of a GPU's processes (and its MIG devices'
+// processes).
+func (c *Containers) Add(g *GPU) {
+	add := func(procs []Process) {
 		for _, p := range procs {
-			id := p.owner.ContainerID
+			id := p.Owner.ContainerID
 			if id == "" {
 				continue // a host process: the host's CPU (host_metrics) covers it
 			}
-			if c, ok := seen[id]; !ok || c.owner.PodName == "" && p.owner.PodName != "" {
-				seen[id] = gpuContainer{owner: p.owner, pid: int(p.PID), cgroup: p.cgroup}
+			if ctr, ok := c.seen[id]; !ok || ctr.owner.PodName == "" && p.Owner.PodName != "" {
+				c.seen[id] = container{owner: p.Owner, pid: int(p.PID), cgroup: p.Cgroup}
 			}
 		}
 	}
-	add(r.processes)
-	for _, m := range r.migs {
-		add(m.processes)
+	add(g.Processes)
+	for _, m := range g.MIGs {
+		add(m.Processes)
 	}
 }
 
-// record reads each container's cgroup and records its CPU on a resource of
-// the container (and its pod).
-func (c *containerCPU) record(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, containers map[string]gpuContainer) {
-	ids := make([]string, 0, len(containers))
-	for id := range containers {
+// Record reads the cgroup of each container added in this scrape and
+// records its CPU on a resource of the container (and its pod); the next
+// scrape adds its own.
+func (c *Containers) Record(mb *metadata.MetricsBuilder, ts pcommon.Timestamp) {
+	defer clear(c.seen)
+	ids := make([]string, 0, len(c.seen))
+	for id := range c.seen {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
 	for _, id := range ids {
-		ctr := containers[id]
+		ctr := c.seen[id]
 		// The cgroup the process was found in during attribution: the
 		// container's own, whatever process is in it now, without reading
 		// /proc again. Where that fails (the container gone, a wrong cgroup
@@ -89,14 +99,14 @@ func (c *containerCPU) record(mb *metadata.MetricsBuilder, ts pcommon.Timestamp,
 			mb.RecordNvidiaGpuContainerCPULimitDataPoint(ts, cpu.LimitCores)
 		}
 		rb := mb.NewResourceBuilder()
-		setOwnerAttributes(rb, ctr.owner) // its container.id is id
+		SetOwner(rb, ctr.owner) // its container.id is id
 		mb.EmitForResource(metadata.WithResource(rb.Emit()))
 	}
 }
 
 // warn logs a failed read once per cause, naming the first container it
 // happened to.
-func (c *containerCPU) warn(id string, err error) {
+func (c *Containers) warn(id string, err error) {
 	v := c.warned.Fail(attribution.ErrorCause(err), "")
 	if v.Full {
 		c.logger.Debug("Cannot read the CPU of a container that holds a GPU", zap.String("container.id", id), zap.Error(err))

@@ -1,4 +1,4 @@
-package nvmlreceiver
+package record
 
 import (
 	"os"
@@ -19,7 +19,7 @@ import (
 // GPUThermalSlowdown alert.
 func thermalAlertReasons(t *testing.T) map[string]bool {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join("..", "..", "deploy", "prometheus", "rules.yaml"))
+	raw, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "deploy", "prometheus", "rules.yaml"))
 	require.NoError(t, err)
 	var rules struct {
 		Groups []struct {
