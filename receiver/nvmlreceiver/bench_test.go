@@ -70,7 +70,9 @@ func benchmarkPdata(b *testing.B, procs int) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		reports[i] = ts.reporter.report(d.Info, &s, nil)
+		r := ts.reporter
+		reports[i] = record.GPU{Info: d.Info, Sample: &s, Holders: r.holders.GPU(d.Info, &s), Readings: r.readings, Start: r.since}
+		reports[i].Accounts = r.accounts.GPU(d.Info, &s, &reports[i].Holders, r.owners.Allocated)
 	}
 	b.ReportAllocs()
 	var ms runtimeAllocs

@@ -41,9 +41,8 @@ type reporter struct {
 
 func newReporter(cfg *Config) *reporter {
 	return &reporter{
-		cfg: cfg,
-		accounts: accounting.New(accounting.Config{Holding: cfg.Processes.Enabled || cfg.Kubernetes.Enabled,
-			IdleThreshold: cfg.Accounting.IdleThreshold, Interval: cfg.CollectionInterval}),
+		cfg:      cfg,
+		accounts: accounting.New(cfg.Processes.Enabled || cfg.Kubernetes.Enabled, cfg.Accounting.IdleThreshold, cfg.CollectionInterval),
 		unread:   map[string]bool{},
 		readings: record.Readings(&cfg.Metrics),
 	}
@@ -116,17 +115,12 @@ func (r *reporter) beginScrape() {
 
 // gpu records one GPU's sample, with who holds it and its accounts.
 func (r *reporter) gpu(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) {
-	g := r.report(info, smp, xids)
+	g := record.GPU{Info: info, Sample: smp, Holders: r.holders.GPU(info, smp), XIDs: xids, Readings: r.readings, Start: r.since}
 	g.Accounts = r.accounts.GPU(info, smp, &g.Holders, r.owners.Allocated)
 	g.Record(r.mb)
 	if r.containers != nil {
 		r.containers.Add(&g.Holders)
 	}
-}
-
-// report is what is recorded of one GPU's sample, but its accounts.
-func (r *reporter) report(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) record.GPU {
-	return record.GPU{Info: info, Sample: smp, Holders: r.holders.GPU(info, smp), XIDs: xids, Readings: r.readings, Start: r.since}
 }
 
 // unobserved records a GPU that could not be read, for reason: stuck (its

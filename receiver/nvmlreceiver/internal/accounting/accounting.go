@@ -130,26 +130,19 @@ type Process struct {
 	BusyOK, IdleOK   bool
 }
 
-// Config is what the accounts need of the receiver's configuration.
-type Config struct {
-	// Holding says who holds a device can be known: processes or the
-	// kubelet are read.
-	Holding       bool
-	IdleThreshold float64       // accounting::idle_threshold
-	Interval      time.Duration // collection_interval
-}
-
 // DefaultIdleThreshold is 5 % activity: a training step that does any work
 // keeps SM activity well above it, and a process that only holds memory
 // reads 0 (docs/runs/h200-runs.md).
 const DefaultIdleThreshold = 0.05
 
-// New makes the accounts of the receiver configured so.
-func New(cfg Config) *Accountant {
+// New makes the accounts: holding says who holds a device can be known
+// (processes or the kubelet are read), idleThreshold is
+// accounting::idle_threshold, interval the collection interval.
+func New(holding bool, idleThreshold float64, interval time.Duration) *Accountant {
 	return &Accountant{
-		holding:       cfg.Holding,
-		idleThreshold: cfg.IdleThreshold,
-		maxWindow:     time.Duration(maxWindowIntervals * float64(cfg.Interval)),
+		holding:       holding,
+		idleThreshold: idleThreshold,
+		maxWindow:     time.Duration(maxWindowIntervals * float64(interval)),
 		devices:       map[string]*Device{},
 		processes:     map[processKey]*Process{},
 		unlisted:      map[string]bool{},
@@ -433,63 +426,44 @@ func (a *Accountant) EndScrape(unread map[string]bool) {
 }
 
 // Accounts are one device's accounts in one scrape: its own, its
-// processes' (in the order of its holders.Device; nil where not listed),
-// and on a GPU its MIG devices' (in the sample's order).
+// processes' (one for each of its holders.Device's, nil for the MPS
+// server; none when not listed), and on a GPU its MIG devices' (one for
+// each of its holders.GPU's).
 type Accounts struct {
 	Device    *Device
 	Processes []*Process
 	MIGs      []Accounts
 }
 
-// Process is the account of the device's i-th process; nil when none.
-func (a *Accounts) Process(i int) *Process {
-	if i < len(a.Processes) {
-		return a.Processes[i]
-	}
-	return nil
-}
-
-// MIG is the accounts of the device's i-th MIG device; none when not
-// accounted.
-func (a *Accounts) MIG(i int) *Accounts {
-	if i < len(a.MIGs) {
-		return &a.MIGs[i]
-	}
-	return &Accounts{}
-}
-
 // GPU adds the window of one GPU's sample, and of each of its MIG
 // devices', to their GPU-time counters; h is who holds them, allocated
 // says the kubelet gave a device (by UUID) to a pod.
 func (a *Accountant) GPU(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, h *holders.GPU, allocated func(uuid string) bool) Accounts {
-	w := deviceWindow{
-		id: info.UUID, parent: info.UUID, at: smp.Time, owner: h.Owner,
-		listed: smp.ProcessesListed, allocated: allocated(info.UUID),
-		holders: holders.Count(h.Processes), processes: h.Processes, mps: holders.Shared(h.Processes),
-		busy: smp.Utilization[nvmlclient.EngineGeneral],
-	}
-	if smp.GPM != nil {
-		w.active = smp.GPM.Activity[nvmlclient.GPMSMActivity]
-	}
+	w := newWindow(info.UUID, info.UUID, smp, &h.Device, smp.GPM, allocated)
+	w.busy = smp.Utilization[nvmlclient.EngineGeneral]
 	for i, m := range h.MIGs {
 		w.holders += holders.Count(m.Processes)
 		w.allocated = w.allocated || allocated(smp.MIG[i].Info.UUID)
 	}
 	var out Accounts
 	out.Device, out.Processes = a.add(w)
-	for i, m := range h.MIGs {
+	out.MIGs = make([]Accounts, len(h.MIGs))
+	for i := range h.MIGs {
 		s := &smp.MIG[i]
-		mw := deviceWindow{
-			id: s.Info.UUID, parent: info.UUID, mig: s.Info, at: smp.Time, owner: m.Owner,
-			listed: smp.ProcessesListed, allocated: allocated(s.Info.UUID),
-			holders: holders.Count(m.Processes), processes: m.Processes, mps: holders.Shared(m.Processes),
-		}
-		if s.GPM != nil {
-			mw.active = s.GPM.Activity[nvmlclient.GPMSMActivity]
-		}
-		var mig Accounts
-		mig.Device, mig.Processes = a.add(mw)
-		out.MIGs = append(out.MIGs, mig)
+		mw := newWindow(s.Info.UUID, info.UUID, smp, &h.MIGs[i], s.GPM, allocated)
+		mw.mig = s.Info
+		out.MIGs[i].Device, out.MIGs[i].Processes = a.add(mw)
 	}
 	return out
+}
+
+// newWindow is the window of device id (of GPU parent) that smp ends, held
+// as h says; gpm is the device's GPM reading (nil: none).
+func newWindow(id, parent string, smp *nvmlclient.Sample, h *holders.Device, gpm *nvmlclient.GPMReading, allocated func(string) bool) deviceWindow {
+	w := deviceWindow{id: id, parent: parent, at: smp.Time, owner: h.Owner, listed: smp.ProcessesListed, allocated: allocated(id),
+		holders: holders.Count(h.Processes), processes: h.Processes, mps: holders.Shared(h.Processes)}
+	if gpm != nil {
+		w.active = gpm.Activity[nvmlclient.GPMSMActivity]
+	}
+	return w
 }

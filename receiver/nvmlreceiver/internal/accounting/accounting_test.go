@@ -18,7 +18,7 @@ import (
 var t0 = time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
 
 func testAccountant() *Accountant {
-	return New(Config{Holding: true, IdleThreshold: DefaultIdleThreshold, Interval: time.Second})
+	return New(true, DefaultIdleThreshold, time.Second)
 }
 
 func frac(v float64) nvmlclient.Opt[float64] { return nvmlclient.Opt[float64]{Value: v, OK: true} }

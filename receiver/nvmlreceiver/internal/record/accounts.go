@@ -26,26 +26,24 @@ func recordDeviceAccount(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, acct
 	if acct == nil {
 		return
 	}
-	startingAt(mb, acct.Start, base, func() { recordDeviceCounters(mb, ts, acct) })
-}
-
-func recordDeviceCounters(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, acct *accounting.Device) {
-	if acct.Holding {
-		mb.RecordNvidiaGpuHeldTimeDataPoint(ts, acct.Held)
-		mb.RecordNvidiaGpuFreeTimeDataPoint(ts, acct.Free)
-		for _, r := range unobservedReasons {
-			mb.RecordNvidiaGpuUnobservedTimeDataPoint(ts, acct.Unobserved[r.reason], r.attr)
+	startingAt(mb, acct.Start, base, func() {
+		if acct.Holding {
+			mb.RecordNvidiaGpuHeldTimeDataPoint(ts, acct.Held)
+			mb.RecordNvidiaGpuFreeTimeDataPoint(ts, acct.Free)
+			for _, r := range unobservedReasons {
+				mb.RecordNvidiaGpuUnobservedTimeDataPoint(ts, acct.Unobserved[r.reason], r.attr)
+			}
 		}
-	}
-	if acct.BusyOK {
-		mb.RecordNvidiaGpuBusyTimeDataPoint(ts, acct.Busy)
-	}
-	if acct.ActiveOK {
-		mb.RecordNvidiaGpuActiveTimeDataPoint(ts, acct.Active)
-	}
-	if acct.IdleOK {
-		mb.RecordNvidiaGpuIdleTimeDataPoint(ts, acct.Idle)
-	}
+		if acct.BusyOK {
+			mb.RecordNvidiaGpuBusyTimeDataPoint(ts, acct.Busy)
+		}
+		if acct.ActiveOK {
+			mb.RecordNvidiaGpuActiveTimeDataPoint(ts, acct.Active)
+		}
+		if acct.IdleOK {
+			mb.RecordNvidiaGpuIdleTimeDataPoint(ts, acct.Idle)
+		}
+	})
 }
 
 // recordProcessAccount records a process's counters, from their

@@ -5,19 +5,6 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
-// Figures is every figure of the NVML layer that an enabled metric (m) or
-// an enabled owner attribute of a GPU's resource (ra) needs.
-func Figures(m *metadata.MetricsConfig, ra *metadata.ResourceAttributesConfig) nvmlclient.Figures {
-	return neededFigures(m) | ownerFigures(ra)
-}
-
-// LeftOut counts the enabled metrics (m) that the failed calls (of
-// figures failed, and of the readings at indices reads) left out of a
-// GPU's scrape.
-func LeftOut(m *metadata.MetricsConfig, readings []Reading, failed nvmlclient.Figures, reads []int) int {
-	return leftOutMetrics(m, failed) + leftOutReadings(readings, reads)
-}
-
 // metricFigure says which figures of the NVML layer a metric needs: NVML
 // is asked for a figure while an enabled metric needs it.
 type metricFigure struct {
@@ -76,13 +63,20 @@ var metricFigures = []metricFigure{
 	{"process.cpu.time", figs(nvmlclient.FigProcesses), false},
 }
 
-// neededFigures is every figure an enabled metric needs.
-func neededFigures(m *metadata.MetricsConfig) nvmlclient.Figures {
+// Figures is every figure of the NVML layer that an enabled metric of m
+// needs, and what the enabled owner attributes of a GPU's resource (ra)
+// need: the owner is found through the GPU's processes (holders.Tracker.GPU).
+func Figures(m *metadata.MetricsConfig, ra *metadata.ResourceAttributesConfig) nvmlclient.Figures {
 	var out nvmlclient.Figures
 	for _, mf := range metricFigures {
 		if mf.enabled(m) {
 			out |= mf.figures
 		}
+	}
+	if ra.ContainerID.Enabled || ra.K8sPodUID.Enabled || ra.K8sPodName.Enabled ||
+		ra.K8sNamespaceName.Enabled || ra.K8sContainerName.Enabled || ra.SlurmJobID.Enabled || ra.SlurmJobStep.Enabled ||
+		ra.UserName.Enabled {
+		out |= figs(nvmlclient.FigProcesses)
 	}
 	return out
 }
@@ -92,34 +86,19 @@ func (mf *metricFigure) enabled(m *metadata.MetricsConfig) bool {
 	return metricEnabled(m, metricFields().byName[mf.name])
 }
 
-// leftOutMetrics counts the enabled metrics, not derived, that need one
-// of the figures failed calls left out: the metrics a scrape leaves out.
-func leftOutMetrics(m *metadata.MetricsConfig, failed nvmlclient.Figures) int {
-	n := 0
+// LeftOut counts the metrics a GPU's scrape leaves out: the enabled
+// metrics of m, not derived, that need one of the figures failed calls
+// left out, and the metrics of the failed readings (indices into
+// readings), each once.
+func LeftOut(m *metadata.MetricsConfig, readings []Reading, failed nvmlclient.Figures, reads []int) int {
+	metrics := map[string]bool{}
 	for _, mf := range metricFigures {
 		if !mf.derived && mf.enabled(m) && mf.figures.Any(failed) {
-			n++
+			metrics[mf.name] = true
 		}
 	}
-	return n
-}
-
-// leftOutReadings counts the metrics of the failed readings, each once.
-func leftOutReadings(readings []Reading, failed []int) int {
-	metrics := map[string]bool{}
-	for _, i := range failed {
+	for _, i := range reads {
 		metrics[readings[i].metric.field] = true
 	}
 	return len(metrics)
-}
-
-// ownerFigures is what the owner attributes of a GPU's resource need: the
-// owner is found through the GPU's processes (holders.Tracker.GPU).
-func ownerFigures(ra *metadata.ResourceAttributesConfig) nvmlclient.Figures {
-	if ra.ContainerID.Enabled || ra.K8sPodUID.Enabled || ra.K8sPodName.Enabled ||
-		ra.K8sNamespaceName.Enabled || ra.K8sContainerName.Enabled || ra.SlurmJobID.Enabled || ra.SlurmJobStep.Enabled ||
-		ra.UserName.Enabled {
-		return figs(nvmlclient.FigProcesses)
-	}
-	return 0
 }

@@ -60,15 +60,10 @@ func (g *GPU) Record(mb *metadata.MetricsBuilder) {
 	}
 	recordXIDs(mb, ts, g.XIDs)
 	recordDeviceSample(mb, g.Sample, g.Readings, g.Start)
-	mps := holders.Shared(g.Holders.Processes)
-	newResource := func(o attribution.Owner) *metadata.ResourceBuilder { return sharingOf(gpuResource(mb, g.Info, o), mps) }
-	emitDevice(mb, func(o attribution.Owner) *metadata.ResourceBuilder { return gpuResource(mb, g.Info, o) }, g.Holders.Owner)
+	resource := func(o attribution.Owner) *metadata.ResourceBuilder { return gpuResource(mb, g.Info, o) }
+	emitDevice(mb, resource, g.Holders.Owner)
 	recordHolderSample(mb, g.Sample, g.Accounts.Device, g.Readings, g.Start)
-	mb.EmitForResource(metadata.WithResource(newResource(g.Holders.Owner).Emit()))
-	recordHolders(mb, ts, g.Holders.Holders, newResource)
-	if g.Sample.ProcessesListed {
-		recordProcesses(mb, ts, &g.Holders.Device, &g.Accounts, newResource, g.Start)
-	}
+	emitUse(mb, ts, &g.Holders.Device, &g.Accounts, resource, g.Sample.ProcessesListed, g.Start)
 	for i := range g.Holders.MIGs {
 		g.recordMIG(mb, ts, i)
 	}
@@ -84,9 +79,10 @@ func (g *GPU) Record(mb *metadata.MetricsBuilder) {
 func Unobserved(mb *metadata.MetricsBuilder, ts, start pcommon.Timestamp, info nvmlclient.DeviceInfo, reason accounting.Reason,
 	xids map[int64]int64, accts []*accounting.Device) {
 	newResource := func(o attribution.Owner) *metadata.ResourceBuilder { return gpuResource(mb, info, o) }
+	var gpu *accounting.Device
 	var o attribution.Owner
 	if len(accts) > 0 && accts[0].MIG.UUID == "" { // the GPU's, first
-		o = accts[0].Owner
+		gpu, o, accts = accts[0], accts[0].Owner, accts[1:]
 	}
 	switch reason {
 	case accounting.Lost:
@@ -97,10 +93,7 @@ func Unobserved(mb *metadata.MetricsBuilder, ts, start pcommon.Timestamp, info n
 		recordXIDs(mb, ts, xids)
 	}
 	emitDevice(mb, newResource, o)
-	if len(accts) > 0 && accts[0].MIG.UUID == "" {
-		recordDeviceAccount(mb, ts, accts[0], start)
-		accts = accts[1:]
-	}
+	recordDeviceAccount(mb, ts, gpu, start)
 	mb.EmitForResource(metadata.WithResource(newResource(o).Emit()))
 	for _, acct := range accts {
 		recordDeviceAccount(mb, ts, acct, start)
@@ -152,7 +145,7 @@ func emitDevice(mb *metadata.MetricsBuilder, newResource func(attribution.Owner)
 func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, d *holders.Device, accts *accounting.Accounts,
 	newResource func(attribution.Owner) *metadata.ResourceBuilder, start pcommon.Timestamp) {
 	for i := range d.Processes {
-		p, account := &d.Processes[i], accts.Process(i)
+		p, account := &d.Processes[i], accts.Processes[i]
 		if m := p.MemoryBytes(); m.OK {
 			mb.RecordNvidiaGpuProcessMemoryUsageDataPoint(ts, int64(m.Value))
 		}
@@ -199,15 +192,12 @@ func recordProcesses(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, d *holde
 // recordMIG records the GPU's i-th MIG device on its own device and
 // holder resources, then its processes.
 func (g *GPU) recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, i int) {
-	s, h, accts, listed := &g.Sample.MIG[i], &g.Holders.MIGs[i], g.Accounts.MIG(i), g.Sample.ProcessesListed
-	mps := holders.Shared(h.Processes)
-	newResource := func(o attribution.Owner) *metadata.ResourceBuilder {
-		return sharingOf(migResource(mb, g.Info, s.Info, o), mps)
-	}
+	s, h, accts, listed := &g.Sample.MIG[i], &g.Holders.MIGs[i], &g.Accounts.MIGs[i], g.Sample.ProcessesListed
+	resource := func(o attribution.Owner) *metadata.ResourceBuilder { return migResource(mb, g.Info, s.Info, o) }
 	if s.GPM != nil {
 		recordGPMTraffic(mb, ts, s.GPM)
 	}
-	emitDevice(mb, func(o attribution.Owner) *metadata.ResourceBuilder { return migResource(mb, g.Info, s.Info, o) }, h.Owner)
+	emitDevice(mb, resource, h.Owner)
 	recordMemory(mb, ts, s.MemoryUsedBytes, s.MemoryTotalBytes, s.MemoryReservedBytes)
 	if s.GPM != nil {
 		recordGPM(mb, ts, s.GPM)
@@ -216,20 +206,29 @@ func (g *GPU) recordMIG(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, i int
 		mb.RecordNvidiaGpuProcessCountDataPoint(ts, int64(len(s.Processes)))
 	}
 	recordDeviceAccount(mb, ts, accts.Device, g.Start)
+	emitUse(mb, ts, h, accts, resource, listed, g.Start)
+}
+
+// emitUse emits the points recorded since emitDevice, of the device's use,
+// on its holder resource: resource's with the device's owner, marked as
+// MPS-shared while an MPS process is on it (never its own device
+// resource). Then come its holders' allocations and, when listed, its
+// processes, on resources of the same kind.
+func emitUse(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, h *holders.Device, accts *accounting.Accounts,
+	resource func(attribution.Owner) *metadata.ResourceBuilder, listed bool, start pcommon.Timestamp) {
+	mps := holders.Shared(h.Processes)
+	newResource := func(o attribution.Owner) *metadata.ResourceBuilder {
+		rb := resource(o)
+		if mps {
+			rb.SetNvidiaGpuSharing("mps")
+		}
+		return rb
+	}
 	mb.EmitForResource(metadata.WithResource(newResource(h.Owner).Emit()))
 	recordHolders(mb, ts, h.Holders, newResource)
 	if listed {
-		recordProcesses(mb, ts, h, accts, newResource, g.Start)
+		recordProcesses(mb, ts, h, accts, newResource, start)
 	}
-}
-
-// sharingOf marks the resources of a device's use, not its own device
-// resource (emitDevice), as MPS-shared while an MPS process is on it.
-func sharingOf(rb *metadata.ResourceBuilder, mps bool) *metadata.ResourceBuilder {
-	if mps {
-		rb.SetNvidiaGpuSharing("mps")
-	}
-	return rb
 }
 
 // migResource starts a MIG device's resource: its GPU's attributes, its

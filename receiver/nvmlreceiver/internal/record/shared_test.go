@@ -72,21 +72,21 @@ func TestLeftOutReadingsCountMetrics(t *testing.T) {
 	m.NvidiaGpuClockFrequency.Enabled, m.HwPower.Enabled = true, true
 	readings := Readings(&m)
 	require.Len(t, readings, 5, "four clocks and the power")
-	assert.Equal(t, 1, leftOutReadings(readings, []int{1, 2, 3}))
-	assert.Equal(t, 2, leftOutReadings(readings, []int{0, 1, 2, 3, 4}))
+	assert.Equal(t, 1, LeftOut(&metadata.MetricsConfig{}, readings, 0, []int{1, 2, 3}))
+	assert.Equal(t, 2, LeftOut(&metadata.MetricsConfig{}, readings, 0, []int{0, 1, 2, 3, 4}))
 }
 
 func TestNeededFiguresFollowEnabledMetrics(t *testing.T) {
 	t.Parallel()
 	var m metadata.MetricsConfig
-	assert.Zero(t, neededFigures(&m))
+	assert.Zero(t, Figures(&m, &metadata.ResourceAttributesConfig{}))
 	m.NvidiaGpuIdleTime.Enabled = true // a derived counter asks for what it is derived from
 	want := nvmlclient.FiguresOf(nvmlclient.FigUtilization, nvmlclient.FigSMActivity, nvmlclient.FigProcesses)
-	assert.Equal(t, want, neededFigures(&m))
-	assert.Zero(t, leftOutMetrics(&m, want), "a derived counter's point is not left out")
+	assert.Equal(t, want, Figures(&m, &metadata.ResourceAttributesConfig{}))
+	assert.Zero(t, LeftOut(&m, nil, want, nil), "a derived counter's point is not left out")
 	m.HwStatus.Enabled, m.HwErrors.Enabled = true, true
-	assert.Equal(t, 2, leftOutMetrics(&m, nvmlclient.FiguresOf(nvmlclient.FigECCUncorrected)))
-	assert.Equal(t, 1, leftOutMetrics(&m, nvmlclient.FiguresOf(nvmlclient.FigECCCorrected)))
+	assert.Equal(t, 2, LeftOut(&m, nil, nvmlclient.FiguresOf(nvmlclient.FigECCUncorrected), nil))
+	assert.Equal(t, 1, LeftOut(&m, nil, nvmlclient.FiguresOf(nvmlclient.FigECCCorrected), nil))
 }
 
 // The hw.status policy: the graver state wins.
