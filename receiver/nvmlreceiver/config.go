@@ -280,8 +280,8 @@ func (cfg *Config) Validate() error {
 	}
 	// hw.id and process.pid tell the series apart: without hw.id every GPU,
 	// without process.pid every process of one executable in one container,
-	// would give one series, and their counters' start times (stampStarts,
-	// which keys on both) one stream.
+	// would give one series, and their counters, each with its own start
+	// time, one stream.
 	if ra := cfg.ResourceAttributes; !ra.HwID.Enabled {
 		errs = append(errs, errors.New("resource_attributes::hw.id::enabled: false is not allowed: hw.id (the GPU's UUID) tells each GPU's series apart"))
 	} else if !ra.ProcessPid.Enabled && cfg.Processes.Enabled {

@@ -346,7 +346,7 @@ func (a *Accountant) addProcesses(w deviceWindow, windowStart time.Time, dt floa
 	shared := false
 	// Under MPS NVML samples the server, for its clients together: the
 	// clients split evenly what the other processes' shares leave (the
-	// server's share), and the server holds nothing (holders/mps.go).
+	// server's share), and the server holds nothing (holders.Count).
 	holders, clients, others := 0, 0, 0.0
 	for _, p := range w.processes {
 		shared = shared || p.BusyShare.OK

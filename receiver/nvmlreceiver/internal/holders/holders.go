@@ -71,25 +71,23 @@ func (t *Tracker) GPU(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample) GPU {
 	a.SetMinor(info.UUID, info.MinorNumber)
 	a.SetIndex(info.UUID, info.Index)
 	setMIGPlacements(a, info, smp.MIG)
-	g := GPU{Device: Device{Holders: a.Holders(info.UUID)}}
-	if !smp.ProcessesListed {
-		for i := range smp.MIG {
-			g.MIGs = append(g.MIGs, Device{Holders: a.Holders(smp.MIG[i].Info.UUID)})
-		}
-		return g
-	}
+	g := GPU{Device: Device{Holders: a.Holders(info.UUID)}, MIGs: make([]Device, len(smp.MIG))}
 	listed, left := smp.Processes, []nvmlclient.Process(nil)
-	if len(smp.MIG) == 0 {
+	if smp.ProcessesListed && len(smp.MIG) == 0 {
 		g.Processes, g.Owner, left = t.attribute(info.UUID, smp.Processes)
 	}
 	for i := range smp.MIG {
-		s := &smp.MIG[i]
-		m := Device{Holders: a.Holders(s.Info.UUID)}
+		s, m := &smp.MIG[i], &g.MIGs[i]
+		if m.Holders = a.Holders(s.Info.UUID); !smp.ProcessesListed {
+			continue
+		}
 		var l []nvmlclient.Process
 		m.Processes, m.Owner, l = t.attribute(s.Info.UUID, s.Processes)
 		left = append(left, l...)
 		listed = append(listed[:len(listed):len(listed)], s.Processes...)
-		g.MIGs = append(g.MIGs, m)
+	}
+	if !smp.ProcessesListed {
+		return g
 	}
 	t.dropped[info.UUID] += int64(t.left.add(info.UUID, listed, left, a.Started))
 	g.Dropped = t.dropped[info.UUID]
@@ -115,7 +113,7 @@ func setMIGPlacements(a *attribution.Attributor, parent nvmlclient.DeviceInfo, m
 }
 
 // attribute keeps a device's largest processes (at most the limit) and
-// returns them with their owners and MPS roles (mps.go), the device's
+// returns them with their owners and MPS roles (markMPS), the device's
 // owner, and the processes left out.
 func (t *Tracker) attribute(deviceID string, procs []nvmlclient.Process) ([]Process, attribution.Owner, []nvmlclient.Process) {
 	kept := append([]nvmlclient.Process(nil), procs...)
@@ -165,34 +163,99 @@ func shareAmong(kept []nvmlclient.Process) {
 	}
 }
 
-// SetOwner sets what is known of a container and its pod, and of a Slurm
-// job and its user, on rb.
+// ownerAttributes are the owner's resource attributes: what is known of a
+// container and its pod, and of a Slurm job and its user.
+var ownerAttributes = [...]struct {
+	get func(o *attribution.Owner) string
+	set func(rb *metadata.ResourceBuilder, v string)
+}{
+	{func(o *attribution.Owner) string { return o.ContainerID }, (*metadata.ResourceBuilder).SetContainerID},
+	{func(o *attribution.Owner) string { return o.PodUID }, (*metadata.ResourceBuilder).SetK8sPodUID},
+	{func(o *attribution.Owner) string { return o.PodName }, (*metadata.ResourceBuilder).SetK8sPodName},
+	{func(o *attribution.Owner) string { return o.Namespace }, (*metadata.ResourceBuilder).SetK8sNamespaceName},
+	{func(o *attribution.Owner) string { return o.ContainerName }, (*metadata.ResourceBuilder).SetK8sContainerName},
+	{func(o *attribution.Owner) string { return o.ClaimName }, (*metadata.ResourceBuilder).SetK8sResourceclaimName},
+	{func(o *attribution.Owner) string { return o.SlurmJobID }, (*metadata.ResourceBuilder).SetSlurmJobID},
+	{func(o *attribution.Owner) string { return o.SlurmStep }, (*metadata.ResourceBuilder).SetSlurmJobStep},
+	{func(o *attribution.Owner) string { return o.UserName }, (*metadata.ResourceBuilder).SetUserName},
+}
+
+// SetOwner sets the owner's attributes that are known on rb.
 func SetOwner(rb *metadata.ResourceBuilder, o attribution.Owner) {
-	if o.ContainerID != "" {
-		rb.SetContainerID(o.ContainerID)
+	for _, a := range ownerAttributes {
+		if v := a.get(&o); v != "" {
+			a.set(rb, v)
+		}
 	}
-	if o.PodUID != "" {
-		rb.SetK8sPodUID(o.PodUID)
+}
+
+// CUDA MPS (docs/design/waste.md, "MPS"): the server runs every client's
+// kernels, and NVML samples only the server. So the server is
+// infrastructure, never a holder: it has no GPU-time counters, does not
+// make the device held, and is never its owner. A client holds the device;
+// its busy and idle time are even parts of the clients' (collect/processes.go
+// leaves its own utilization absent).
+
+// markMPS marks the MPS server among procs also by its executable name
+// (nvmlclient knows it from the lists only where it is the one compute
+// process besides the clients), and returns the device's owner found
+// without the server, where one is there: the device plugin's MPS daemon
+// pod runs the server, and would otherwise make every MPS GPU shared with
+// it, or its own.
+func markMPS(a *attribution.Attributor, deviceID string, procs []Process, deviceOwner attribution.Owner) attribution.Owner {
+	var pids, kept []int
+	server := false
+	for i := range procs {
+		p := &procs[i]
+		if p.MPS == nvmlclient.MPSNone && p.InfoOK && p.Info.ExecutableName == nvmlclient.MPSServerName {
+			p.MPS = nvmlclient.MPSServer
+		}
+		if p.MPS == nvmlclient.MPSServer {
+			server = true
+			continue
+		}
+		pids, kept = append(pids, int(p.PID)), append(kept, i)
 	}
-	if o.PodName != "" {
-		rb.SetK8sPodName(o.PodName)
+	if !server {
+		return deviceOwner
 	}
-	if o.Namespace != "" {
-		rb.SetK8sNamespaceName(o.Namespace)
+	who, o := a.Attribute(deviceID, pids)
+	for j, i := range kept {
+		procs[i].Owner = who[j].Owner
 	}
-	if o.ContainerName != "" {
-		rb.SetK8sContainerName(o.ContainerName)
+	return o
+}
+
+// Count counts the processes that hold the device: all but the MPS
+// server.
+func Count(procs []Process) int {
+	n := 0
+	for _, p := range procs {
+		if p.MPS != nvmlclient.MPSServer {
+			n++
+		}
 	}
-	if o.ClaimName != "" {
-		rb.SetK8sResourceclaimName(o.ClaimName)
+	return n
+}
+
+// Shared says the device is shared through MPS: a server or a client on
+// it (nvidia.gpu.sharing = "mps").
+func Shared(procs []Process) bool {
+	for _, p := range procs {
+		if p.MPS != nvmlclient.MPSNone {
+			return true
+		}
 	}
-	if o.SlurmJobID != "" {
-		rb.SetSlurmJobID(o.SlurmJobID)
+	return false
+}
+
+// Role is a process's nvidia.gpu.process.mps value; "" outside MPS.
+func Role(r nvmlclient.MPSRole) string {
+	switch r {
+	case nvmlclient.MPSServer:
+		return "server"
+	case nvmlclient.MPSClient:
+		return "client"
 	}
-	if o.SlurmStep != "" {
-		rb.SetSlurmJobStep(o.SlurmStep)
-	}
-	if o.UserName != "" {
-		rb.SetUserName(o.UserName)
-	}
+	return ""
 }

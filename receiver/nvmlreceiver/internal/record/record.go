@@ -78,7 +78,6 @@ func (g *GPU) Record(mb *metadata.MetricsBuilder) {
 // vanish nor start an owner-less copy.
 func Unobserved(mb *metadata.MetricsBuilder, ts, start pcommon.Timestamp, info nvmlclient.DeviceInfo, reason accounting.Reason,
 	xids map[int64]int64, accts []*accounting.Device) {
-	newResource := func(o attribution.Owner) *metadata.ResourceBuilder { return gpuResource(mb, info, o) }
 	var gpu *accounting.Device
 	var o attribution.Owner
 	if len(accts) > 0 && accts[0].MIG.UUID == "" { // the GPU's, first
@@ -92,9 +91,9 @@ func Unobserved(mb *metadata.MetricsBuilder, ts, start pcommon.Timestamp, info n
 		recordStatus(mb, ts, hwState(gpuStuck, nil)) // so that it never silently vanishes
 		recordXIDs(mb, ts, xids)
 	}
-	emitDevice(mb, newResource, o)
+	emitDevice(mb, func(o attribution.Owner) *metadata.ResourceBuilder { return gpuResource(mb, info, o) }, o)
 	recordDeviceAccount(mb, ts, gpu, start)
-	mb.EmitForResource(metadata.WithResource(newResource(o).Emit()))
+	mb.EmitForResource(metadata.WithResource(gpuResource(mb, info, o).Emit()))
 	for _, acct := range accts {
 		recordDeviceAccount(mb, ts, acct, start)
 		mb.EmitForResource(metadata.WithResource(migResource(mb, info, acct.MIG, acct.Owner).Emit()))
@@ -398,4 +397,60 @@ func recordGPMTraffic(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, g *nvml
 			mb.RecordHwGpuIoDataPoint(ts, v.Value, c.dir)
 		}
 	}
+}
+
+// unobservedReasons are the reasons and their attribute values, in the
+// order recorded.
+var unobservedReasons = [...]struct {
+	reason accounting.Reason
+	attr   metadata.AttributeNvidiaGpuUnobservedReason
+}{
+	{accounting.ReadFailed, metadata.AttributeNvidiaGpuUnobservedReasonReadFailed},
+	{accounting.Stuck, metadata.AttributeNvidiaGpuUnobservedReasonStuck},
+	{accounting.Lost, metadata.AttributeNvidiaGpuUnobservedReasonLost},
+	{accounting.Gap, metadata.AttributeNvidiaGpuUnobservedReasonGap},
+	{accounting.Restart, metadata.AttributeNvidiaGpuUnobservedReasonRestart},
+}
+
+// recordDeviceAccount records a device's counters, from their account's
+// start; base is the builder's.
+func recordDeviceAccount(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, acct *accounting.Device, base pcommon.Timestamp) {
+	if acct == nil {
+		return
+	}
+	startingAt(mb, acct.Start, base, func() {
+		if acct.Holding {
+			mb.RecordNvidiaGpuHeldTimeDataPoint(ts, acct.Held)
+			mb.RecordNvidiaGpuFreeTimeDataPoint(ts, acct.Free)
+			for _, r := range unobservedReasons {
+				mb.RecordNvidiaGpuUnobservedTimeDataPoint(ts, acct.Unobserved[r.reason], r.attr)
+			}
+		}
+		if acct.BusyOK {
+			mb.RecordNvidiaGpuBusyTimeDataPoint(ts, acct.Busy)
+		}
+		if acct.ActiveOK {
+			mb.RecordNvidiaGpuActiveTimeDataPoint(ts, acct.Active)
+		}
+		if acct.IdleOK {
+			mb.RecordNvidiaGpuIdleTimeDataPoint(ts, acct.Idle)
+		}
+	})
+}
+
+// recordProcessAccount records a process's counters, from their
+// account's start; base is the builder's.
+func recordProcessAccount(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, pa *accounting.Process, base pcommon.Timestamp) {
+	if pa == nil {
+		return
+	}
+	startingAt(mb, pa.Start, base, func() {
+		mb.RecordNvidiaGpuProcessHeldTimeDataPoint(ts, pa.Held)
+		if pa.BusyOK {
+			mb.RecordNvidiaGpuProcessBusyTimeDataPoint(ts, pa.Busy)
+		}
+		if pa.IdleOK {
+			mb.RecordNvidiaGpuProcessIdleTimeDataPoint(ts, pa.Idle)
+		}
+	})
 }
