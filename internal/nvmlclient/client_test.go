@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -99,10 +100,10 @@ func TestReadAllMetrics(t *testing.T) {
 	m, c, _ := openH200(t)
 	s, err := c.Devices()[1].Read()
 	require.NoError(t, err)
-	assert.Equal(t, some(0.10), s.Utilization[EngineGeneral], "no GPM window yet at the first read: the instant reading")
+	assert.Equal(t, some(0.10), s.Utilization[sample.EngineGeneral], "no GPM window yet at the first read: the instant reading")
 	assert.False(t, s.MemoryControllerUtilization.OK, "GPM's DRAM bandwidth stands for the controller window on a GPU with GPM")
-	assert.Equal(t, some(0.0), s.Utilization[EngineEncoder], "instant: the encoder is idle")
-	assert.Equal(t, some(0.01), s.Utilization[EngineDecoder])
+	assert.Equal(t, some(0.0), s.Utilization[sample.EngineEncoder], "instant: the encoder is idle")
+	assert.Equal(t, some(0.01), s.Utilization[sample.EngineDecoder])
 	assert.Equal(t, some(uint64(2<<30)), s.MemoryUsedBytes)
 	assert.Equal(t, some(uint64(150_754_820_096)), s.MemoryTotalBytes)
 	assert.Equal(t, some(uint64(617_086_976)), s.MemoryReservedBytes)
@@ -135,7 +136,7 @@ func TestWindowsWithoutGPM(t *testing.T) {
 	s, err := c.Devices()[1].Read()
 	require.NoError(t, err)
 	assert.Nil(t, s.GPM, "an A100 has no GPM")
-	assert.InDelta(t, 0.40, s.Utilization[EngineGeneral].Value, 1e-9, "mean of the window")
+	assert.InDelta(t, 0.40, s.Utilization[sample.EngineGeneral].Value, 1e-9, "mean of the window")
 	assert.InDelta(t, 0.15, s.MemoryControllerUtilization.Value, 1e-9, "the controller window")
 }
 
@@ -158,7 +159,7 @@ func TestGeneralUtilizationFromGPM(t *testing.T) {
 	clock.Advance(time.Second)
 	s, err := c.Devices()[3].Read()
 	require.NoError(t, err)
-	assert.Equal(t, some(0.18), s.Utilization[EngineGeneral], "GPM graphics utilization over the window")
+	assert.Equal(t, some(0.18), s.Utilization[sample.EngineGeneral], "GPM graphics utilization over the window")
 	assert.Equal(t, 0, samples, "no GetSamples on a GPU with GPM while its engines idle")
 	assert.False(t, s.MemoryControllerUtilization.OK)
 
@@ -187,7 +188,7 @@ func TestCodecWindowOnlyWhileActive(t *testing.T) {
 	for range 3 {
 		s, err := d.Read()
 		require.NoError(t, err)
-		assert.Equal(t, some(0.0), s.Utilization[EngineEncoder])
+		assert.Equal(t, some(0.0), s.Utilization[sample.EngineEncoder])
 	}
 	assert.Equal(t, 0, calls, "an idle encoder costs only the instant getter")
 
@@ -197,7 +198,7 @@ func TestCodecWindowOnlyWhileActive(t *testing.T) {
 	g.AddSamples(nvml.ENC_UTILIZATION_SAMPLES, []uint64{now - 60_000_000, now}, []uint32{0, 60})
 	s, err := d.Read()
 	require.NoError(t, err)
-	assert.InDelta(t, 0.60, s.Utilization[EngineEncoder].Value, 1e-9, "the sample of a minute ago is not this interval's")
+	assert.InDelta(t, 0.60, s.Utilization[sample.EngineEncoder].Value, 1e-9, "the sample of a minute ago is not this interval's")
 	assert.Equal(t, 1, calls)
 
 	// Idle again: one more window closes the burst, then none.
@@ -222,13 +223,13 @@ func TestWindowStartsAtOpen(t *testing.T) {
 	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{30, 40}, []uint32{0, 20})
 	s, err := c.Devices()[0].Read()
 	require.NoError(t, err)
-	assert.InDelta(t, 0.10, s.Utilization[EngineGeneral].Value, 1e-9)
+	assert.InDelta(t, 0.10, s.Utilization[sample.EngineGeneral].Value, 1e-9)
 
 	// The next window holds only what came after.
 	g.AddSamples(nvml.GPU_UTILIZATION_SAMPLES, []uint64{50}, []uint32{80})
 	s, err = c.Devices()[0].Read()
 	require.NoError(t, err)
-	assert.InDelta(t, 0.80, s.Utilization[EngineGeneral].Value, 1e-9)
+	assert.InDelta(t, 0.80, s.Utilization[sample.EngineGeneral].Value, 1e-9)
 }
 
 func TestEmptyWindowFallsBackToInstantReading(t *testing.T) {
@@ -240,7 +241,7 @@ func TestEmptyWindowFallsBackToInstantReading(t *testing.T) {
 	m.GPUs[4].Utilization = nvml.Utilization{Gpu: 64, Memory: 12}
 	s, err := c.Devices()[4].Read()
 	require.NoError(t, err)
-	assert.Equal(t, some(0.64), s.Utilization[EngineGeneral])
+	assert.Equal(t, some(0.64), s.Utilization[sample.EngineGeneral])
 	assert.Equal(t, some(0.12), s.MemoryControllerUtilization)
 }
 
@@ -265,7 +266,7 @@ func TestUnsupportedSamplingTypeFallsBackAndIsNotAskedAgain(t *testing.T) {
 	for range 5 {
 		s, err := c.Devices()[2].Read()
 		require.NoError(t, err)
-		assert.Equal(t, some(0.70), s.Utilization[EngineGeneral])
+		assert.Equal(t, some(0.70), s.Utilization[sample.EngineGeneral])
 	}
 	assert.Equal(t, 1, calls, "NOT_SUPPORTED is cached per device")
 	assert.Equal(t, 1, nvmltest.UnsupportedLogs(logs, "nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)"))
@@ -324,7 +325,7 @@ func TestFailedCallDropsOnlyItsFigures(t *testing.T) {
 		assert.Contains(t, callErr.Error(), nvml.ERROR_UNKNOWN.Error(), "the message names the return code")
 		assert.False(t, s.Values[FigClockSM].OK)
 		assert.True(t, s.Values[FigPower].OK, "the rest of the GPU is read")
-		assert.True(t, s.Utilization[EngineGeneral].OK)
+		assert.True(t, s.Utilization[sample.EngineGeneral].OK)
 		assert.True(t, s.MemoryUsedBytes.OK)
 		assert.False(t, c.Devices()[3].Lost())
 	}
@@ -346,7 +347,7 @@ func TestFailedFieldDropsOnlyItsFigure(t *testing.T) {
 	assert.False(t, s.Values[FigPCIeReplays].OK)
 	assert.True(t, s.Values[FigViolationPower].OK, "the other fields of the batch hold")
 	assert.True(t, s.Values[FigMemoryTemperature].OK)
-	assert.True(t, s.Utilization[EngineGeneral].OK)
+	assert.True(t, s.Utilization[sample.EngineGeneral].OK)
 	assert.True(t, s.Values[FigPower].OK)
 
 	// An unsupported field is cached like any call, the batch goes on.

@@ -4,6 +4,7 @@ package nvmlclient
 
 import (
 	"context"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"math/rand/v2"
 	"slices"
 	"testing"
@@ -39,7 +40,7 @@ func orderMachine() *nvmltest.Machine {
 
 // readInOrder opens orderMachine with each device's collectors put in the
 // order perm gives, and reads every GPU a few times.
-func readInOrder(t *testing.T, perm func(n int) []int) [][]Sample {
+func readInOrder(t *testing.T, perm func(n int) []int) [][]sample.Sample {
 	t.Helper()
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
 	c := New(orderMachine(), zap.NewNop(), WithProcesses(true), WithClock(clock.Now))
@@ -53,10 +54,10 @@ func readInOrder(t *testing.T, perm func(n int) []int) [][]Sample {
 		}
 	}
 	c.PrimeAll() // priming runs in the same order
-	var reads [][]Sample
+	var reads [][]sample.Sample
 	for range 3 {
 		clock.Advance(2 * time.Second) // within the counters' interval: no background read
-		var round []Sample
+		var round []sample.Sample
 		for _, d := range c.Devices() {
 			s, err := d.Read()
 			require.NoError(t, err)
@@ -80,7 +81,7 @@ func TestCollectorOrderCarriesNoData(t *testing.T) {
 	want := readInOrder(t, identity)
 	require.Len(t, want[2][1].MIG, 2)
 	require.NotNil(t, want[2][0].GPM, "the machine exercises GPM")
-	require.True(t, want[2][0].Utilization[EngineGeneral].OK)
+	require.True(t, want[2][0].Utilization[sample.EngineGeneral].OK)
 	require.Len(t, want[2][1].MIG[1].Processes, 1, "and the parent's list for a MIG device")
 
 	reversed := func(n int) []int { p := identity(n); slices.Reverse(p); return p }

@@ -4,6 +4,7 @@ package nvmlclient
 
 import (
 	"context"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"testing"
 	"time"
 
@@ -18,7 +19,7 @@ import (
 // nvlinkCounter reads GPU 0's NVLink replay counter on the counters'
 // cadence: each call sets the counter to v, lets the background read take
 // it, and returns the next scrape's sample.
-func nvlinkCounter(t *testing.T) func(v uint64) Sample {
+func nvlinkCounter(t *testing.T) func(v uint64) sample.Sample {
 	t.Helper()
 	m := nvmltest.NewH200()
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
@@ -28,7 +29,7 @@ func nvlinkCounter(t *testing.T) func(v uint64) Sample {
 	t.Cleanup(func() { _ = c.Close(context.Background()) })
 	g, d := m.GPUs[0], c.Devices()[0]
 	first := true
-	return func(v uint64) Sample {
+	return func(v uint64) sample.Sample {
 		t.Helper()
 		g.Set(func(g *nvmltest.GPU) {
 			g.FieldValues = map[uint32]uint64{nvml.FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL: v}

@@ -3,6 +3,7 @@
 package nvmlclient
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"sync/atomic"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -58,24 +59,24 @@ func (d *Device) Lost() bool { return d.state.lost.Load() }
 // calls and counts the metrics left out. Only where figures must agree is a
 // group all or nothing: the GPM sample with its metrics, and the process
 // list with its utilization.
-func (d *Device) Read() (Sample, error) {
+func (d *Device) Read() (sample.Sample, error) {
 	lane, err := d.enter()
 	if err != nil {
-		return Sample{}, err
+		return sample.Sample{}, err
 	}
 	defer d.exit(lane)
 	d.takeBaselines()
 
-	s := Sample{Time: d.gpu.Plan.Now()} // the device clock: windows and counters agree with GPM's
+	s := sample.Sample{Time: d.gpu.Plan.Now()} // the device clock: windows and counters agree with GPM's
 	if n := d.gpu.Table.Plain(); n > 0 {
-		s.Values = make([]Opt[float64], n)
+		s.Values = make([]sample.Opt[float64], n)
 	}
 	r := d.collectors.Read(d.gpu, &s)
 	d.gpu.FlushSupportLogs()
 
 	if r.Lost || d.state.lost.Load() {
 		d.markLost(r.LostCall)
-		return Sample{}, ErrGPULost
+		return sample.Sample{}, ErrGPULost
 	}
 	d.gpu.Session.Lost.OK(d.Info.UUID)
 	d.gpu.LogCalls(r.Failed)

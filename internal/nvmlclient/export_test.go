@@ -104,4 +104,4 @@ func (d *Device) waitBackground(timeout time.Duration) bool {
 // panicCount is the number of panics recovered in d's reads.
 func (d *Device) panicCount() int64 { return d.gpu.Panics() }
 
-func some[T any](v T) Opt[T] { return sample.Some(v) }
+func some[T any](v T) sample.Opt[T] { return sample.Some(v) }

@@ -4,6 +4,7 @@ package nvmlclient
 
 import (
 	"encoding/binary"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"math"
 	"testing"
 
@@ -44,11 +45,11 @@ func TestFieldValueDecodesByType(t *testing.T) {
 		name string
 		vt   nvml.ValueType
 		put  func(b []byte)
-		want Opt[float64]
+		want sample.Opt[float64]
 	}{
 		{"uint", nvml.VALUE_TYPE_UNSIGNED_INT, func(b []byte) { binary.LittleEndian.PutUint32(b, 52) }, some(52.0)},
 		{"double", nvml.VALUE_TYPE_DOUBLE, func(b []byte) { binary.LittleEndian.PutUint64(b, math.Float64bits(52.5)) }, some(52.5)},
-		{"unknown type", nvml.ValueType(99), func([]byte) {}, Opt[float64]{}},
+		{"unknown type", nvml.ValueType(99), func([]byte) {}, sample.Opt[float64]{}},
 	} {
 		g.GetFieldValuesFunc = func(v []nvml.FieldValue) nvml.Return {
 			get(v)
@@ -90,7 +91,7 @@ func TestNVLinkErrorsInTheCountersBatch(t *testing.T) {
 	}
 	s, err := c.Devices()[0].Read()
 	require.NoError(t, err)
-	assert.Equal(t, [4]Opt[float64]{some[float64](12), some[float64](3), some[float64](7), some[float64](1)}, nvlinkErrors(&s))
+	assert.Equal(t, [4]sample.Opt[float64]{some[float64](12), some[float64](3), some[float64](7), some[float64](1)}, nvlinkErrors(&s))
 	assert.False(t, s.CountersTime.IsZero())
 	inOne := 0
 	for _, b := range batches {
@@ -108,11 +109,11 @@ func TestNVLinkErrorsInTheCountersBatch(t *testing.T) {
 
 	s, err = c.Devices()[1].Read()
 	require.NoError(t, err, "NOT_SUPPORTED is no error")
-	assert.Equal(t, [4]Opt[float64]{}, nvlinkErrors(&s), "absent without NVLink")
+	assert.Equal(t, [4]sample.Opt[float64]{}, nvlinkErrors(&s), "absent without NVLink")
 	assert.True(t, s.Values[FigViolationPower].OK, "the rest of the batch stands")
 }
 
 // nvlinkErrors are the four NVLink error counters of s.
-func nvlinkErrors(s *Sample) [4]Opt[float64] {
-	return [4]Opt[float64]{s.Values[FigNVLinkCRCFlit], s.Values[FigNVLinkCRCData], s.Values[FigNVLinkReplay], s.Values[FigNVLinkRecovery]}
+func nvlinkErrors(s *sample.Sample) [4]sample.Opt[float64] {
+	return [4]sample.Opt[float64]{s.Values[FigNVLinkCRCFlit], s.Values[FigNVLinkCRCData], s.Values[FigNVLinkReplay], s.Values[FigNVLinkRecovery]}
 }

@@ -4,6 +4,7 @@ package nvmlclient
 
 import (
 	"context"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"math"
 	"sync"
 	"testing"
@@ -40,16 +41,16 @@ func TestGPMWindow(t *testing.T) {
 	s, err := d.Read()
 	require.NoError(t, err)
 	require.NotNil(t, s.GPM, "Open took the first sample: the first read has a window")
-	assert.Equal(t, some(0.10), s.GPM.Activity[GPMSMActivity])
-	assert.Equal(t, some(0.12), s.GPM.Activity[GPMGraphicsActivity])
-	assert.Equal(t, some(0.06), s.GPM.Activity[GPMDRAMBandwidth])
-	assert.Equal(t, some(int64(10*(1<<20)*10)), s.GPM.TrafficBytes[GPMPCIeTX], "10 MiB/s for 10 s")
-	assert.Equal(t, some(int64(200*(1<<20)*10)), s.GPM.TrafficBytes[GPMNVLinkRX])
+	assert.Equal(t, some(0.10), s.GPM.Activity[sample.GPMSMActivity])
+	assert.Equal(t, some(0.12), s.GPM.Activity[sample.GPMGraphicsActivity])
+	assert.Equal(t, some(0.06), s.GPM.Activity[sample.GPMDRAMBandwidth])
+	assert.Equal(t, some(int64(10*(1<<20)*10)), s.GPM.TrafficBytes[sample.GPMPCIeTX], "10 MiB/s for 10 s")
+	assert.Equal(t, some(int64(200*(1<<20)*10)), s.GPM.TrafficBytes[sample.GPMNVLinkRX])
 
 	clock.Advance(5 * time.Second)
 	s, err = d.Read()
 	require.NoError(t, err)
-	assert.Equal(t, some(int64(10*(1<<20)*15)), s.GPM.TrafficBytes[GPMPCIeTX], "a counter: it adds up")
+	assert.Equal(t, some(int64(10*(1<<20)*15)), s.GPM.TrafficBytes[sample.GPMPCIeTX], "a counter: it adds up")
 }
 
 func TestGPMShortWindowIsSkipped(t *testing.T) {
@@ -64,7 +65,7 @@ func TestGPMShortWindowIsSkipped(t *testing.T) {
 	s, err = d.Read()
 	require.NoError(t, err)
 	require.NotNil(t, s.GPM)
-	assert.Equal(t, some(int64(math.Round(10*(1<<20)*0.110))), s.GPM.TrafficBytes[GPMPCIeTX],
+	assert.Equal(t, some(int64(math.Round(10*(1<<20)*0.110))), s.GPM.TrafficBytes[sample.GPMPCIeTX],
 		"10 MiB/s over 110 ms: the short window was folded into the next")
 }
 
@@ -98,9 +99,9 @@ func TestGPMPerMetricError(t *testing.T) {
 		clock.Advance(time.Second)
 		s, err := c.Devices()[0].Read()
 		require.NoError(t, err)
-		assert.False(t, s.GPM.TrafficBytes[GPMNVLinkTX].OK)
-		assert.True(t, s.GPM.TrafficBytes[GPMNVLinkRX].OK)
-		assert.True(t, s.GPM.Activity[GPMSMActivity].OK)
+		assert.False(t, s.GPM.TrafficBytes[sample.GPMNVLinkTX].OK)
+		assert.True(t, s.GPM.TrafficBytes[sample.GPMNVLinkRX].OK)
+		assert.True(t, s.GPM.Activity[sample.GPMSMActivity].OK)
 	}
 	assert.Equal(t, 1, logs.FilterMessageSnippet("GPM metric not available").Len())
 }
@@ -153,7 +154,7 @@ func TestGPMCallsNeverOverlapAcrossGPUs(t *testing.T) {
 		g.GpmSampleGetFunc = func(s nvml.GpmSample) nvml.Return { calls.call(); return sampleGet(s) }
 	}
 	c, clock, _ := openGPM(t, m)
-	readEveryGPUAtOnce(t, c, clock, 5, func(s Sample, err error) {
+	readEveryGPUAtOnce(t, c, clock, 5, func(s sample.Sample, err error) {
 		assert.NoError(t, err)
 		assert.NotNil(t, s.GPM)
 	})

@@ -1,6 +1,9 @@
 package nvmlclient
 
-import "fmt"
+import (
+	"fmt"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
+)
 
 // Inventory is what never changes while NVML stays open: the software
 // versions and each watched device's identity. It is taken at every Open.
@@ -9,7 +12,7 @@ type Inventory struct {
 	NVMLVersion   string
 	CUDAVersion   string // e.g. "13.0"; empty when unknown
 	Devices       []DeviceInfo
-	MIGDevices    []MIGInfo
+	MIGDevices    []sample.MIGInfo
 }
 
 // DeviceInfo is the static identity of one GPU.

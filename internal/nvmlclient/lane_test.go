@@ -3,6 +3,7 @@
 package nvmlclient
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,7 +25,7 @@ func TestReadsOfGPUsNeverOverlap(t *testing.T) {
 		g.GetPowerUsageFunc = func() (uint32, nvml.Return) { calls.call(); return power() }
 	}
 	c, clock, _ := openGPM(t, m)
-	readEveryGPUAtOnce(t, c, clock, 5, func(_ Sample, err error) { assert.NoError(t, err) })
+	readEveryGPUAtOnce(t, c, clock, 5, func(_ sample.Sample, err error) { assert.NoError(t, err) })
 	assert.Zero(t, calls.overlaps.Load(), "two GPUs were read at once")
 }
 
@@ -41,7 +42,7 @@ func (o *overlapCounter) call() {
 
 // readEveryGPUAtOnce reads every device of c on a goroutine of its own, a
 // second of the clock apart, rounds times, and checks each read.
-func readEveryGPUAtOnce(t *testing.T, c *Client, clock *nvmltest.Clock, rounds int, check func(Sample, error)) {
+func readEveryGPUAtOnce(t *testing.T, c *Client, clock *nvmltest.Clock, rounds int, check func(sample.Sample, error)) {
 	t.Helper()
 	for range rounds {
 		clock.Advance(time.Second)

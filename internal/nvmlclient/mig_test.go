@@ -4,6 +4,7 @@ package nvmlclient
 
 import (
 	"context"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"testing"
 	"time"
 
@@ -26,7 +27,7 @@ func TestMIGInventoryH100(t *testing.T) {
 	defer c.Close(context.Background())
 	inv := c.Inventory()
 	require.Len(t, inv.MIGDevices, 2)
-	assert.Equal(t, MIGInfo{UUID: migs[0].UUID, ParentUUID: nvmltest.UUID(0), GPUInstanceID: uint32(migs[0].GPUInstanceID),
+	assert.Equal(t, sample.MIGInfo{UUID: migs[0].UUID, ParentUUID: nvmltest.UUID(0), GPUInstanceID: uint32(migs[0].GPUInstanceID),
 		ComputeInstanceID: uint32(migs[0].ComputeInstanceID), Profile: "1g.10gb", PlacementOK: true}, inv.MIGDevices[0])
 	assert.Equal(t, "3g.40gb", inv.MIGDevices[1].Profile)
 	assert.Equal(t, nvmltest.UUID(0), inv.MIGDevices[1].ParentUUID)
@@ -64,7 +65,7 @@ func TestMIGRead(t *testing.T) {
 	s, err := c.Devices()[1].Read()
 	require.NoError(t, err)
 	require.Len(t, s.MIG, 2)
-	assert.False(t, s.Utilization[EngineGeneral].OK, "no whole-GPU utilization in MIG mode")
+	assert.False(t, s.Utilization[sample.EngineGeneral].OK, "no whole-GPU utilization in MIG mode")
 	assert.True(t, s.MemoryTotalBytes.OK, "the parent keeps what NVML gives in MIG mode")
 
 	mi := s.MIG[1]
@@ -73,7 +74,7 @@ func TestMIGRead(t *testing.T) {
 	require.Len(t, mi.Processes, 1)
 	assert.Equal(t, uint32(20), mi.Processes[0].PID)
 	require.NotNil(t, mi.GPM, "GPM per GPU instance")
-	assert.True(t, mi.GPM.Activity[GPMSMActivity].OK)
+	assert.True(t, mi.GPM.Activity[sample.GPMSMActivity].OK)
 	assert.Equal(t, uint32(10), s.MIG[0].Processes[0].PID)
 }
 
@@ -308,7 +309,7 @@ func TestMIGOwnProcessListGoesThroughTheRead(t *testing.T) {
 }
 
 // migUUIDs lists the MIG devices of a sample.
-func migUUIDs(s Sample) []string {
+func migUUIDs(s sample.Sample) []string {
 	var out []string
 	for _, m := range s.MIG {
 		out = append(out, m.Info.UUID)

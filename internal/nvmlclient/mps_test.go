@@ -3,6 +3,7 @@
 package nvmlclient
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"testing"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 )
 
 func mpsInfo(pid uint32, bytes uint64) nvml.ProcessInfo {
-	return nvml.ProcessInfo{Pid: pid, UsedGpuMemory: bytes, GpuInstanceId: NoInstance, ComputeInstanceId: NoInstance}
+	return nvml.ProcessInfo{Pid: pid, UsedGpuMemory: bytes, GpuInstanceId: sample.NoInstance, ComputeInstanceId: sample.NoInstance}
 }
 
 // As on the H200 (driver 580): the compute list holds the server and the
@@ -32,12 +33,12 @@ func TestMPSClientsAndServer(t *testing.T) {
 	procs := procByPID(s)
 	require.Len(t, procs, 3)
 	server := procs[10]
-	assert.Equal(t, MPSServer, server.MPS)
+	assert.Equal(t, sample.MPSServer, server.MPS)
 	assert.InDelta(t, 0.97, server.SMUtil.Value, 1e-9, "the server's sample stays the server's")
 	assert.Equal(t, some(1.0), server.BusyShare)
 	for _, pid := range []uint32{11, 12} {
 		p := procs[pid]
-		assert.Equal(t, MPSClient, p.MPS, "pid %d", pid)
+		assert.Equal(t, sample.MPSClient, p.MPS, "pid %d", pid)
 		assert.False(t, p.SMUtil.OK, "a client's utilization is not observable: absent, not 0")
 		assert.False(t, p.MemoryControllerUtil.OK)
 		assert.False(t, p.BusyShare.OK, "a client's busy share is not observable: absent, not 0")
@@ -61,9 +62,9 @@ func TestMPSBesideAPlainProcess(t *testing.T) {
 	s, err := c.Devices()[0].Read()
 	require.NoError(t, err)
 	procs := procByPID(s)
-	assert.Equal(t, MPSClient, procs[11].MPS)
-	assert.Equal(t, MPSNone, procs[10].MPS, "ambiguous by the lists alone")
-	assert.Equal(t, MPSNone, procs[20].MPS)
+	assert.Equal(t, sample.MPSClient, procs[11].MPS)
+	assert.Equal(t, sample.MPSNone, procs[10].MPS, "ambiguous by the lists alone")
+	assert.Equal(t, sample.MPSNone, procs[20].MPS)
 	assert.InDelta(t, 0.4, procs[20].BusyShare.Value, 1e-9)
 	assert.False(t, procs[11].BusyShare.OK)
 }
@@ -86,7 +87,7 @@ func TestMPSListUnsupportedIsCached(t *testing.T) {
 		require.True(t, s.ProcessesListed)
 		require.Len(t, s.Processes, 2)
 		for _, p := range s.Processes {
-			assert.Equal(t, MPSNone, p.MPS)
+			assert.Equal(t, sample.MPSNone, p.MPS)
 		}
 	}
 	assert.Equal(t, 1, calls, "not supported is cached, as for every call")
@@ -120,13 +121,13 @@ func TestMPSOnMIGDevices(t *testing.T) {
 	s, err := c.Devices()[0].Read()
 	require.NoError(t, err)
 	require.Len(t, s.MIG, 2)
-	roles := map[uint32]MPSRole{}
+	roles := map[uint32]sample.MPSRole{}
 	for _, ms := range s.MIG {
 		for _, p := range ms.Processes {
 			roles[p.PID] = p.MPS
 		}
 	}
-	assert.Equal(t, map[uint32]MPSRole{10: MPSServer, 11: MPSClient, 12: MPSClient, 20: MPSNone}, roles)
+	assert.Equal(t, map[uint32]sample.MPSRole{10: sample.MPSServer, 11: sample.MPSClient, 12: sample.MPSClient, 20: sample.MPSNone}, roles)
 }
 
 func TestMPSCallInTable(t *testing.T) {

@@ -4,6 +4,7 @@ package nvmlclient
 
 import (
 	"context"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"time"
 
 	"go.uber.org/zap"
@@ -61,7 +62,7 @@ func (d *Device) Lost() bool { return false }
 func (d *Device) Prime() error { return ErrNotOpen }
 
 // Read returns ErrNotOpen.
-func (d *Device) Read() (Sample, error) { return Sample{}, ErrNotOpen }
+func (d *Device) Read() (sample.Sample, error) { return sample.Sample{}, ErrNotOpen }
 
 // Check reports ErrNotOpen: without cgo there is no NVML.
 func (d *Device) Check() error { return ErrNotOpen }

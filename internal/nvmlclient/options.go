@@ -1,14 +1,17 @@
 package nvmlclient
 
-import "time"
+import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
+	"time"
+)
 
 // options configure a Client: client.go's, or nocgo.go's without cgo.
 type options struct {
 	processes       bool
 	now             func() time.Time
-	figures         Figures
+	figures         sample.Readings
 	reads           []Read
-	leftOut         func(figs Figures, reads []int) int
+	leftOut         func(figs sample.Readings, reads []int) int
 	counterInterval time.Duration
 	memCtrlOnGPM    bool
 	eventWait       time.Duration
@@ -23,7 +26,7 @@ const DefaultEventWait = 500 * time.Millisecond
 var defaultReads []Read
 
 func defaultOptions() options {
-	return options{now: time.Now, figures: AllFigures, reads: defaultReads, counterInterval: DefaultCounterInterval, eventWait: DefaultEventWait}
+	return options{now: time.Now, figures: sample.All, reads: defaultReads, counterInterval: DefaultCounterInterval, eventWait: DefaultEventWait}
 }
 
 // Option configures a Client.
@@ -65,15 +68,15 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 // configured otherwise.
 const DefaultCounterInterval = 10 * time.Second
 
-// WithFigures makes every Read ask NVML only for the figures in want.
+// WithReadings makes every Read ask NVML only for the readings in want.
 // Without it, every figure is read.
-func WithFigures(want Figures) Option { return func(o *options) { o.figures = want } }
+func WithReadings(want sample.Readings) Option { return func(o *options) { o.figures = want } }
 
 // WithLeftOutCount sets how a ReadError counts what its failed calls left
 // out (ReadError.Metrics): the figures, and the plain reads by their place
 // in WithReads. The receiver counts its enabled metrics that need one of
 // them. Without it, each figure and read counts as one.
-func WithLeftOutCount(count func(figs Figures, reads []int) int) Option {
+func WithLeftOutCount(count func(figs sample.Readings, reads []int) int) Option {
 	return func(o *options) { o.leftOut = count }
 }
 

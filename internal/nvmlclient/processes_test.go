@@ -4,6 +4,7 @@ package nvmlclient
 
 import (
 	"context"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"math"
 	"sync/atomic"
 	"testing"
@@ -27,8 +28,8 @@ func openWithProcesses(t *testing.T) (*nvmltest.Machine, *Client) {
 	return m, c
 }
 
-func procByPID(s Sample) map[uint32]Process {
-	out := map[uint32]Process{}
+func procByPID(s sample.Sample) map[uint32]sample.Process {
+	out := map[uint32]sample.Process{}
 	for _, p := range s.Processes {
 		out[p.PID] = p
 	}
@@ -42,8 +43,8 @@ func TestReadProcesses(t *testing.T) {
 	m, c := openWithProcesses(t)
 	g := m.GPUs[0]
 	g.SetProcesses(
-		nvml.ProcessInfo{Pid: 100, UsedGpuMemory: 4 << 30, GpuInstanceId: NoInstance, ComputeInstanceId: NoInstance},
-		nvml.ProcessInfo{Pid: 200, UsedGpuMemory: math.MaxUint64, GpuInstanceId: NoInstance, ComputeInstanceId: NoInstance},
+		nvml.ProcessInfo{Pid: 100, UsedGpuMemory: 4 << 30, GpuInstanceId: sample.NoInstance, ComputeInstanceId: sample.NoInstance},
+		nvml.ProcessInfo{Pid: 200, UsedGpuMemory: math.MaxUint64, GpuInstanceId: sample.NoInstance, ComputeInstanceId: sample.NoInstance},
 	)
 	g.GraphicsProcs = []nvml.ProcessInfo{{Pid: 100, UsedGpuMemory: 1 << 20}}
 	g.AddProcessSamples(

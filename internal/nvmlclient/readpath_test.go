@@ -4,6 +4,7 @@ package nvmlclient
 
 import (
 	"context"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestUnsupportedAnswerExpiresWithBackoff(t *testing.T) {
 		return 55, answer
 	}
 	d := c.Devices()[0]
-	read := func() Sample {
+	read := func() sample.Sample {
 		s, err := d.Read()
 		require.NoError(t, err)
 		return s
@@ -185,9 +186,9 @@ func TestGPMAsksOnlyEnabledMetrics(t *testing.T) {
 		}
 		return get(mg)
 	}
-	on := FiguresOf(FigSMActivity, FigUtilization)
+	on := sample.Of(sample.SMActivity, sample.Utilization)
 	clock := nvmltest.NewClock(time.Unix(1_800_000_000, 0))
-	c := New(m, zap.NewNop(), WithClock(clock.Now), WithFigures(on), WithReads(testReads[FigPower]))
+	c := New(m, zap.NewNop(), WithClock(clock.Now), WithReadings(on), WithReads(testReads[FigPower]))
 	require.NoError(t, c.Open(nil))
 	c.PrimeAll()
 	defer c.Close(context.Background())
@@ -196,7 +197,7 @@ func TestGPMAsksOnlyEnabledMetrics(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, calls, "one GpmMetricsGet per GPU per read")
 	assert.ElementsMatch(t, []uint32{uint32(nvml.GPM_METRIC_SM_UTIL), uint32(nvml.GPM_METRIC_GRAPHICS_UTIL)}, asked)
-	assert.Equal(t, some(0.06), s.Utilization[EngineGeneral])
+	assert.Equal(t, some(0.06), s.Utilization[sample.EngineGeneral])
 	assert.Len(t, s.Values, 1, "only the power is read: a disabled metric's call is not made")
 	assert.True(t, s.Values[0].OK)
 	assert.Equal(t, 0, m.GPUs[1].FieldCalls, "no enabled metric needs a field")

@@ -3,6 +3,7 @@
 package nvmlclient
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"testing"
 	"time"
 
@@ -30,5 +31,5 @@ func TestCodecWindowSpansTheDeviceClock(t *testing.T) {
 	clock.Advance(10 * time.Second)
 	s, err := d.Read()
 	require.NoError(t, err)
-	assert.InDelta(t, 0.40, s.Utilization[EngineEncoder].Value, 1e-9, "the two samples of the 10 s interval")
+	assert.InDelta(t, 0.40, s.Utilization[sample.EngineEncoder].Value, 1e-9, "the two samples of the 10 s interval")
 }

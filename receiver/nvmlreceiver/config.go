@@ -3,6 +3,7 @@ package nvmlreceiver
 import (
 	"errors"
 	"fmt"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -13,7 +14,6 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/scraper/scraperhelper"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -65,7 +65,7 @@ type ProcessesConfig struct {
 	Enabled bool `mapstructure:"enabled"`
 	// MaxPerGPU caps the processes reported per GPU, largest memory first;
 	// the rest are counted in nvidia.gpu.process.dropped. 0 means no cap
-	// other than the client's listing limit (nvmlclient.MaxProcessesPerGPU,
+	// other than the client's listing limit (sample.MaxProcessesPerGPU,
 	// 4096), which is also the highest value accepted.
 	MaxPerGPU int `mapstructure:"max_per_gpu"`
 	// ProcRoot is where the host's /proc is mounted. NVML reports host PIDs,
@@ -227,9 +227,9 @@ func (cfg *Config) Validate() error {
 	if cfg.CounterInterval < 0 {
 		errs = append(errs, errors.New("counter_interval: must be 0 (every scrape) or more"))
 	}
-	if cfg.Processes.MaxPerGPU < 0 || cfg.Processes.MaxPerGPU > nvmlclient.MaxProcessesPerGPU {
+	if cfg.Processes.MaxPerGPU < 0 || cfg.Processes.MaxPerGPU > sample.MaxProcessesPerGPU {
 		errs = append(errs, fmt.Errorf("processes::max_per_gpu: %d must be between 0 (no cap but NVML's listing limit) and %d",
-			cfg.Processes.MaxPerGPU, nvmlclient.MaxProcessesPerGPU))
+			cfg.Processes.MaxPerGPU, sample.MaxProcessesPerGPU))
 	}
 	if cfg.Processes.Enabled && !filepath.IsAbs(cfg.Processes.ProcRoot) {
 		errs = append(errs, fmt.Errorf("processes::proc_root: %q must be an absolute path", cfg.Processes.ProcRoot))

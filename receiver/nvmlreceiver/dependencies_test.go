@@ -3,6 +3,7 @@
 package nvmlreceiver
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"reflect"
 	"testing"
 
@@ -10,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/record"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
@@ -85,6 +85,6 @@ func TestProcessListReadForWhatNeedsIt(t *testing.T) {
 		t.Parallel()
 		var cfg Config
 		onlyMetrics(false, "hw.power")(&cfg)
-		assert.False(t, record.Figures(&cfg.Metrics, &cfg.ResourceAttributes).Has(nvmlclient.FigProcesses))
+		assert.False(t, record.Figures(&cfg.Metrics, &cfg.ResourceAttributes).Has(sample.Processes))
 	})
 }

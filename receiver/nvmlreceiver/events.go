@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"sync"
 
 	"go.opentelemetry.io/collector/consumer"
@@ -180,10 +181,10 @@ func (e *eventCounter) eventLogs(ev nvmlclient.Event) plog.Logs {
 	}
 	ts := pcommon.NewTimestampFromTime(ev.Time)
 	var opts []metadata.EventAttributeOption
-	if ev.GPUInstanceID != nvmlclient.NoInstance {
+	if ev.GPUInstanceID != sample.NoInstance {
 		opts = append(opts, metadata.WithNvidiaGpuMigGpuInstanceIDEventAttribute(int64(ev.GPUInstanceID)))
 	}
-	if ev.ComputeInstanceID != nvmlclient.NoInstance {
+	if ev.ComputeInstanceID != sample.NoInstance {
 		opts = append(opts, metadata.WithNvidiaGpuMigComputeInstanceIDEventAttribute(int64(ev.ComputeInstanceID)))
 	}
 	ctx := context.Background()

@@ -1,6 +1,7 @@
 package nvmlreceiver
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -114,7 +115,7 @@ func (r *reporter) beginScrape() {
 }
 
 // gpu records one GPU's sample, with who holds it and its accounts.
-func (r *reporter) gpu(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, xids map[int64]int64) {
+func (r *reporter) gpu(info nvmlclient.DeviceInfo, smp *sample.Sample, xids map[int64]int64) {
 	g := record.GPU{Info: info, Sample: smp, Holders: r.holders.GPU(info, smp), XIDs: xids, Readings: r.readings, Start: r.since}
 	g.Accounts = r.accounts.GPU(info, smp, &g.Holders, r.owners.Allocated)
 	g.Record(r.mb)

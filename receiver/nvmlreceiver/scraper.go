@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"sync"
 	"time"
 
@@ -314,10 +315,10 @@ func (s *nvmlScraper) reportStalled(uuids []string) {
 // feed, per GPU and scrape), and each failed call by name and GPU in
 // otelcol_receiver_nvml_failed_calls. otelcol_scraper_errored_metric_points
 // stays 0 for this receiver.
-func (s *nvmlScraper) readAll(ctx context.Context, deadline time.Time, devices []*nvmlclient.Device) ([]*nvmlclient.Sample, []bool) {
+func (s *nvmlScraper) readAll(ctx context.Context, deadline time.Time, devices []*nvmlclient.Device) ([]*sample.Sample, []bool) {
 	type result struct {
 		i      int
-		sample nvmlclient.Sample
+		sample sample.Sample
 		err    error
 	}
 	results := make(chan result, len(devices))
@@ -331,7 +332,7 @@ func (s *nvmlScraper) readAll(ctx context.Context, deadline time.Time, devices [
 	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
 
-	samples := make([]*nvmlclient.Sample, len(devices))
+	samples := make([]*sample.Sample, len(devices))
 	stuck := make([]bool, len(devices))
 	answered := make([]bool, len(devices))
 	failedMetrics := 0

@@ -5,6 +5,7 @@ package nvmlreceiver
 import (
 	"context"
 	"flag"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"path/filepath"
 	"reflect"
 	"testing"
@@ -115,7 +116,7 @@ func (ts *testScraper) waitReset(t testing.TB) {
 }
 
 func proc(pid uint32, mem uint64) nvml.ProcessInfo {
-	return nvml.ProcessInfo{Pid: pid, UsedGpuMemory: mem, GpuInstanceId: nvmlclient.NoInstance, ComputeInstanceId: nvmlclient.NoInstance}
+	return nvml.ProcessInfo{Pid: pid, UsedGpuMemory: mem, GpuInstanceId: sample.NoInstance, ComputeInstanceId: sample.NoInstance}
 }
 
 // resourceIDs lists the GPUs' hw.id, in order, once each (a GPU with an

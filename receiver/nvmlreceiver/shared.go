@@ -1,6 +1,7 @@
 package nvmlreceiver
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"sync"
 	"time"
 
@@ -43,9 +44,9 @@ func clientOptions(cfg *Config) []nvmlclient.Option {
 	readings := record.Readings(&cfg.Metrics)
 	return []nvmlclient.Option{
 		nvmlclient.WithProcesses(cfg.Processes.Enabled),
-		nvmlclient.WithFigures(record.Figures(&cfg.Metrics, &cfg.ResourceAttributes)),
+		nvmlclient.WithReadings(record.Figures(&cfg.Metrics, &cfg.ResourceAttributes)),
 		nvmlclient.WithReads(record.Reads(readings)...),
-		nvmlclient.WithLeftOutCount(func(f nvmlclient.Figures, reads []int) int {
+		nvmlclient.WithLeftOutCount(func(f sample.Readings, reads []int) int {
 			return record.LeftOut(&cfg.Metrics, readings, f, reads)
 		}),
 		nvmlclient.WithCounterInterval(cfg.CounterInterval),

@@ -6,6 +6,7 @@ import (
 	"bufio"
 	"context"
 	"fmt"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"os"
 	"runtime"
 	"strings"
@@ -83,7 +84,7 @@ func testTooManyProcesses(t *testing.T) {
 	c, logs := openClient(t, Scenario{GPUs: []GPU{{
 		UUID:         "GPU-9f000000-0000-4000-8000-000000000006",
 		TemperatureC: 40,
-		Processes:    processList(nvmlclient.MaxProcessesPerGPU + 1),
+		Processes:    processList(sample.MaxProcessesPerGPU + 1),
 	}}})
 	for range 2 {
 		s, err := c.Devices()[0].Read()

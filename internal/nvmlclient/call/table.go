@@ -15,7 +15,7 @@ import (
 // fixedReads, have readers of their own; the rows after them are the
 // client's plain reads, one NVML value each (WithReads), put in
 // Sample.Values in their order. A call is made
-// only while a figure it answers is asked for (nvmlclient.WithFigures), so that every
+// only while a figure it answers is asked for (nvmlclient.WithReadings), so that every
 // NVML call of a scrape answers to an enabled metric of the receiver.
 // NOT_SUPPORTED, FUNCTION_NOT_FOUND and NO_PERMISSION are cached per call
 // and asked again with a backoff (support.go); meanwhile the row's figure

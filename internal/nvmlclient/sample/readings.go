@@ -5,7 +5,7 @@ import "math/bits"
 // Reading names one thing a GPU's read can give: a value of the Sample,
 // or a group of values that one NVML call answers together. The receiver
 // maps each of its enabled metrics to the readings it needs and asks for
-// those (nvmlclient.WithFigures). A call is made only while a reading it
+// those (nvmlclient.WithReadings). A call is made only while a reading it
 // answers is asked for.
 type Reading uint
 

@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"os"
 	"slices"
 	"sync"
@@ -31,7 +32,7 @@ type summary struct {
 	PerGPUMillis  map[string]float64 `json:"per_gpu_read_ms"`
 	Errors        int                `json:"errors"`
 	FirstError    string             `json:"first_error,omitempty"`
-	SampleOfGPU0  nvmlclient.Sample  `json:"sample_of_gpu0"`
+	SampleOfGPU0  sample.Sample      `json:"sample_of_gpu0"`
 	Calls         []callSummary      `json:"calls"`
 	InventoryGPU0 any                `json:"inventory_gpu0"`
 }

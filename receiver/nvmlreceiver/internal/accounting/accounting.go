@@ -5,6 +5,7 @@
 package accounting // import "github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/accounting"
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"math"
 	"slices"
 	"strings"
@@ -85,9 +86,9 @@ type Accountant struct {
 // Device is one device's counters under one owner.
 type Device struct {
 	Owner  attribution.Owner
-	parent string             // the GPU's UUID (its own for a GPU)
-	MIG    nvmlclient.MIGInfo // a MIG device's (zero for a GPU)
-	last   time.Time          // the end of the time accounted
+	parent string         // the GPU's UUID (its own for a GPU)
+	MIG    sample.MIGInfo // a MIG device's (zero for a GPU)
+	last   time.Time      // the end of the time accounted
 	Start  pcommon.Timestamp
 	seen   uint64
 
@@ -173,7 +174,7 @@ type deviceWindow struct {
 	id, parent string
 	at         time.Time
 	owner      attribution.Owner
-	mig        nvmlclient.MIGInfo // a MIG device's
+	mig        sample.MIGInfo // a MIG device's
 	// listed says the process lists were read, so that held is known;
 	// holders counts the processes with a context on the device (on a GPU
 	// in MIG mode, those of its MIG devices); allocated says the kubelet
@@ -182,7 +183,7 @@ type deviceWindow struct {
 	holders           int
 	// mps says an MPS server or client is on the device.
 	mps          bool
-	busy, active nvmlclient.Opt[float64] // fractions of the window
+	busy, active sample.Opt[float64] // fractions of the window
 	// processes are those accounted on this device (none on a GPU in MIG
 	// mode: they are its MIG devices').
 	processes []holders.Process
@@ -249,9 +250,9 @@ func (a *Accountant) add(w deviceWindow) (*Device, []*Process) {
 
 // fraction keeps a figure within 0..1 and drops one that is not a number,
 // so that no window takes a counter down or past its wall time.
-func fraction(v nvmlclient.Opt[float64]) nvmlclient.Opt[float64] {
+func fraction(v sample.Opt[float64]) sample.Opt[float64] {
 	if !v.OK || math.IsNaN(v.Value) {
-		return nvmlclient.Opt[float64]{}
+		return sample.Opt[float64]{}
 	}
 	v.Value = math.Min(math.Max(v.Value, 0), 1)
 	return v
@@ -261,7 +262,7 @@ func fraction(v nvmlclient.Opt[float64]) nvmlclient.Opt[float64] {
 // time, and notes a GPM reading: the reading; without one, on a GPM
 // device, the last reading up to maxWindow old (0: any age), then none;
 // on a device that has given no GPM reading, general utilization.
-func (l *lastActivity) of(w deviceWindow, maxWindow time.Duration) nvmlclient.Opt[float64] {
+func (l *lastActivity) of(w deviceWindow, maxWindow time.Duration) sample.Opt[float64] {
 	switch {
 	case w.active.OK:
 		*l = lastActivity{gpm: true, value: w.active.Value, at: w.at}
@@ -269,9 +270,9 @@ func (l *lastActivity) of(w deviceWindow, maxWindow time.Duration) nvmlclient.Op
 	case !l.gpm:
 		return w.busy
 	case maxWindow == 0 || w.at.Sub(l.at) <= maxWindow:
-		return nvmlclient.Opt[float64]{Value: l.value, OK: true}
+		return sample.Opt[float64]{Value: l.value, OK: true}
 	}
-	return nvmlclient.Opt[float64]{}
+	return sample.Opt[float64]{}
 }
 
 // open starts a device's first account in this scrape's session. A device
@@ -351,9 +352,9 @@ func (a *Accountant) addProcesses(w deviceWindow, windowStart time.Time, dt floa
 	for _, p := range w.processes {
 		shared = shared || p.BusyShare.OK
 		switch {
-		case p.MPS == nvmlclient.MPSServer:
+		case p.MPS == sample.MPSServer:
 			continue
-		case p.MPS == nvmlclient.MPSClient:
+		case p.MPS == sample.MPSClient:
 			clients++
 		case p.BusyShare.OK:
 			others += p.BusyShare.Value
@@ -366,7 +367,7 @@ func (a *Accountant) addProcesses(w deviceWindow, windowStart time.Time, dt floa
 	}
 	n := float64(holders)
 	for i, p := range w.processes {
-		if p.MPS == nvmlclient.MPSServer {
+		if p.MPS == sample.MPSServer {
 			continue // infrastructure: no counters
 		}
 		key := processKey{device: w.id, pid: p.PID, started: p.Info.Started}
@@ -385,7 +386,7 @@ func (a *Accountant) addProcesses(w deviceWindow, windowStart time.Time, dt floa
 		if w.busy.OK {
 			share := 1 / n
 			switch {
-			case shared && p.MPS == nvmlclient.MPSClient:
+			case shared && p.MPS == sample.MPSClient:
 				share = clientShare
 			case shared:
 				share = p.BusyShare.Value // absent: 0
@@ -438,9 +439,9 @@ type Accounts struct {
 // GPU adds the window of one GPU's sample, and of each of its MIG
 // devices', to their GPU-time counters; h is who holds them, allocated
 // says the kubelet gave a device (by UUID) to a pod.
-func (a *Accountant) GPU(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, h *holders.GPU, allocated func(uuid string) bool) Accounts {
+func (a *Accountant) GPU(info nvmlclient.DeviceInfo, smp *sample.Sample, h *holders.GPU, allocated func(uuid string) bool) Accounts {
 	w := newWindow(info.UUID, info.UUID, smp, &h.Device, smp.GPM, allocated)
-	w.busy = smp.Utilization[nvmlclient.EngineGeneral]
+	w.busy = smp.Utilization[sample.EngineGeneral]
 	for i, m := range h.MIGs {
 		w.holders += holders.Count(m.Processes)
 		w.allocated = w.allocated || allocated(smp.MIG[i].Info.UUID)
@@ -459,11 +460,11 @@ func (a *Accountant) GPU(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample, h *
 
 // newWindow is the window of device id (of GPU parent) that smp ends, held
 // as h says; gpm is the device's GPM reading (nil: none).
-func newWindow(id, parent string, smp *nvmlclient.Sample, h *holders.Device, gpm *nvmlclient.GPMReading, allocated func(string) bool) deviceWindow {
+func newWindow(id, parent string, smp *sample.Sample, h *holders.Device, gpm *sample.GPMReading, allocated func(string) bool) deviceWindow {
 	w := deviceWindow{id: id, parent: parent, at: smp.Time, owner: h.Owner, listed: smp.ProcessesListed, allocated: allocated(id),
 		holders: holders.Count(h.Processes), processes: h.Processes, mps: holders.Shared(h.Processes)}
 	if gpm != nil {
-		w.active = gpm.Activity[nvmlclient.GPMSMActivity]
+		w.active = gpm.Activity[sample.GPMSMActivity]
 	}
 	return w
 }

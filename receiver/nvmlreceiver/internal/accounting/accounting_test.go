@@ -1,6 +1,7 @@
 package accounting
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"math"
 	"slices"
 	"testing"
@@ -11,7 +12,6 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/holders"
 )
 
@@ -21,7 +21,7 @@ func testAccountant() *Accountant {
 	return New(true, DefaultIdleThreshold, time.Second)
 }
 
-func frac(v float64) nvmlclient.Opt[float64] { return nvmlclient.Opt[float64]{Value: v, OK: true} }
+func frac(v float64) sample.Opt[float64] { return sample.Opt[float64]{Value: v, OK: true} }
 
 func held(id string, at time.Duration, busy, active float64, procs ...holders.Process) deviceWindow {
 	w := deviceWindow{id: id, parent: id, at: t0.Add(at), listed: true, holders: len(procs), processes: procs,
@@ -30,7 +30,7 @@ func held(id string, at time.Duration, busy, active float64, procs ...holders.Pr
 }
 
 func process(pid uint32, share float64) holders.Process {
-	p := holders.Process{Process: nvmlclient.Process{PID: pid}}
+	p := holders.Process{Process: sample.Process{PID: pid}}
 	if share >= 0 {
 		p.BusyShare = frac(share)
 	}
@@ -81,7 +81,7 @@ func TestAccountingAllocatedGPUWithoutProcessIsHeld(t *testing.T) {
 func TestAccountingWithoutGPMFallsBackToBusy(t *testing.T) {
 	a := testAccountant()
 	w := held("g", 0, 0.01, 0, process(1, 1))
-	w.active = nvmlclient.Opt[float64]{}
+	w.active = sample.Opt[float64]{}
 	a.add(w)
 	w.at = t0.Add(time.Second)
 	acct, _ := a.add(w)
@@ -272,7 +272,7 @@ func TestAccountingAWindowWithoutGPMCarriesTheLastActivity(t *testing.T) {
 	a.add(held("g", 0, 0.6, 0.01, process(1, 1)))
 	a.add(held("g", time.Second, 0.6, 0.01, process(1, 1)))
 	noGPM := held("g", 2*time.Second, 0.6, 0, process(1, 1))
-	noGPM.active = nvmlclient.Opt[float64]{}
+	noGPM.active = sample.Opt[float64]{}
 	acct, procs := a.add(noGPM)
 	assert.InDelta(t, 2, acct.Idle, 1e-9, "SM activity 0.01 carried: idle, though busy reads 0.6")
 	assert.InDelta(t, 0.02, acct.Active, 1e-9, "active time goes on at the carried activity")
@@ -372,7 +372,7 @@ func TestAccountingIdentity(t *testing.T) {
 	a.Reset(t0, false)
 	log := &accountLog{t: t}
 	pod := attribution.Owner{PodUID: "u1", PodName: "a-0", Namespace: "ml"}
-	mig := nvmlclient.MIGInfo{UUID: "MIG-1", ParentUUID: "GPU-1", Profile: "1g.18gb"}
+	mig := sample.MIGInfo{UUID: "MIG-1", ParentUUID: "GPU-1", Profile: "1g.18gb"}
 	at := 300 * time.Millisecond
 	var wall time.Duration
 	for i := range 200 {

@@ -1,9 +1,8 @@
 package holders
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"time"
-
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 )
 
 // leftOut counts the processes that processes::max_per_gpu leaves out, each
@@ -20,7 +19,7 @@ type leftOut struct {
 // itself or its MIG devices) were not counted before; listed is every
 // process the GPU lists now, started tells when a process started (zero:
 // unknown).
-func (l *leftOut) add(gpu string, listed, left []nvmlclient.Process, started func(pid int) time.Time) int {
+func (l *leftOut) add(gpu string, listed, left []sample.Process, started func(pid int) time.Time) int {
 	seen := l.seen[gpu]
 	if len(seen) == 0 && len(left) == 0 {
 		return 0

@@ -6,6 +6,7 @@
 package holders // import "github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/holders"
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"sort"
 	"time"
 
@@ -19,7 +20,7 @@ import (
 // its owner: container and pod from the process's cgroup, names from the
 // kubelet.
 type Process struct {
-	nvmlclient.Process
+	sample.Process
 	Info   procinfo.Info
 	InfoOK bool
 	Owner  attribution.Owner
@@ -66,13 +67,13 @@ func (t *Tracker) Reset() {
 // GPU attributes one GPU's sample: its processes' owners and, when they
 // all share one, the GPU's own. In MIG mode the processes go to their MIG
 // devices instead. Holders are what the kubelet allocated each device to.
-func (t *Tracker) GPU(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample) GPU {
+func (t *Tracker) GPU(info nvmlclient.DeviceInfo, smp *sample.Sample) GPU {
 	a := t.owners
 	a.SetMinor(info.UUID, info.MinorNumber)
 	a.SetIndex(info.UUID, info.Index)
 	setMIGPlacements(a, info, smp.MIG)
 	g := GPU{Device: Device{Holders: a.Holders(info.UUID)}, MIGs: make([]Device, len(smp.MIG))}
-	listed, left := smp.Processes, []nvmlclient.Process(nil)
+	listed, left := smp.Processes, []sample.Process(nil)
 	if smp.ProcessesListed && len(smp.MIG) == 0 {
 		g.Processes, g.Owner, left = t.attribute(info.UUID, smp.Processes)
 	}
@@ -81,7 +82,7 @@ func (t *Tracker) GPU(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample) GPU {
 		if m.Holders = a.Holders(s.Info.UUID); !smp.ProcessesListed {
 			continue
 		}
-		var l []nvmlclient.Process
+		var l []sample.Process
 		m.Processes, m.Owner, l = t.attribute(s.Info.UUID, s.Processes)
 		left = append(left, l...)
 		listed = append(listed[:len(listed):len(listed)], s.Processes...)
@@ -101,7 +102,7 @@ func (t *Tracker) GPU(info nvmlclient.DeviceInfo, smp *nvmlclient.Sample) GPU {
 // once per MIG device, when it was listed; one without (an unprivileged
 // collector) is not matched by name, which is said once where claims name
 // MIG devices.
-func setMIGPlacements(a *attribution.Attributor, parent nvmlclient.DeviceInfo, migs []nvmlclient.MIGSample) {
+func setMIGPlacements(a *attribution.Attributor, parent nvmlclient.DeviceInfo, migs []sample.MIGSample) {
 	for i := range migs {
 		mi := &migs[i].Info
 		if mi.PlacementOK && parent.MinorNumber >= 0 {
@@ -115,8 +116,8 @@ func setMIGPlacements(a *attribution.Attributor, parent nvmlclient.DeviceInfo, m
 // attribute keeps a device's largest processes (at most the limit) and
 // returns them with their owners and MPS roles (markMPS), the device's
 // owner, and the processes left out.
-func (t *Tracker) attribute(deviceID string, procs []nvmlclient.Process) ([]Process, attribution.Owner, []nvmlclient.Process) {
-	kept := append([]nvmlclient.Process(nil), procs...)
+func (t *Tracker) attribute(deviceID string, procs []sample.Process) ([]Process, attribution.Owner, []sample.Process) {
+	kept := append([]sample.Process(nil), procs...)
 	sort.SliceStable(kept, func(i, j int) bool {
 		mi, mj := kept[i].MemoryBytes(), kept[j].MemoryBytes()
 		if mi.Value != mj.Value {
@@ -124,7 +125,7 @@ func (t *Tracker) attribute(deviceID string, procs []nvmlclient.Process) ([]Proc
 		}
 		return kept[i].PID < kept[j].PID
 	})
-	var left []nvmlclient.Process
+	var left []sample.Process
 	if t.limit > 0 && len(kept) > t.limit {
 		kept, left = kept[:t.limit], kept[t.limit:]
 		shareAmong(kept)
@@ -146,7 +147,7 @@ func (t *Tracker) attribute(deviceID string, procs []nvmlclient.Process) ([]Proc
 // time is split among the processes reported, so that their parts still
 // sum to it (docs/design/waste.md). Where none of them had a share, none has one
 // now: the busy time is split evenly, as in a window without a sample.
-func shareAmong(kept []nvmlclient.Process) {
+func shareAmong(kept []sample.Process) {
 	var total float64
 	for _, p := range kept {
 		if p.BusyShare.OK {
@@ -156,7 +157,7 @@ func shareAmong(kept []nvmlclient.Process) {
 	for i := range kept {
 		switch {
 		case total <= 0:
-			kept[i].BusyShare = nvmlclient.Opt[float64]{}
+			kept[i].BusyShare = sample.Opt[float64]{}
 		case kept[i].BusyShare.OK:
 			kept[i].BusyShare.Value /= total
 		}
@@ -207,10 +208,10 @@ func markMPS(a *attribution.Attributor, deviceID string, procs []Process, device
 	server := false
 	for i := range procs {
 		p := &procs[i]
-		if p.MPS == nvmlclient.MPSNone && p.InfoOK && p.Info.ExecutableName == nvmlclient.MPSServerName {
-			p.MPS = nvmlclient.MPSServer
+		if p.MPS == sample.MPSNone && p.InfoOK && p.Info.ExecutableName == sample.MPSServerName {
+			p.MPS = sample.MPSServer
 		}
-		if p.MPS == nvmlclient.MPSServer {
+		if p.MPS == sample.MPSServer {
 			server = true
 			continue
 		}
@@ -231,7 +232,7 @@ func markMPS(a *attribution.Attributor, deviceID string, procs []Process, device
 func Count(procs []Process) int {
 	n := 0
 	for _, p := range procs {
-		if p.MPS != nvmlclient.MPSServer {
+		if p.MPS != sample.MPSServer {
 			n++
 		}
 	}
@@ -242,7 +243,7 @@ func Count(procs []Process) int {
 // it (nvidia.gpu.sharing = "mps").
 func Shared(procs []Process) bool {
 	for _, p := range procs {
-		if p.MPS != nvmlclient.MPSNone {
+		if p.MPS != sample.MPSNone {
 			return true
 		}
 	}
@@ -250,11 +251,11 @@ func Shared(procs []Process) bool {
 }
 
 // Role is a process's nvidia.gpu.process.mps value; "" outside MPS.
-func Role(r nvmlclient.MPSRole) string {
+func Role(r sample.MPSRole) string {
 	switch r {
-	case nvmlclient.MPSServer:
+	case sample.MPSServer:
 		return "server"
-	case nvmlclient.MPSClient:
+	case sample.MPSClient:
 		return "client"
 	}
 	return ""

@@ -1,25 +1,25 @@
 package record
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
 var clockEventReasons = [...]struct {
-	r    nvmlclient.ClockEventReason
+	r    sample.ClockEventReason
 	attr metadata.AttributeNvidiaGpuClockEventReason
 }{
-	{nvmlclient.ReasonGPUIdle, metadata.AttributeNvidiaGpuClockEventReasonGpuIdle},
-	{nvmlclient.ReasonApplicationsClocks, metadata.AttributeNvidiaGpuClockEventReasonApplicationsClocks},
-	{nvmlclient.ReasonSWPowerCap, metadata.AttributeNvidiaGpuClockEventReasonSwPowerCap},
-	{nvmlclient.ReasonHWSlowdown, metadata.AttributeNvidiaGpuClockEventReasonHwSlowdown},
-	{nvmlclient.ReasonSyncBoost, metadata.AttributeNvidiaGpuClockEventReasonSyncBoost},
-	{nvmlclient.ReasonSWThermalSlowdown, metadata.AttributeNvidiaGpuClockEventReasonSwThermalSlowdown},
-	{nvmlclient.ReasonHWThermalSlowdown, metadata.AttributeNvidiaGpuClockEventReasonHwThermalSlowdown},
-	{nvmlclient.ReasonHWPowerBrakeSlowdown, metadata.AttributeNvidiaGpuClockEventReasonHwPowerBrakeSlowdown},
-	{nvmlclient.ReasonDisplayClocks, metadata.AttributeNvidiaGpuClockEventReasonDisplayClocks},
+	{sample.ReasonGPUIdle, metadata.AttributeNvidiaGpuClockEventReasonGpuIdle},
+	{sample.ReasonApplicationsClocks, metadata.AttributeNvidiaGpuClockEventReasonApplicationsClocks},
+	{sample.ReasonSWPowerCap, metadata.AttributeNvidiaGpuClockEventReasonSwPowerCap},
+	{sample.ReasonHWSlowdown, metadata.AttributeNvidiaGpuClockEventReasonHwSlowdown},
+	{sample.ReasonSyncBoost, metadata.AttributeNvidiaGpuClockEventReasonSyncBoost},
+	{sample.ReasonSWThermalSlowdown, metadata.AttributeNvidiaGpuClockEventReasonSwThermalSlowdown},
+	{sample.ReasonHWThermalSlowdown, metadata.AttributeNvidiaGpuClockEventReasonHwThermalSlowdown},
+	{sample.ReasonHWPowerBrakeSlowdown, metadata.AttributeNvidiaGpuClockEventReasonHwPowerBrakeSlowdown},
+	{sample.ReasonDisplayClocks, metadata.AttributeNvidiaGpuClockEventReasonDisplayClocks},
 }
 
 // The hw.status policy, in one place. A GPU is
@@ -33,7 +33,7 @@ var clockEventReasons = [...]struct {
 //   - ok otherwise.
 //
 // The graver state wins. statusFigures are the figures it reads.
-var statusFigures = nvmlclient.FiguresOf(nvmlclient.FigECCUncorrected, nvmlclient.FigRemappedRows, nvmlclient.FigClockEvents)
+var statusFigures = sample.Of(sample.ECCUncorrected, sample.RemappedRows, sample.ClockEvents)
 
 // slowdownReasons are the clock events that make a GPU degraded: the
 // thermal slowdowns, the GPU too hot for its clocks. The GPUThermalSlowdown
@@ -41,7 +41,7 @@ var statusFigures = nvmlclient.FiguresOf(nvmlclient.FigECCUncorrected, nvmlclien
 // hw_slowdown is not one: drivers set it beside hw_thermal_slowdown, beside
 // hw_power_brake_slowdown (the node's power, not the GPU: an alert of its
 // own), and alone during P-state and clock changes.
-var slowdownReasons = [...]nvmlclient.ClockEventReason{nvmlclient.ReasonSWThermalSlowdown, nvmlclient.ReasonHWThermalSlowdown}
+var slowdownReasons = [...]sample.ClockEventReason{sample.ReasonSWThermalSlowdown, sample.ReasonHWThermalSlowdown}
 
 // gpuCondition is what the scrape knows of a GPU besides its health.
 type gpuCondition int
@@ -53,7 +53,7 @@ const (
 )
 
 // hwState is the GPU's hw.status state; h is its health when it was read.
-func hwState(c gpuCondition, h *nvmlclient.Health) metadata.AttributeHwState {
+func hwState(c gpuCondition, h *sample.Health) metadata.AttributeHwState {
 	switch {
 	case c == gpuLost:
 		return metadata.AttributeHwStateFailed
@@ -70,7 +70,7 @@ func hwState(c gpuCondition, h *nvmlclient.Health) metadata.AttributeHwState {
 }
 
 // slowedDown reports whether one of slowdownReasons is active.
-func slowedDown(h *nvmlclient.Health) bool {
+func slowedDown(h *sample.Health) bool {
 	for _, r := range slowdownReasons {
 		if v := h.ClockEvents[r]; v.OK && v.Value {
 			return true
@@ -98,7 +98,7 @@ func boolInt(b bool) int64 {
 
 // recordHealth records a GPU's health signals and its hw.status; its
 // health counters are plain figures (plainMetrics).
-func recordHealth(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, h *nvmlclient.Health) {
+func recordHealth(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, h *sample.Health) {
 	if v := h.ECCCorrected; v.OK {
 		mb.RecordHwErrorsDataPoint(ts, int64(v.Value), metadata.AttributeErrorTypeCorrected)
 	}

@@ -1,6 +1,7 @@
 package record
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,7 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -53,8 +53,8 @@ func TestHWStateAgreesWithTheSlowdownAlert(t *testing.T) {
 	t.Parallel()
 	alerted := thermalAlertReasons(t)
 	for _, c := range clockEventReasons {
-		var h nvmlclient.Health
-		h.ClockEvents[c.r] = nvmlclient.Opt[bool]{Value: true, OK: true}
+		var h sample.Health
+		h.ClockEvents[c.r] = sample.Opt[bool]{Value: true, OK: true}
 		degraded := hwState(gpuRead, &h) == metadata.AttributeHwStateDegraded
 		assert.Equal(t, alerted[c.attr.String()], degraded, "%s: in the alert, and degrading hw.status", c.attr)
 		delete(alerted, c.attr.String())

@@ -2,6 +2,7 @@ package record
 
 import (
 	"fmt"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"math"
 	"reflect"
 	"runtime"
@@ -114,7 +115,7 @@ func Reads(readings []Reading) []nvmlclient.Read {
 // use): each value at the scrape's time, or a costly one at the counters'
 // reading's, and a counter reset within the session from its new start
 // (nvmlclient keptCounter).
-func recordPlain(mb *builder, s *nvmlclient.Sample, readings []Reading, device bool, start pcommon.Timestamp) {
+func recordPlain(mb *builder, s *sample.Sample, readings []Reading, device bool, start pcommon.Timestamp) {
 	ts, countersTS := pcommon.NewTimestampFromTime(s.Time), pcommon.NewTimestampFromTime(s.CountersTime)
 	for i, p := range readings {
 		if p.device != device || i >= len(s.Values) || !s.Values[i].OK {
@@ -150,14 +151,14 @@ func startingAt(mb *builder, from, base pcommon.Timestamp, record func()) {
 // is asked for a figure while an enabled metric needs it.
 type metricFigure struct {
 	name    string // as in metadata.yaml
-	figures nvmlclient.Figures
+	figures sample.Readings
 	// derived marks a metric computed from other metrics' figures (the
 	// GPU-time counters): a failed call does not leave its point out, so
 	// it is not counted as left out.
 	derived bool
 }
 
-func figs(fs ...nvmlclient.Figure) nvmlclient.Figures { return nvmlclient.FiguresOf(fs...) }
+func figs(fs ...sample.Reading) sample.Readings { return sample.Of(fs...) }
 
 // metricFigures maps the metrics recorded by their own code to figures;
 // the plain metrics' readings are in plainReadings (readings.go). The
@@ -165,50 +166,50 @@ func figs(fs ...nvmlclient.Figure) nvmlclient.Figures { return nvmlclient.Figure
 // read from /proc and the cgroups, and process.dropped is counted at the
 // cap, but only of the processes NVML lists: they need the list.
 var metricFigures = []metricFigure{
-	{"container.cpu.time", figs(nvmlclient.FigProcesses), false},
-	{"hw.errors", figs(nvmlclient.FigECCCorrected, nvmlclient.FigECCUncorrected), false},
-	{"hw.gpu.io", figs(nvmlclient.FigPCIeTraffic), false},
-	{"hw.gpu.memory.limit", figs(nvmlclient.FigMemory), false},
-	{"hw.gpu.memory.usage", figs(nvmlclient.FigMemory), false},
-	{"hw.gpu.memory.utilization", figs(nvmlclient.FigMemory), false},
-	{"hw.gpu.utilization", figs(nvmlclient.FigUtilization), false},
+	{"container.cpu.time", figs(sample.Processes), false},
+	{"hw.errors", figs(sample.ECCCorrected, sample.ECCUncorrected), false},
+	{"hw.gpu.io", figs(sample.PCIeTraffic), false},
+	{"hw.gpu.memory.limit", figs(sample.Memory), false},
+	{"hw.gpu.memory.usage", figs(sample.Memory), false},
+	{"hw.gpu.memory.utilization", figs(sample.Memory), false},
+	{"hw.gpu.utilization", figs(sample.Utilization), false},
 	{"hw.status", statusFigures, false},
-	{"nvidia.gpu.active.time", figs(nvmlclient.FigSMActivity), true},
-	{"nvidia.gpu.busy.time", figs(nvmlclient.FigUtilization), true},
-	{"nvidia.gpu.clock.event.active", figs(nvmlclient.FigClockEvents), false},
-	{"nvidia.gpu.container.cpu.limit", figs(nvmlclient.FigProcesses), false},
-	{"nvidia.gpu.free.time", figs(nvmlclient.FigProcesses), true},
-	{"nvidia.gpu.graphics.activity", figs(nvmlclient.FigGraphicsActivity), false},
-	{"nvidia.gpu.held.time", figs(nvmlclient.FigProcesses), true},
-	{"nvidia.gpu.idle.time", figs(nvmlclient.FigUtilization, nvmlclient.FigSMActivity, nvmlclient.FigProcesses), true},
-	{"nvidia.gpu.memory.bandwidth.utilization", figs(nvmlclient.FigDRAMBandwidth), false},
-	{"nvidia.gpu.memory.controller.utilization", figs(nvmlclient.FigMemoryController), false},
-	{"nvidia.gpu.memory.reserved", figs(nvmlclient.FigMemory), false},
-	{"nvidia.gpu.memory.row_remap.rows", figs(nvmlclient.FigRemappedRows), false},
-	{"nvidia.gpu.memory.row_remap.status", figs(nvmlclient.FigRemappedRows), false},
-	{"nvidia.gpu.nvlink.io", figs(nvmlclient.FigNVLinkTraffic), false},
-	{"nvidia.gpu.pipe.activity", figs(nvmlclient.FigPipes), false},
-	{"nvidia.gpu.process.busy.time", figs(nvmlclient.FigUtilization, nvmlclient.FigProcesses, nvmlclient.FigProcessUtilization), true},
-	{"nvidia.gpu.process.count", figs(nvmlclient.FigProcesses), false},
-	{"nvidia.gpu.process.dropped", figs(nvmlclient.FigProcesses), false},
-	{"nvidia.gpu.process.held.time", figs(nvmlclient.FigProcesses), true},
-	{"nvidia.gpu.process.idle.time", figs(nvmlclient.FigProcesses), true},
-	{"nvidia.gpu.process.memory.controller.utilization", figs(nvmlclient.FigProcesses, nvmlclient.FigProcessUtilization), false},
-	{"nvidia.gpu.process.memory.usage", figs(nvmlclient.FigProcesses), false},
-	{"nvidia.gpu.process.utilization", figs(nvmlclient.FigProcesses, nvmlclient.FigProcessUtilization), false},
-	{"nvidia.gpu.sm.activity", figs(nvmlclient.FigSMActivity), false},
-	{"nvidia.gpu.sm.occupancy", figs(nvmlclient.FigSMOccupancy), false},
-	{"nvidia.gpu.tensor.activity", figs(nvmlclient.FigTensorActivity), false},
-	{"nvidia.gpu.tensor.pipe.activity", figs(nvmlclient.FigTensorPipes), false},
-	{"nvidia.gpu.unobserved.time", figs(nvmlclient.FigProcesses), true},
-	{"process.cpu.time", figs(nvmlclient.FigProcesses), false},
+	{"nvidia.gpu.active.time", figs(sample.SMActivity), true},
+	{"nvidia.gpu.busy.time", figs(sample.Utilization), true},
+	{"nvidia.gpu.clock.event.active", figs(sample.ClockEvents), false},
+	{"nvidia.gpu.container.cpu.limit", figs(sample.Processes), false},
+	{"nvidia.gpu.free.time", figs(sample.Processes), true},
+	{"nvidia.gpu.graphics.activity", figs(sample.GraphicsActivity), false},
+	{"nvidia.gpu.held.time", figs(sample.Processes), true},
+	{"nvidia.gpu.idle.time", figs(sample.Utilization, sample.SMActivity, sample.Processes), true},
+	{"nvidia.gpu.memory.bandwidth.utilization", figs(sample.DRAMBandwidth), false},
+	{"nvidia.gpu.memory.controller.utilization", figs(sample.MemoryController), false},
+	{"nvidia.gpu.memory.reserved", figs(sample.Memory), false},
+	{"nvidia.gpu.memory.row_remap.rows", figs(sample.RemappedRows), false},
+	{"nvidia.gpu.memory.row_remap.status", figs(sample.RemappedRows), false},
+	{"nvidia.gpu.nvlink.io", figs(sample.NVLinkTraffic), false},
+	{"nvidia.gpu.pipe.activity", figs(sample.Pipes), false},
+	{"nvidia.gpu.process.busy.time", figs(sample.Utilization, sample.Processes, sample.ProcessUtilization), true},
+	{"nvidia.gpu.process.count", figs(sample.Processes), false},
+	{"nvidia.gpu.process.dropped", figs(sample.Processes), false},
+	{"nvidia.gpu.process.held.time", figs(sample.Processes), true},
+	{"nvidia.gpu.process.idle.time", figs(sample.Processes), true},
+	{"nvidia.gpu.process.memory.controller.utilization", figs(sample.Processes, sample.ProcessUtilization), false},
+	{"nvidia.gpu.process.memory.usage", figs(sample.Processes), false},
+	{"nvidia.gpu.process.utilization", figs(sample.Processes, sample.ProcessUtilization), false},
+	{"nvidia.gpu.sm.activity", figs(sample.SMActivity), false},
+	{"nvidia.gpu.sm.occupancy", figs(sample.SMOccupancy), false},
+	{"nvidia.gpu.tensor.activity", figs(sample.TensorActivity), false},
+	{"nvidia.gpu.tensor.pipe.activity", figs(sample.TensorPipes), false},
+	{"nvidia.gpu.unobserved.time", figs(sample.Processes), true},
+	{"process.cpu.time", figs(sample.Processes), false},
 }
 
 // Figures is every figure of the NVML layer that an enabled metric of m
 // needs, and what the enabled owner attributes of a GPU's resource (ra)
 // need: the owner is found through the GPU's processes (holders.Tracker.GPU).
-func Figures(m *metadata.MetricsConfig, ra *metadata.ResourceAttributesConfig) nvmlclient.Figures {
-	var out nvmlclient.Figures
+func Figures(m *metadata.MetricsConfig, ra *metadata.ResourceAttributesConfig) sample.Readings {
+	var out sample.Readings
 	for _, mf := range metricFigures {
 		if mf.enabled(m) {
 			out |= mf.figures
@@ -217,7 +218,7 @@ func Figures(m *metadata.MetricsConfig, ra *metadata.ResourceAttributesConfig) n
 	if ra.ContainerID.Enabled || ra.K8sPodUID.Enabled || ra.K8sPodName.Enabled ||
 		ra.K8sNamespaceName.Enabled || ra.K8sContainerName.Enabled || ra.SlurmJobID.Enabled || ra.SlurmJobStep.Enabled ||
 		ra.UserName.Enabled {
-		out |= figs(nvmlclient.FigProcesses)
+		out |= figs(sample.Processes)
 	}
 	return out
 }
@@ -231,7 +232,7 @@ func (mf *metricFigure) enabled(m *metadata.MetricsConfig) bool {
 // metrics of m, not derived, that need one of the figures failed calls
 // left out, and the metrics of the failed readings (indices into
 // readings), each once.
-func LeftOut(m *metadata.MetricsConfig, readings []Reading, failed nvmlclient.Figures, reads []int) int {
+func LeftOut(m *metadata.MetricsConfig, readings []Reading, failed sample.Readings, reads []int) int {
 	metrics := map[string]bool{}
 	for _, mf := range metricFigures {
 		if !mf.derived && mf.enabled(m) && mf.figures.Any(failed) {

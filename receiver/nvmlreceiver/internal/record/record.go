@@ -5,6 +5,7 @@
 package record // import "github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/record"
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
@@ -18,29 +19,29 @@ import (
 // Every such table in the receiver is an array of pairs.
 
 var engineTasks = [...]struct {
-	e    nvmlclient.Engine
+	e    sample.Engine
 	attr metadata.AttributeHwGpuTask
 }{
-	{nvmlclient.EngineGeneral, metadata.AttributeHwGpuTaskGeneral},
-	{nvmlclient.EngineEncoder, metadata.AttributeHwGpuTaskEncoder},
-	{nvmlclient.EngineDecoder, metadata.AttributeHwGpuTaskDecoder},
+	{sample.EngineGeneral, metadata.AttributeHwGpuTaskGeneral},
+	{sample.EngineEncoder, metadata.AttributeHwGpuTaskEncoder},
+	{sample.EngineDecoder, metadata.AttributeHwGpuTaskDecoder},
 }
 
 // processTasks are the engines of nvidia.gpu.process.utilization, in the
 // hw.gpu.task vocabulary of hw.gpu.utilization: the SM field is general.
 var processTasks = []struct {
 	attr metadata.AttributeHwGpuTask
-	get  func(p *nvmlclient.Process) nvmlclient.Opt[float64]
+	get  func(p *sample.Process) sample.Opt[float64]
 }{
-	{metadata.AttributeHwGpuTaskGeneral, func(p *nvmlclient.Process) nvmlclient.Opt[float64] { return p.SMUtil }},
-	{metadata.AttributeHwGpuTaskEncoder, func(p *nvmlclient.Process) nvmlclient.Opt[float64] { return p.EncoderUtil }},
-	{metadata.AttributeHwGpuTaskDecoder, func(p *nvmlclient.Process) nvmlclient.Opt[float64] { return p.DecoderUtil }},
+	{metadata.AttributeHwGpuTaskGeneral, func(p *sample.Process) sample.Opt[float64] { return p.SMUtil }},
+	{metadata.AttributeHwGpuTaskEncoder, func(p *sample.Process) sample.Opt[float64] { return p.EncoderUtil }},
+	{metadata.AttributeHwGpuTaskDecoder, func(p *sample.Process) sample.Opt[float64] { return p.DecoderUtil }},
 }
 
 // GPU is everything recorded for one GPU in one scrape.
 type GPU struct {
 	Info     nvmlclient.DeviceInfo
-	Sample   *nvmlclient.Sample
+	Sample   *sample.Sample
 	Holders  holders.GPU
 	Accounts accounting.Accounts
 	XIDs     map[int64]int64
@@ -232,7 +233,7 @@ func emitUse(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, h *holders.Devic
 
 // migResource starts a MIG device's resource: its GPU's attributes, its
 // own and the owner's.
-func migResource(mb *metadata.MetricsBuilder, parent nvmlclient.DeviceInfo, info nvmlclient.MIGInfo, o attribution.Owner) *metadata.ResourceBuilder {
+func migResource(mb *metadata.MetricsBuilder, parent nvmlclient.DeviceInfo, info sample.MIGInfo, o attribution.Owner) *metadata.ResourceBuilder {
 	rb := gpuResource(mb, parent, o)
 	rb.SetHwID(info.UUID)
 	rb.SetHwParent(info.ParentUUID)
@@ -246,7 +247,7 @@ func migResource(mb *metadata.MetricsBuilder, parent nvmlclient.DeviceInfo, info
 
 // recordDeviceSample records what a GPU's sample says of the device
 // itself: its counters, its health and hw.status.
-func recordDeviceSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample, readings []Reading, start pcommon.Timestamp) {
+func recordDeviceSample(mb *metadata.MetricsBuilder, s *sample.Sample, readings []Reading, start pcommon.Timestamp) {
 	ts := pcommon.NewTimestampFromTime(s.Time)
 	recordPlain(mb, s, readings, true, start)
 	if s.GPM != nil {
@@ -258,7 +259,7 @@ func recordDeviceSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample, readi
 // recordHolderSample records what a GPU's sample says of its use: the
 // gauges of its engines, memory, power, heat and clocks, and its GPU-time
 // counters.
-func recordHolderSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample, acct *accounting.Device, readings []Reading, start pcommon.Timestamp) {
+func recordHolderSample(mb *metadata.MetricsBuilder, s *sample.Sample, acct *accounting.Device, readings []Reading, start pcommon.Timestamp) {
 	ts := pcommon.NewTimestampFromTime(s.Time)
 
 	for _, et := range engineTasks {
@@ -283,7 +284,7 @@ func recordHolderSample(mb *metadata.MetricsBuilder, s *nvmlclient.Sample, acct 
 
 // recordMemory records a GPU's or MIG device's memory, and the fraction of
 // it in use.
-func recordMemory(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, used, total, reserved nvmlclient.Opt[uint64]) {
+func recordMemory(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, used, total, reserved sample.Opt[uint64]) {
 	if used.OK {
 		mb.RecordHwGpuMemoryUsageDataPoint(ts, int64(used.Value))
 	}
@@ -324,49 +325,49 @@ func SetGPU(rb *metadata.ResourceBuilder, info nvmlclient.DeviceInfo) {
 // gpmGauges record each GPM activity; static, so that a scrape builds no
 // closures.
 var gpmGauges = [...]struct {
-	a      nvmlclient.GPMActivity
+	a      sample.GPMActivity
 	record func(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, v float64)
 }{
-	{nvmlclient.GPMSMActivity, (*metadata.MetricsBuilder).RecordNvidiaGpuSmActivityDataPoint},
-	{nvmlclient.GPMSMOccupancy, (*metadata.MetricsBuilder).RecordNvidiaGpuSmOccupancyDataPoint},
-	{nvmlclient.GPMGraphicsActivity, (*metadata.MetricsBuilder).RecordNvidiaGpuGraphicsActivityDataPoint},
-	{nvmlclient.GPMTensorActivity, (*metadata.MetricsBuilder).RecordNvidiaGpuTensorActivityDataPoint},
-	{nvmlclient.GPMDRAMBandwidth, (*metadata.MetricsBuilder).RecordNvidiaGpuMemoryBandwidthUtilizationDataPoint},
+	{sample.GPMSMActivity, (*metadata.MetricsBuilder).RecordNvidiaGpuSmActivityDataPoint},
+	{sample.GPMSMOccupancy, (*metadata.MetricsBuilder).RecordNvidiaGpuSmOccupancyDataPoint},
+	{sample.GPMGraphicsActivity, (*metadata.MetricsBuilder).RecordNvidiaGpuGraphicsActivityDataPoint},
+	{sample.GPMTensorActivity, (*metadata.MetricsBuilder).RecordNvidiaGpuTensorActivityDataPoint},
+	{sample.GPMDRAMBandwidth, (*metadata.MetricsBuilder).RecordNvidiaGpuMemoryBandwidthUtilizationDataPoint},
 }
 
 var gpmTensorPipes = [...]struct {
-	a    nvmlclient.GPMActivity
+	a    sample.GPMActivity
 	attr metadata.AttributeNvidiaGpuTensorPipe
 }{
-	{nvmlclient.GPMTensorHMMA, metadata.AttributeNvidiaGpuTensorPipeHmma},
-	{nvmlclient.GPMTensorIMMA, metadata.AttributeNvidiaGpuTensorPipeImma},
-	{nvmlclient.GPMTensorDMMA, metadata.AttributeNvidiaGpuTensorPipeDmma},
-	{nvmlclient.GPMTensorDFMA, metadata.AttributeNvidiaGpuTensorPipeDfma},
+	{sample.GPMTensorHMMA, metadata.AttributeNvidiaGpuTensorPipeHmma},
+	{sample.GPMTensorIMMA, metadata.AttributeNvidiaGpuTensorPipeImma},
+	{sample.GPMTensorDMMA, metadata.AttributeNvidiaGpuTensorPipeDmma},
+	{sample.GPMTensorDFMA, metadata.AttributeNvidiaGpuTensorPipeDfma},
 }
 
 var gpmPipes = [...]struct {
-	a    nvmlclient.GPMActivity
+	a    sample.GPMActivity
 	attr metadata.AttributeNvidiaGpuPipe
 }{
-	{nvmlclient.GPMFP64, metadata.AttributeNvidiaGpuPipeFp64},
-	{nvmlclient.GPMFP32, metadata.AttributeNvidiaGpuPipeFp32},
-	{nvmlclient.GPMFP16, metadata.AttributeNvidiaGpuPipeFp16},
-	{nvmlclient.GPMInteger, metadata.AttributeNvidiaGpuPipeInteger},
+	{sample.GPMFP64, metadata.AttributeNvidiaGpuPipeFp64},
+	{sample.GPMFP32, metadata.AttributeNvidiaGpuPipeFp32},
+	{sample.GPMFP16, metadata.AttributeNvidiaGpuPipeFp16},
+	{sample.GPMInteger, metadata.AttributeNvidiaGpuPipeInteger},
 }
 
 var gpmTraffic = [...]struct {
-	t      nvmlclient.GPMTraffic
+	t      sample.GPMTraffic
 	nvlink bool
 	dir    metadata.AttributeNetworkIoDirection
 }{
-	{nvmlclient.GPMPCIeTX, false, metadata.AttributeNetworkIoDirectionTransmit},
-	{nvmlclient.GPMPCIeRX, false, metadata.AttributeNetworkIoDirectionReceive},
-	{nvmlclient.GPMNVLinkTX, true, metadata.AttributeNetworkIoDirectionTransmit},
-	{nvmlclient.GPMNVLinkRX, true, metadata.AttributeNetworkIoDirectionReceive},
+	{sample.GPMPCIeTX, false, metadata.AttributeNetworkIoDirectionTransmit},
+	{sample.GPMPCIeRX, false, metadata.AttributeNetworkIoDirectionReceive},
+	{sample.GPMNVLinkTX, true, metadata.AttributeNetworkIoDirectionTransmit},
+	{sample.GPMNVLinkRX, true, metadata.AttributeNetworkIoDirectionReceive},
 }
 
 // recordGPM records what GPM measured over the window, but the traffic.
-func recordGPM(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, g *nvmlclient.GPMReading) {
+func recordGPM(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, g *sample.GPMReading) {
 	for _, gg := range gpmGauges {
 		if v := g.Activity[gg.a]; v.OK {
 			gg.record(mb, ts, v.Value)
@@ -386,7 +387,7 @@ func recordGPM(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, g *nvmlclient.
 
 // recordGPMTraffic records the device's PCIe and NVLink traffic, counted
 // since the session opened.
-func recordGPMTraffic(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, g *nvmlclient.GPMReading) {
+func recordGPMTraffic(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, g *sample.GPMReading) {
 	for _, c := range gpmTraffic {
 		v := g.TrafficBytes[c.t]
 		switch {

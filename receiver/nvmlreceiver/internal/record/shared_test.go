@@ -3,6 +3,7 @@
 package record
 
 import (
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"reflect"
 	"testing"
 
@@ -10,7 +11,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
@@ -81,23 +81,23 @@ func TestNeededFiguresFollowEnabledMetrics(t *testing.T) {
 	var m metadata.MetricsConfig
 	assert.Zero(t, Figures(&m, &metadata.ResourceAttributesConfig{}))
 	m.NvidiaGpuIdleTime.Enabled = true // a derived counter asks for what it is derived from
-	want := nvmlclient.FiguresOf(nvmlclient.FigUtilization, nvmlclient.FigSMActivity, nvmlclient.FigProcesses)
+	want := sample.Of(sample.Utilization, sample.SMActivity, sample.Processes)
 	assert.Equal(t, want, Figures(&m, &metadata.ResourceAttributesConfig{}))
 	assert.Zero(t, LeftOut(&m, nil, want, nil), "a derived counter's point is not left out")
 	m.HwStatus.Enabled, m.HwErrors.Enabled = true, true
-	assert.Equal(t, 2, LeftOut(&m, nil, nvmlclient.FiguresOf(nvmlclient.FigECCUncorrected), nil))
-	assert.Equal(t, 1, LeftOut(&m, nil, nvmlclient.FiguresOf(nvmlclient.FigECCCorrected), nil))
+	assert.Equal(t, 2, LeftOut(&m, nil, sample.Of(sample.ECCUncorrected), nil))
+	assert.Equal(t, 1, LeftOut(&m, nil, sample.Of(sample.ECCCorrected), nil))
 }
 
 // The hw.status policy: the graver state wins.
 func TestHWState(t *testing.T) {
 	t.Parallel()
-	yes := nvmlclient.Opt[bool]{Value: true, OK: true}
-	var h nvmlclient.Health
+	yes := sample.Opt[bool]{Value: true, OK: true}
+	var h sample.Health
 	assert.Equal(t, metadata.AttributeHwStateOk, hwState(gpuRead, &h))
-	h.ClockEvents[nvmlclient.ReasonHWThermalSlowdown] = yes
+	h.ClockEvents[sample.ReasonHWThermalSlowdown] = yes
 	assert.Equal(t, metadata.AttributeHwStateDegraded, hwState(gpuRead, &h))
-	h = nvmlclient.Health{ECCUncorrected: nvmlclient.Opt[uint64]{Value: 1, OK: true}}
+	h = sample.Health{ECCUncorrected: sample.Opt[uint64]{Value: 1, OK: true}}
 	assert.Equal(t, metadata.AttributeHwStateDegraded, hwState(gpuRead, &h))
 	h.RemapFailed = yes
 	assert.Equal(t, metadata.AttributeHwStatePredictedFailure, hwState(gpuRead, &h))
