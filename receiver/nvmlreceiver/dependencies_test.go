@@ -85,6 +85,6 @@ func TestProcessListReadForWhatNeedsIt(t *testing.T) {
 		t.Parallel()
 		var cfg Config
 		onlyMetrics(false, "hw.power")(&cfg)
-		assert.False(t, record.Figures(&cfg.Metrics, &cfg.ResourceAttributes).Has(sample.Processes))
+		assert.False(t, record.Needs(&cfg.Metrics, &cfg.ResourceAttributes).Has(sample.Processes))
 	})
 }

@@ -242,7 +242,7 @@ func (s *nvmlScraper) resetLost() {
 
 // probeLost is what stands for the scrapes in a receiver with no metrics
 // side (logsReceiver), on its collection interval: it asks the GPUs in
-// turn one cheap question (Device.Check, not a read of every figure) until
+// turn one cheap question (Device.Check, not a read of every reading) until
 // one answers (the first, as a rule), each under the scrape timeout. Once
 // every GPU is lost it resets the session as a scrape does, so that the
 // events come back after a driver reload; an answer is data, as in a scrape.

@@ -37,14 +37,14 @@ func sharedScraper(cfg *Config, set receiver.Settings) *nvmlScraper {
 	return s
 }
 
-// clientOptions asks NVML only for the figures an enabled metric needs,
+// clientOptions asks NVML only for the readings an enabled metric needs,
 // or the owner attributes of a GPU's resource, and for the plain readings
-// of the enabled metrics (record.Figures, record.Readings).
+// of the enabled metrics (record.Needs, record.Readings).
 func clientOptions(cfg *Config) []nvmlclient.Option {
 	readings := record.Readings(&cfg.Metrics)
 	return []nvmlclient.Option{
 		nvmlclient.WithProcesses(cfg.Processes.Enabled),
-		nvmlclient.WithReadings(record.Figures(&cfg.Metrics, &cfg.ResourceAttributes)),
+		nvmlclient.WithReadings(record.Needs(&cfg.Metrics, &cfg.ResourceAttributes)),
 		nvmlclient.WithReads(record.Reads(readings)...),
 		nvmlclient.WithLeftOutCount(func(f sample.Readings, reads []int) int {
 			return record.LeftOut(&cfg.Metrics, readings, f, reads)

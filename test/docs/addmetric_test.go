@@ -114,7 +114,7 @@ var allowed = []allowance{
 	{"receiver/nvmlreceiver/**/mig_test.go", []string{"hw.temperature"}, "a GPU metric absent on MIG devices"},
 	{"receiver/nvmlreceiver/**/scraper_test.go", []string{"hw.energy", "hw.power", "hw.temperature", "nvidia.gpu.clock.event.time",
 		"nvidia.gpu.clock.frequency", "nvidia.gpu.pcie.replays"}, "the scrape's values"},
-	{"receiver/nvmlreceiver/**/shared_test.go", []string{"hw.power", "nvidia.gpu.clock.frequency"}, "the shared reads"},
+	{"receiver/nvmlreceiver/**/plain_record_test.go", []string{"hw.power", "nvidia.gpu.clock.frequency"}, "the tests of the plain readings and the metrics' needs"},
 	{"test/deploy/dashboard/dashboard.go", []string{"hw.energy", "hw.power", "hw.temperature", "nvidia.gpu.clock.event.time",
 		"nvidia.gpu.clock.frequency", "nvidia.gpu.power.limit"}, "the Grafana dashboard's queries"},
 	{"test/e2e/dcgmcompat_test.go", []string{"hw.energy"}, "the DCGM-compatible series"},

@@ -32,8 +32,8 @@ var clockEventReasons = [...]struct {
 //     silently vanishes;
 //   - ok otherwise.
 //
-// The graver state wins. statusFigures are the figures it reads.
-var statusFigures = sample.Of(sample.ECCUncorrected, sample.RemappedRows, sample.ClockEvents)
+// The graver state wins. statusNeeds are the readings it needs.
+var statusNeeds = sample.Of(sample.ECCUncorrected, sample.RemappedRows, sample.ClockEvents)
 
 // slowdownReasons are the clock events that make a GPU degraded: the
 // thermal slowdowns, the GPU too hot for its clocks. The GPUThermalSlowdown
@@ -97,7 +97,7 @@ func boolInt(b bool) int64 {
 }
 
 // recordHealth records a GPU's health signals and its hw.status; its
-// health counters are plain figures (plainMetrics).
+// health counters are plain readings (plainReadings).
 func recordHealth(mb *metadata.MetricsBuilder, ts pcommon.Timestamp, h *sample.Health) {
 	if v := h.ECCCorrected; v.OK {
 		mb.RecordHwErrorsDataPoint(ts, int64(v.Value), metadata.AttributeErrorTypeCorrected)

@@ -147,95 +147,95 @@ func startingAt(mb *builder, from, base pcommon.Timestamp, record func()) {
 	mb.Reset(metadata.WithStartTime(base))
 }
 
-// metricFigure says which figures of the NVML layer a metric needs: NVML
-// is asked for a figure while an enabled metric needs it.
-type metricFigure struct {
-	name    string // as in metadata.yaml
-	figures sample.Readings
-	// derived marks a metric computed from other metrics' figures (the
+// metricNeed says which readings of the NVML layer a metric needs: NVML
+// is asked for a reading while an enabled metric needs it.
+type metricNeed struct {
+	name     string // as in metadata.yaml
+	readings sample.Readings
+	// derived marks a metric computed from other metrics' readings (the
 	// GPU-time counters): a failed call does not leave its point out, so
 	// it is not counted as left out.
 	derived bool
 }
 
-func figs(fs ...sample.Reading) sample.Readings { return sample.Of(fs...) }
+func needs(fs ...sample.Reading) sample.Readings { return sample.Of(fs...) }
 
-// metricFigures maps the metrics recorded by their own code to figures;
+// metricNeeds maps the metrics recorded by their own code to readings;
 // the plain metrics' readings are in plainReadings (readings.go). The
-// metrics in neither need no NVML figure (XIDs come from events). The CPU metrics are
+// metrics in neither need no NVML reading (XIDs come from events). The CPU metrics are
 // read from /proc and the cgroups, and process.dropped is counted at the
 // cap, but only of the processes NVML lists: they need the list.
-var metricFigures = []metricFigure{
-	{"container.cpu.time", figs(sample.Processes), false},
-	{"hw.errors", figs(sample.ECCCorrected, sample.ECCUncorrected), false},
-	{"hw.gpu.io", figs(sample.PCIeTraffic), false},
-	{"hw.gpu.memory.limit", figs(sample.Memory), false},
-	{"hw.gpu.memory.usage", figs(sample.Memory), false},
-	{"hw.gpu.memory.utilization", figs(sample.Memory), false},
-	{"hw.gpu.utilization", figs(sample.Utilization), false},
-	{"hw.status", statusFigures, false},
-	{"nvidia.gpu.active.time", figs(sample.SMActivity), true},
-	{"nvidia.gpu.busy.time", figs(sample.Utilization), true},
-	{"nvidia.gpu.clock.event.active", figs(sample.ClockEvents), false},
-	{"nvidia.gpu.container.cpu.limit", figs(sample.Processes), false},
-	{"nvidia.gpu.free.time", figs(sample.Processes), true},
-	{"nvidia.gpu.graphics.activity", figs(sample.GraphicsActivity), false},
-	{"nvidia.gpu.held.time", figs(sample.Processes), true},
-	{"nvidia.gpu.idle.time", figs(sample.Utilization, sample.SMActivity, sample.Processes), true},
-	{"nvidia.gpu.memory.bandwidth.utilization", figs(sample.DRAMBandwidth), false},
-	{"nvidia.gpu.memory.controller.utilization", figs(sample.MemoryController), false},
-	{"nvidia.gpu.memory.reserved", figs(sample.Memory), false},
-	{"nvidia.gpu.memory.row_remap.rows", figs(sample.RemappedRows), false},
-	{"nvidia.gpu.memory.row_remap.status", figs(sample.RemappedRows), false},
-	{"nvidia.gpu.nvlink.io", figs(sample.NVLinkTraffic), false},
-	{"nvidia.gpu.pipe.activity", figs(sample.Pipes), false},
-	{"nvidia.gpu.process.busy.time", figs(sample.Utilization, sample.Processes, sample.ProcessUtilization), true},
-	{"nvidia.gpu.process.count", figs(sample.Processes), false},
-	{"nvidia.gpu.process.dropped", figs(sample.Processes), false},
-	{"nvidia.gpu.process.held.time", figs(sample.Processes), true},
-	{"nvidia.gpu.process.idle.time", figs(sample.Processes), true},
-	{"nvidia.gpu.process.memory.controller.utilization", figs(sample.Processes, sample.ProcessUtilization), false},
-	{"nvidia.gpu.process.memory.usage", figs(sample.Processes), false},
-	{"nvidia.gpu.process.utilization", figs(sample.Processes, sample.ProcessUtilization), false},
-	{"nvidia.gpu.sm.activity", figs(sample.SMActivity), false},
-	{"nvidia.gpu.sm.occupancy", figs(sample.SMOccupancy), false},
-	{"nvidia.gpu.tensor.activity", figs(sample.TensorActivity), false},
-	{"nvidia.gpu.tensor.pipe.activity", figs(sample.TensorPipes), false},
-	{"nvidia.gpu.unobserved.time", figs(sample.Processes), true},
-	{"process.cpu.time", figs(sample.Processes), false},
+var metricNeeds = []metricNeed{
+	{"container.cpu.time", needs(sample.Processes), false},
+	{"hw.errors", needs(sample.ECCCorrected, sample.ECCUncorrected), false},
+	{"hw.gpu.io", needs(sample.PCIeTraffic), false},
+	{"hw.gpu.memory.limit", needs(sample.Memory), false},
+	{"hw.gpu.memory.usage", needs(sample.Memory), false},
+	{"hw.gpu.memory.utilization", needs(sample.Memory), false},
+	{"hw.gpu.utilization", needs(sample.Utilization), false},
+	{"hw.status", statusNeeds, false},
+	{"nvidia.gpu.active.time", needs(sample.SMActivity), true},
+	{"nvidia.gpu.busy.time", needs(sample.Utilization), true},
+	{"nvidia.gpu.clock.event.active", needs(sample.ClockEvents), false},
+	{"nvidia.gpu.container.cpu.limit", needs(sample.Processes), false},
+	{"nvidia.gpu.free.time", needs(sample.Processes), true},
+	{"nvidia.gpu.graphics.activity", needs(sample.GraphicsActivity), false},
+	{"nvidia.gpu.held.time", needs(sample.Processes), true},
+	{"nvidia.gpu.idle.time", needs(sample.Utilization, sample.SMActivity, sample.Processes), true},
+	{"nvidia.gpu.memory.bandwidth.utilization", needs(sample.DRAMBandwidth), false},
+	{"nvidia.gpu.memory.controller.utilization", needs(sample.MemoryController), false},
+	{"nvidia.gpu.memory.reserved", needs(sample.Memory), false},
+	{"nvidia.gpu.memory.row_remap.rows", needs(sample.RemappedRows), false},
+	{"nvidia.gpu.memory.row_remap.status", needs(sample.RemappedRows), false},
+	{"nvidia.gpu.nvlink.io", needs(sample.NVLinkTraffic), false},
+	{"nvidia.gpu.pipe.activity", needs(sample.Pipes), false},
+	{"nvidia.gpu.process.busy.time", needs(sample.Utilization, sample.Processes, sample.ProcessUtilization), true},
+	{"nvidia.gpu.process.count", needs(sample.Processes), false},
+	{"nvidia.gpu.process.dropped", needs(sample.Processes), false},
+	{"nvidia.gpu.process.held.time", needs(sample.Processes), true},
+	{"nvidia.gpu.process.idle.time", needs(sample.Processes), true},
+	{"nvidia.gpu.process.memory.controller.utilization", needs(sample.Processes, sample.ProcessUtilization), false},
+	{"nvidia.gpu.process.memory.usage", needs(sample.Processes), false},
+	{"nvidia.gpu.process.utilization", needs(sample.Processes, sample.ProcessUtilization), false},
+	{"nvidia.gpu.sm.activity", needs(sample.SMActivity), false},
+	{"nvidia.gpu.sm.occupancy", needs(sample.SMOccupancy), false},
+	{"nvidia.gpu.tensor.activity", needs(sample.TensorActivity), false},
+	{"nvidia.gpu.tensor.pipe.activity", needs(sample.TensorPipes), false},
+	{"nvidia.gpu.unobserved.time", needs(sample.Processes), true},
+	{"process.cpu.time", needs(sample.Processes), false},
 }
 
-// Figures is every figure of the NVML layer that an enabled metric of m
+// Needs is every reading of the NVML layer that an enabled metric of m
 // needs, and what the enabled owner attributes of a GPU's resource (ra)
 // need: the owner is found through the GPU's processes (holders.Tracker.GPU).
-func Figures(m *metadata.MetricsConfig, ra *metadata.ResourceAttributesConfig) sample.Readings {
+func Needs(m *metadata.MetricsConfig, ra *metadata.ResourceAttributesConfig) sample.Readings {
 	var out sample.Readings
-	for _, mf := range metricFigures {
+	for _, mf := range metricNeeds {
 		if mf.enabled(m) {
-			out |= mf.figures
+			out |= mf.readings
 		}
 	}
 	if ra.ContainerID.Enabled || ra.K8sPodUID.Enabled || ra.K8sPodName.Enabled ||
 		ra.K8sNamespaceName.Enabled || ra.K8sContainerName.Enabled || ra.SlurmJobID.Enabled || ra.SlurmJobStep.Enabled ||
 		ra.UserName.Enabled {
-		out |= figs(sample.Processes)
+		out |= needs(sample.Processes)
 	}
 	return out
 }
 
 // enabled reports whether the metric is enabled in m.
-func (mf *metricFigure) enabled(m *metadata.MetricsConfig) bool {
+func (mf *metricNeed) enabled(m *metadata.MetricsConfig) bool {
 	return metricEnabled(m, metricFields().byName[mf.name])
 }
 
 // LeftOut counts the metrics a GPU's scrape leaves out: the enabled
-// metrics of m, not derived, that need one of the figures failed calls
+// metrics of m, not derived, that need one of the readings failed calls
 // left out, and the metrics of the failed readings (indices into
 // readings), each once.
 func LeftOut(m *metadata.MetricsConfig, readings []Reading, failed sample.Readings, reads []int) int {
 	metrics := map[string]bool{}
-	for _, mf := range metricFigures {
-		if !mf.derived && mf.enabled(m) && mf.figures.Any(failed) {
+	for _, mf := range metricNeeds {
+		if !mf.derived && mf.enabled(m) && mf.readings.Any(failed) {
 			metrics[mf.name] = true
 		}
 	}

@@ -14,20 +14,20 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 )
 
-// notRead are the metrics that need no NVML figure.
+// notRead are the metrics that need no NVML reading.
 // (nvidia.gpu.allocation comes from the kubelet.)
 var notRead = map[string]bool{"nvidia.gpu.xid.errors": true, "nvidia.gpu.allocation": true}
 
-// Every metric of metadata.yaml is read once: by the figures of one
-// metricFigures row, or by plain readings (or it needs no NVML figure), and
+// Every metric of metadata.yaml is read once: by the readings of one
+// metricNeeds row, or by plain readings (or it needs no NVML figure), and
 // with only that metric enabled, only its row or readings are enabled.
-func TestMetricFiguresCoverMetadata(t *testing.T) {
+func TestMetricNeedsCoverMetadata(t *testing.T) {
 	t.Parallel()
 	rows := map[string]bool{}
-	for _, mf := range metricFigures {
+	for _, mf := range metricNeeds {
 		require.False(t, rows[mf.name], mf.name)
 		require.NotEmpty(t, metricFields().byName[mf.name], "%s is not a metric of metadata.yaml", mf.name)
-		assert.NotZero(t, mf.figures, mf.name)
+		assert.NotZero(t, mf.readings, mf.name)
 		rows[mf.name] = true
 	}
 	plain := map[string]bool{}
@@ -43,11 +43,11 @@ func TestMetricFiguresCoverMetadata(t *testing.T) {
 		var only metadata.MetricsConfig
 		reflect.ValueOf(&only).Elem().Field(i).FieldByName("Enabled").SetBool(true)
 		if notRead[name] {
-			assert.False(t, rows[name] || plain[name], "%s needs no figure", name)
+			assert.False(t, rows[name] || plain[name], "%s needs no reading", name)
 			continue
 		}
-		require.True(t, rows[name] || plain[name], "%s is in neither metricFigures nor plainReadings", name)
-		for _, mf := range metricFigures {
+		require.True(t, rows[name] || plain[name], "%s is in neither metricNeeds nor plainReadings", name)
+		for _, mf := range metricNeeds {
 			assert.Equal(t, mf.name == name, mf.enabled(&only), "with only %s enabled, the row of %s", name, mf.name)
 		}
 		for _, p := range Readings(&only) {
@@ -79,10 +79,10 @@ func TestLeftOutReadingsCountMetrics(t *testing.T) {
 func TestNeededFiguresFollowEnabledMetrics(t *testing.T) {
 	t.Parallel()
 	var m metadata.MetricsConfig
-	assert.Zero(t, Figures(&m, &metadata.ResourceAttributesConfig{}))
+	assert.Zero(t, Needs(&m, &metadata.ResourceAttributesConfig{}))
 	m.NvidiaGpuIdleTime.Enabled = true // a derived counter asks for what it is derived from
 	want := sample.Of(sample.Utilization, sample.SMActivity, sample.Processes)
-	assert.Equal(t, want, Figures(&m, &metadata.ResourceAttributesConfig{}))
+	assert.Equal(t, want, Needs(&m, &metadata.ResourceAttributesConfig{}))
 	assert.Zero(t, LeftOut(&m, nil, want, nil), "a derived counter's point is not left out")
 	m.HwStatus.Enabled, m.HwErrors.Enabled = true, true
 	assert.Equal(t, 2, LeftOut(&m, nil, sample.Of(sample.ECCUncorrected), nil))
