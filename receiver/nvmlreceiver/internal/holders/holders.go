@@ -164,30 +164,23 @@ func shareAmong(kept []sample.Process) {
 	}
 }
 
-// ownerAttributes are the owner's resource attributes: what is known of a
-// container and its pod, and of a Slurm job and its user.
-var ownerAttributes = [...]struct {
-	get func(o *attribution.Owner) string
-	set func(rb *metadata.ResourceBuilder, v string)
-}{
-	{func(o *attribution.Owner) string { return o.ContainerID }, (*metadata.ResourceBuilder).SetContainerID},
-	{func(o *attribution.Owner) string { return o.PodUID }, (*metadata.ResourceBuilder).SetK8sPodUID},
-	{func(o *attribution.Owner) string { return o.PodName }, (*metadata.ResourceBuilder).SetK8sPodName},
-	{func(o *attribution.Owner) string { return o.Namespace }, (*metadata.ResourceBuilder).SetK8sNamespaceName},
-	{func(o *attribution.Owner) string { return o.ContainerName }, (*metadata.ResourceBuilder).SetK8sContainerName},
-	{func(o *attribution.Owner) string { return o.ClaimName }, (*metadata.ResourceBuilder).SetK8sResourceclaimName},
-	{func(o *attribution.Owner) string { return o.SlurmJobID }, (*metadata.ResourceBuilder).SetSlurmJobID},
-	{func(o *attribution.Owner) string { return o.SlurmStep }, (*metadata.ResourceBuilder).SetSlurmJobStep},
-	{func(o *attribution.Owner) string { return o.UserName }, (*metadata.ResourceBuilder).SetUserName},
-}
-
-// SetOwner sets the owner's attributes that are known on rb.
+// SetOwner sets the owner's attributes that are known on rb: what is known
+// of a container and its pod, and of a Slurm job and its user.
 func SetOwner(rb *metadata.ResourceBuilder, o attribution.Owner) {
-	for _, a := range ownerAttributes {
-		if v := a.get(&o); v != "" {
-			a.set(rb, v)
+	set := func(v string, set func(*metadata.ResourceBuilder, string)) {
+		if v != "" {
+			set(rb, v)
 		}
 	}
+	set(o.ContainerID, (*metadata.ResourceBuilder).SetContainerID)
+	set(o.PodUID, (*metadata.ResourceBuilder).SetK8sPodUID)
+	set(o.PodName, (*metadata.ResourceBuilder).SetK8sPodName)
+	set(o.Namespace, (*metadata.ResourceBuilder).SetK8sNamespaceName)
+	set(o.ContainerName, (*metadata.ResourceBuilder).SetK8sContainerName)
+	set(o.ClaimName, (*metadata.ResourceBuilder).SetK8sResourceclaimName)
+	set(o.SlurmJobID, (*metadata.ResourceBuilder).SetSlurmJobID)
+	set(o.SlurmStep, (*metadata.ResourceBuilder).SetSlurmJobStep)
+	set(o.UserName, (*metadata.ResourceBuilder).SetUserName)
 }
 
 // CUDA MPS (docs/design/waste.md, "MPS"): the server runs every client's

@@ -142,9 +142,35 @@ func startingAt(mb *builder, from, base pcommon.Timestamp, record func()) {
 		record()
 		return
 	}
-	mb.Reset(metadata.WithStartTime(from))
+	mb.Reset(startOption(from))
 	record()
-	mb.Reset(metadata.WithStartTime(base))
+	mb.Reset(startOption(base))
+}
+
+// startOptions holds the builder option of each start in use, made once:
+// an account's start lasts as long as the account, and the session's as
+// long as the session. An option only sets its time, so receivers share
+// them.
+var startOptions = struct {
+	sync.Mutex
+	m map[pcommon.Timestamp]metadata.MetricBuilderOption
+}{m: map[pcommon.Timestamp]metadata.MetricBuilderOption{}}
+
+// maxStartOptions bounds startOptions: far above the accounts of a host.
+const maxStartOptions = 4096
+
+func startOption(t pcommon.Timestamp) metadata.MetricBuilderOption {
+	startOptions.Lock()
+	defer startOptions.Unlock()
+	o, ok := startOptions.m[t]
+	if !ok {
+		if len(startOptions.m) >= maxStartOptions {
+			clear(startOptions.m)
+		}
+		o = metadata.WithStartTime(t)
+		startOptions.m[t] = o
+	}
+	return o
 }
 
 // metricNeed says which readings of the NVML layer a metric needs: NVML
