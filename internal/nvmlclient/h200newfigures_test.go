@@ -116,7 +116,7 @@ func TestH200NewFigures(t *testing.T) {
 				if nvml.Return(fv.NvmlReturn) == nvml.SUCCESS {
 					s = fmt.Sprintf("%d:%g", l, x)
 					if f.id == nvml.FI_DEV_NVLINK_COUNT_EFFECTIVE_BER {
-						s += fmt.Sprintf("(=%g)", call.Table[call.Of(FigNVLinkEffectiveBER)].Decode(x))
+						s += fmt.Sprintf("(=%g)", DecodeBER(x))
 					}
 				}
 				links = append(links, s)
