@@ -12,7 +12,7 @@ import (
 )
 
 // Check is what a receiver with only the event watcher pays per interval:
-// one cheap call, not a read of every figure. It still sees the GPU lost.
+// one cheap call, not a read of every reading. It still sees the GPU lost.
 func TestCheckAsksOneQuestionAndSeesTheGPULost(t *testing.T) {
 	m, c, _ := openH200(t)
 	g := m.GPUs[0]
@@ -35,7 +35,7 @@ func TestCheckAsksOneQuestionAndSeesTheGPULost(t *testing.T) {
 
 	require.NoError(t, d.Check())
 	assert.EqualValues(t, 1, temps.Load(), "one call")
-	assert.Zero(t, reads.Load(), "no figure is read")
+	assert.Zero(t, reads.Load(), "no reading is read")
 	assert.False(t, d.Lost())
 
 	lost.Store(true)

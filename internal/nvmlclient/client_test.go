@@ -319,7 +319,7 @@ func TestFailedCallDropsOnlyItsFigures(t *testing.T) {
 		var readErr *ReadError
 		require.ErrorAs(t, err, &readErr)
 		assert.Len(t, readErr.Calls, 4, "the four clock calls")
-		assert.Equal(t, 4, readErr.Metrics, "four figures, without WithLeftOutCount (the receiver counts one metric)")
+		assert.Equal(t, 4, readErr.Metrics, "four readings, without WithLeftOutCount (the receiver counts one metric)")
 		var callErr *CallError
 		require.ErrorAs(t, err, &callErr)
 		assert.Contains(t, callErr.Error(), nvml.ERROR_UNKNOWN.Error(), "the message names the return code")
@@ -330,7 +330,7 @@ func TestFailedCallDropsOnlyItsFigures(t *testing.T) {
 		assert.False(t, c.Devices()[3].Lost())
 	}
 	assert.Equal(t, 4, logs.FilterMessageSnippet("NVML call failed").Len(), "once per call and cause")
-	// The error is transient: once the call succeeds the figure is back.
+	// The error is transient: once the call succeeds the reading is back.
 	m.GPUs[3].GetClockInfoFunc = func(nvml.ClockType) (uint32, nvml.Return) { return 1000, nvml.SUCCESS }
 	s, err := c.Devices()[3].Read()
 	assert.NoError(t, err)

@@ -44,19 +44,19 @@ func newDevice(lib nvml.Interface, h nvml.Device, t call.Table, info DeviceInfo,
 }
 
 // configure applies the client's options: a call is wanted only while a
-// figure it answers is asked for.
+// reading it answers is asked for.
 func (d *Device) configure(o options) {
 	d.collectors.Configure(collect.Options{Processes: o.processes, MemoryControllerOnGPM: o.memCtrlOnGPM, CounterInterval: o.counterInterval})
-	d.gpu.Configure(o.figures, o.leftOut, o.now)
+	d.gpu.Configure(o.readings, o.leftOut, o.now)
 }
 
 // Lost reports whether NVML has said this GPU is lost.
 func (d *Device) Lost() bool { return d.state.lost.Load() }
 
 // Read takes one Sample of the device. A call the device does not support
-// leaves its figures absent. A call that fails otherwise drops only the
-// figures it feeds: the sample comes back with a *ReadError that names the
-// calls and counts the metrics left out. Only where figures must agree is a
+// leaves its readings absent. A call that fails otherwise drops only the
+// readings it feeds: the sample comes back with a *ReadError that names the
+// calls and counts the metrics left out. Only where readings must agree is a
 // group all or nothing: the GPM sample with its metrics, and the process
 // list with its utilization.
 func (d *Device) Read() (sample.Sample, error) {
@@ -87,7 +87,7 @@ func (d *Device) Read() (sample.Sample, error) {
 }
 
 // Check asks the GPU one cheap question (its temperature) to learn whether
-// it still answers, without reading its figures: a receiver with only the
+// it still answers, without reading its readings: a receiver with only the
 // event watcher must still see every GPU lost, to re-initialize NVML after
 // a driver reload. It returns ErrGPULost once NVML says so and ErrBusy while
 // a read is stuck in NVML; any other answer, a failure too, is an answer.

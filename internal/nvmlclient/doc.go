@@ -32,7 +32,7 @@
 //     between reads, stats.go sums the calls' timings; events.go waits for
 //     XID and ECC events (event.go) in the background; reads.go and
 //     reads_cgo.go make the plain reads the receiver declares, options.go
-//     the options (WithReads among them); figures.go gives the receiver
+//     the options (WithReads among them); readings.go gives the receiver
 //     package sample's names as its own. No two of its files use each other
 //     (TestRootFilesUseEachOtherOneWay).
 //

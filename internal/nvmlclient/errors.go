@@ -24,11 +24,11 @@ var (
 var ErrBusy = errors.New("an earlier read of this GPU is still running")
 
 // CallError is an unexpected NVML error on one call of one device: the
-// figures that call feeds are left out of the sample. Its message names
+// readings that call feeds are left out of the sample. Its message names
 // NVML's return code; the code itself stays in package call.
 type CallError = call.Error
 
-// ReadError is returned beside a sample that lacks the figures of the
+// ReadError is returned beside a sample that lacks the readings of the
 // calls that failed: the rest of the sample holds.
 type ReadError struct {
 	Calls []*CallError

@@ -163,7 +163,7 @@ func TestGPMCallsNeverOverlapAcrossGPUs(t *testing.T) {
 
 // One GPU hung inside a GPM call delays the other GPUs' reads by the
 // gate's allowance once; later scrapes leave their GPM out at once, and the
-// rest of their figures arrive.
+// rest of their readings arrive.
 func TestHungGPMCallDelaysTheOtherGPUsOnce(t *testing.T) {
 	m := nvmltest.NewH200GPUs(3)
 	c, clock, _ := openGPM(t, m)
@@ -182,7 +182,7 @@ func TestHungGPMCallDelaysTheOtherGPUsOnce(t *testing.T) {
 		for _, d := range c.Devices()[1:] {
 			wg.Go(func() {
 				s, _ := d.Read()
-				assert.True(t, s.Values[FigPower].OK, "the other figures arrive")
+				assert.True(t, s.Values[FigPower].OK, "the other readings arrive")
 			})
 		}
 		wg.Wait()

@@ -2,10 +2,10 @@
 
 package nvmlclient
 
-// The new figures' probe: what each figure of driver 580 / go-nvml 0.13
+// The new readings' probe: what each reading of driver 580 / go-nvml 0.13
 // answers on a real GPU, raw and through the client, and which answer
-// NOT_SUPPORTED. Run on the GPU machine by tools/h200/new-figures.sh; it
-// writes new-figures.txt under $OUT (or prints only, without OUT).
+// NOT_SUPPORTED. Run on the GPU machine by tools/h200/new-readings.sh; it
+// writes new-readings.txt under $OUT (or prints only, without OUT).
 
 import (
 	"encoding/binary"
@@ -28,7 +28,7 @@ import (
 func TestH200NewFigures(t *testing.T) {
 	var w io.Writer = os.Stdout
 	if dir := os.Getenv("OUT"); dir != "" {
-		f, err := os.Create(filepath.Join(dir, "new-figures.txt"))
+		f, err := os.Create(filepath.Join(dir, "new-readings.txt"))
 		require.NoError(t, err)
 		defer f.Close()
 		w = io.MultiWriter(os.Stdout, f)
@@ -126,7 +126,7 @@ func TestH200NewFigures(t *testing.T) {
 	}
 	lib.Shutdown()
 
-	// The same figures through the client, as the receiver reads them.
+	// The same readings through the client, as the receiver reads them.
 	c := NewSystem("", zap.NewNop())
 	require.NoError(t, c.Open(nil))
 	defer c.Close(t.Context())

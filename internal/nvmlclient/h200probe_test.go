@@ -114,7 +114,7 @@ func TestH200Probe(t *testing.T) {
 // TestH200ProcessShares prints what nvmlDeviceGetProcessUtilization hands
 // back for each process of GPU 0, every 0.5 s for 12 s, asked with
 // lastSeen = 0 and with lastSeen = now - 10 s (shareHorizon): how many
-// samples per PID, the newest one's age and its SM figure. It explains the
+// samples per PID, the newest one's age and its SM reading. It explains the
 // busy split of nvidia.gpu.process.busy.time (docs/runs/h200-runs.md).
 func TestH200ProcessShares(t *testing.T) {
 	lib := nvml.New()

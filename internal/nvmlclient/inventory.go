@@ -65,7 +65,7 @@ func takeInventory(lib nvml.Interface, logger *zap.Logger, selectors []string, o
 			Fix: "check that nvidia-smi -L lists the GPUs"}
 	}
 	for _, d := range selected {
-		d.configure(opts) // only the calls that answer an asked-for figure
+		d.configure(opts) // only the calls that answer an asked-for reading
 		inv.Devices = append(inv.Devices, d.Info)
 	}
 	return inv, selected, nil

@@ -49,7 +49,7 @@ func TestMPSClientsAndServer(t *testing.T) {
 
 // A plain process beside MPS: two processes are not clients, so the list
 // alone cannot say which is the server (the receiver knows it by name);
-// the plain one keeps its own figures.
+// the plain one keeps its own readings.
 func TestMPSBesideAPlainProcess(t *testing.T) {
 	m, c := openWithProcesses(t)
 	g := m.GPUs[0]

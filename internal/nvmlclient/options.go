@@ -9,9 +9,9 @@ import (
 type options struct {
 	processes       bool
 	now             func() time.Time
-	figures         sample.Readings
+	readings        sample.Readings
 	reads           []Read
-	leftOut         func(figs sample.Readings, reads []int) int
+	leftOut         func(wanted sample.Readings, reads []int) int
 	counterInterval time.Duration
 	memCtrlOnGPM    bool
 	eventWait       time.Duration
@@ -26,7 +26,7 @@ const DefaultEventWait = 500 * time.Millisecond
 var defaultReads []Read
 
 func defaultOptions() options {
-	return options{now: time.Now, figures: sample.All, reads: defaultReads, counterInterval: DefaultCounterInterval, eventWait: DefaultEventWait}
+	return options{now: time.Now, readings: sample.All, reads: defaultReads, counterInterval: DefaultCounterInterval, eventWait: DefaultEventWait}
 }
 
 // Option configures a Client.
@@ -69,14 +69,14 @@ func WithClock(now func() time.Time) Option { return func(o *options) { o.now = 
 const DefaultCounterInterval = 10 * time.Second
 
 // WithReadings makes every Read ask NVML only for the readings in want.
-// Without it, every figure is read.
-func WithReadings(want sample.Readings) Option { return func(o *options) { o.figures = want } }
+// Without it, every reading is read.
+func WithReadings(want sample.Readings) Option { return func(o *options) { o.readings = want } }
 
 // WithLeftOutCount sets how a ReadError counts what its failed calls left
-// out (ReadError.Metrics): the figures, and the plain reads by their place
+// out (ReadError.Metrics): the readings, and the plain reads by their place
 // in WithReads. The receiver counts its enabled metrics that need one of
-// them. Without it, each figure and read counts as one.
-func WithLeftOutCount(count func(figs sample.Readings, reads []int) int) Option {
+// them. Without it, each reading and read counts as one.
+func WithLeftOutCount(count func(wanted sample.Readings, reads []int) int) Option {
 	return func(o *options) { o.leftOut = count }
 }
 

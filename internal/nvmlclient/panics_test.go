@@ -10,7 +10,7 @@ import (
 )
 
 // Issue 17, defect 1: the panic's log line says what the read does with
-// it: the call's figures are left out, the rest of the sample stands (as
+// it: the call's readings are left out, the rest of the sample stands (as
 // TestPanicInMockIsAnError checks); it never claims the sample is dropped.
 func TestPanicLogSaysOnlyTheCallsFiguresAreLeftOut(t *testing.T) {
 	m, c, logs := openH200(t)
@@ -22,6 +22,6 @@ func TestPanicLogSaysOnlyTheCallsFiguresAreLeftOut(t *testing.T) {
 	require.Len(t, lines, 1)
 	msg := lines[0].Message
 	assert.NotContains(t, msg, "sample is dropped")
-	assert.Contains(t, msg, "figures of that call")
+	assert.Contains(t, msg, "readings of that call")
 	assert.Contains(t, msg, "the rest of the GPU's sample stands")
 }

@@ -93,7 +93,7 @@ func TestBusySharesFromSamplesBetweenReads(t *testing.T) {
 	procs := procByPID(s)
 	assert.InDelta(t, 0.2, procs[1].BusyShare.Value, 1e-9)
 	assert.InDelta(t, 0.8, procs[2].BusyShare.Value, 1e-9)
-	assert.InDelta(t, 0.2, procs[1].SMUtil.Value, 1e-9, "the instant figure is the read's own")
+	assert.InDelta(t, 0.2, procs[1].SMUtil.Value, 1e-9, "the instant reading is the read's own")
 }
 
 func TestSampleSharesSkipsABusyDevice(t *testing.T) {

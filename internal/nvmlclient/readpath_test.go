@@ -18,8 +18,8 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 
-// A transient NOT_SUPPORTED or NO_PERMISSION must not turn a figure off
-// until restart: the cache expires with a backoff, and the figure's return
+// A transient NOT_SUPPORTED or NO_PERMISSION must not turn a reading off
+// until restart: the cache expires with a backoff, and the reading's return
 // is logged once.
 func TestUnsupportedAnswerExpiresWithBackoff(t *testing.T) {
 	m := nvmltest.NewH200()

@@ -9,7 +9,7 @@ import (
 )
 
 // CallStat is how long one NVML call has taken, over every device and read
-// since Open: the figures that explain a slow scrape.
+// since Open: the readings that explain a slow scrape.
 type CallStat struct {
 	Call  string        `json:"call"`
 	Count int64         `json:"count"`

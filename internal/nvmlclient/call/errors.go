@@ -3,7 +3,7 @@ package call
 import "fmt"
 
 // Error is an unexpected NVML error on one call of one device: the
-// figures that call feeds are left out of the sample (nvmlclient's
+// readings that call feeds are left out of the sample (nvmlclient's
 // CallError). Its message names NVML's return code; the code itself stays
 // in this package.
 type Error struct {

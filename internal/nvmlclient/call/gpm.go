@@ -9,15 +9,15 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
-// GPM's part of the read table: which metric answers which figure, and
+// GPM's part of the read table: which metric answers which reading, and
 // what each window of a device asks of nvmlGpmMetricsGet. The windows
 // themselves are the activity and MIG collectors' (collect/gpm.go).
 
-// GPMMetric is one GPM metric and the figures it answers. Only the metrics
-// whose figures are asked for are asked of nvmlGpmMetricsGet.
+// GPMMetric is one GPM metric and the readings it answers. Only the metrics
+// whose readings are asked for are asked of nvmlGpmMetricsGet.
 type GPMMetric struct {
-	ID      nvml.GpmMetricId
-	Figures sample.Readings
+	ID       nvml.GpmMetricId
+	Readings sample.Readings
 }
 
 // GPMActivityMetrics are the activities, each a fraction 0..1.
@@ -63,20 +63,20 @@ type GPMRequest struct {
 // instances.
 type GPMPlan struct {
 	// Requests are the GPM metrics asked of each window: only those that
-	// feed an enabled metric; Figures, the asked-for figures they answer.
+	// feed an enabled metric; Readings, the asked-for readings they answer.
 	Requests []GPMRequest
-	Figures  sample.Readings
-	// HasGPM says the GPU has GPM and a GPM figure is asked for: probed
+	Readings sample.Readings
+	// HasGPM says the GPU has GPM and a GPM reading is asked for: probed
 	// once, when the device takes its baselines, before its collectors do.
 	HasGPM bool
 }
 
-// planGPM lists the GPM metrics that answer one of figs.
-func planGPM(figs sample.Readings) GPMPlan {
+// planGPM lists the GPM metrics that answer one of wanted.
+func planGPM(wanted sample.Readings) GPMPlan {
 	var p GPMPlan
 	add := func(gm GPMMetric, index int, traffic bool) {
-		if on := gm.Figures & figs; on != 0 {
-			p.Figures |= on
+		if on := gm.Readings & wanted; on != 0 {
+			p.Readings |= on
 			p.Requests = append(p.Requests, GPMRequest{ID: gm.ID, Index: index, Traffic: traffic})
 		}
 	}
@@ -89,7 +89,7 @@ func planGPM(figs sample.Readings) GPMPlan {
 	return p
 }
 
-// ProbeGPM says whether d's GPU has GPM, when a GPM figure is asked for. A
+// ProbeGPM says whether d's GPU has GPM, when a GPM reading is asked for. A
 // GPU without is logged once and carries on without GPM.
 func (d *GPU) ProbeGPM() (has bool) {
 	if !d.Plan.Wanted[GPMSampleGet] {

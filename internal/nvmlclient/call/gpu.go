@@ -46,16 +46,16 @@ type Session struct {
 // Plan is what a read asks for: set at Open (Configure), and HasGPM when
 // the device takes its baselines.
 type Plan struct {
-	// Wanted says which calls answer an asked-for figure, or are plain
+	// Wanted says which calls answer an asked-for reading, or are plain
 	// reads: each plain read is asked for.
 	Wanted []bool
-	// Figures are the figures asked for; LeftOut counts what failed calls
-	// drop: figures, and plain reads by their place in Sample.Values
+	// Readings are the readings asked for; LeftOut counts what failed calls
+	// drop: readings, and plain reads by their place in Sample.Values
 	// (nvmlclient.WithLeftOutCount).
-	Figures sample.Readings
-	LeftOut func(figs sample.Readings, plain []int) int
-	Now     func() time.Time // times GPM windows, backoffs and the energy cadence
-	GPM     GPMPlan          // what the GPU's and its MIG devices' GPM windows ask for
+	Readings sample.Readings
+	LeftOut  func(wanted sample.Readings, plain []int) int
+	Now      func() time.Time // times GPM windows, backoffs and the energy cadence
+	GPM      GPMPlan          // what the GPU's and its MIG devices' GPM windows ask for
 }
 
 // record is what the device's calls answered.
@@ -81,10 +81,10 @@ type record struct {
 const maxLoggedOnce = 256
 
 // NewGPU returns the GPU of handle h reading table t, every call wanted
-// and every figure asked for until Configure, on the system clock.
+// and every reading asked for until Configure, on the system clock.
 func NewGPU(lib nvml.Interface, h nvml.Device, t Table, uuid string, sym Symbols, logger *zap.Logger) *GPU {
 	d := &GPU{Lib: lib, Handle: h, Table: t, Symbols: sym, UUID: uuid, Logger: logger,
-		Plan: Plan{Now: time.Now, Figures: sample.All, LeftOut: countLeftOut, Wanted: make([]bool, len(t))}}
+		Plan: Plan{Now: time.Now, Readings: sample.All, LeftOut: countLeftOut, Wanted: make([]bool, len(t))}}
 	d.record.once = logonce.New(maxLoggedOnce)
 	d.record.callLog = logonce.New(len(t), logonce.WithHoldOff(FlapHoldOff), logonce.WithClock(func() time.Time { return d.Plan.Now() }))
 	d.record.failing, d.record.stats = make([]callState, len(t)), make([]callStat, len(t))
@@ -101,26 +101,26 @@ func NewGPU(lib nvml.Interface, h nvml.Device, t Table, uuid string, sym Symbols
 	return d
 }
 
-// Configure asks for figs: a call is wanted only while a figure it
+// Configure asks for wanted: a call is wanted only while a reading it
 // answers is asked for. leftOut, where set, counts what failed calls
 // leave out; now, where set, is the clock of the reads.
-func (d *GPU) Configure(figs sample.Readings, leftOut func(sample.Readings, []int) int, now func() time.Time) {
+func (d *GPU) Configure(wanted sample.Readings, leftOut func(sample.Readings, []int) int, now func() time.Time) {
 	if now != nil {
 		d.Plan.Now = now
 	}
 	if leftOut != nil {
 		d.Plan.LeftOut = leftOut
 	}
-	d.Plan.Figures = figs
+	d.Plan.Readings = wanted
 	fields := false
 	for c := range d.Table {
 		spec := &d.Table[c]
-		d.Plan.Wanted[c] = figs.Any(spec.Figures) || ID(c) >= FirstPlain
+		d.Plan.Wanted[c] = wanted.Any(spec.Readings) || ID(c) >= FirstPlain
 		fields = fields || spec.Reader == ByField && d.Plan.Wanted[c]
 	}
 	d.Plan.Wanted[FieldValues] = fields
-	d.Plan.GPM = planGPM(figs)
-	gpm := d.Plan.GPM.Figures != 0
+	d.Plan.GPM = planGPM(wanted)
+	gpm := d.Plan.GPM.Readings != 0
 	d.Plan.Wanted[GPMSampleGet], d.Plan.Wanted[GPMMetricsGet] = gpm, gpm
 }
 
@@ -135,23 +135,23 @@ func (d *GPU) LogOnce(key string, log func(*zap.Logger)) {
 // the last flush (support.go).
 func (d *GPU) FlushSupportLogs() { d.record.support.flushLogs(d.Logger) }
 
-// LeftOutBy counts what the failed calls leave out: the asked-for figures
+// LeftOutBy counts what the failed calls leave out: the asked-for readings
 // and the plain reads they answer, as nvmlclient.WithLeftOutCount counts
 // them; at least 1.
 func (d *GPU) LeftOutBy(failed []*Error) int {
-	var figs sample.Readings
+	var wanted sample.Readings
 	var plain []int
 	for _, f := range failed {
-		figs |= d.Table[f.id].Figures
+		wanted |= d.Table[f.id].Readings
 		switch {
 		case f.id == GPMSampleGet || f.id == GPMMetricsGet:
-			figs |= d.Plan.GPM.Figures
+			wanted |= d.Plan.GPM.Readings
 		case f.id >= FirstPlain:
 			plain = append(plain, int(f.id-FirstPlain))
 		}
 	}
-	return max(d.Plan.LeftOut(figs&d.Plan.Figures, plain), 1)
+	return max(d.Plan.LeftOut(wanted&d.Plan.Readings, plain), 1)
 }
 
-// countLeftOut counts each figure and plain read as one.
-func countLeftOut(figs sample.Readings, plain []int) int { return figs.Len() + len(plain) }
+// countLeftOut counts each reading and plain read as one.
+func countLeftOut(wanted sample.Readings, plain []int) int { return wanted.Len() + len(plain) }

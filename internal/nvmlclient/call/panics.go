@@ -10,7 +10,7 @@ import (
 
 // A panic inside a read (go-nvml re-slicing past its buffer, a nil from a
 // driver) is recovered where it happens: inside an NVML call it fails that
-// call alone, and its figures are left out of the scrape; in our own
+// call alone, and its readings are left out of the scrape; in our own
 // decoding it fails that part of the read (collect/collectors.go). The rest of the
 // GPU's sample stands. Each one is counted; the log gets the 1st, 2nd, 4th, 8th... of each GPU, with the
 // count so far, so that a recurring panic is seen without flooding.
@@ -21,7 +21,7 @@ func (d *GPU) CountPanic(p any) {
 	if n&(n-1) != 0 {
 		return
 	}
-	d.Logger.Error("Recovered a panic inside an NVML read; the figures of that call (or part of the read) are left out of this scrape, the rest of the GPU's sample stands",
+	d.Logger.Error("Recovered a panic inside an NVML read; the readings of that call (or part of the read) are left out of this scrape, the rest of the GPU's sample stands",
 		zap.String("panic", fmt.Sprint(p)), zap.Int64("panics_total", n))
 }
 

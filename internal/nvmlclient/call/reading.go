@@ -99,7 +99,7 @@ const (
 	OutcomeOK          Outcome = iota
 	OutcomeUnsupported         // cached, re-probed with a backoff (support.go)
 	OutcomeLost                // the GPU fell off the bus
-	OutcomeFailed              // drop the figures of this call for this scrape
+	OutcomeFailed              // drop the readings of this call for this scrape
 )
 
 // Classify says what ret means for a reading.

@@ -10,15 +10,15 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
-// The read table: every NVML read of a GPU, the figures it answers, and
+// The read table: every NVML read of a GPU, the readings it answers, and
 // for the simple ones how its value is put in the Sample. Its first rows,
 // fixedReads, have readers of their own; the rows after them are the
 // client's plain reads, one NVML value each (WithReads), put in
 // Sample.Values in their order. A call is made
-// only while a figure it answers is asked for (nvmlclient.WithReadings), so that every
+// only while a reading it answers is asked for (nvmlclient.WithReadings), so that every
 // NVML call of a scrape answers to an enabled metric of the receiver.
 // NOT_SUPPORTED, FUNCTION_NOT_FOUND and NO_PERMISSION are cached per call
-// and asked again with a backoff (support.go); meanwhile the row's figure
+// and asked again with a backoff (support.go); meanwhile the row's reading
 // is absent, or its fallback row answers where it has one. Costs are p50
 // CPU per call on an H200 (driver 580, docs/runs/h200-runs.md).
 
@@ -28,10 +28,10 @@ type Spec struct {
 	// Symbol is the C entry point checked at Open: calling one the library
 	// lacks kills the process. Empty: every supported driver has it.
 	Symbol string
-	// Figures are what the call answers; it is made only while one of them
+	// Readings are what the call answers; it is made only while one of them
 	// is asked for. None: it serves other rows (the GPM sample and the
 	// field batch).
-	Figures sample.Readings
+	Readings sample.Readings
 	// Reader is who reads the row: its collector's own code, the
 	// getters' or the field batch's collector (ByGetter, ByField: one
 	// value each, Put in the Sample), or a sample window.
@@ -46,9 +46,9 @@ type Spec struct {
 	Divisor float64
 	// Put puts the value, in the Sample's unit, where it belongs.
 	Put func(*sample.Sample, float64)
-	// Fallback answers for the figure when this call gives nothing: not
+	// Fallback answers for the reading when this call gives nothing: not
 	// supported, or a sample window with no new sample. None: the
-	// figure is absent.
+	// reading is absent.
 	Fallback ID
 	// Costly marks a read too costly for every scrape: it is read on the
 	// counters' cadence, off the scrape path, and reported with its
@@ -149,51 +149,51 @@ func Getter[T Integer](get func(nvml.Device) (T, nvml.Return)) func(nvml.Device)
 // fixedReads are the reads with readers of their own; NewTable adds the
 // plain ones.
 var fixedReads = [FirstPlain]Spec{
-	// Utilization (collect/sampling.go). On GPUs with GPM the general figure is
+	// Utilization (collect/sampling.go). On GPUs with GPM the general reading is
 	// GPM's graphics utilization over the scrape window (GPMActivityMetrics); the
 	// GPU window below serves GPUs without GPM. Encoder and decoder read
 	// the instant getter, and their window only while the engine is active.
 	// A window costs 1.4 ms, the instant getters <0.05 ms.
-	SamplesGPU: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)", Figures: sample.Of(sample.Utilization),
+	SamplesGPU: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(GPU_UTILIZATION_SAMPLES)", Readings: sample.Of(sample.Utilization),
 		Fallback: UtilizationRates},
-	SamplesMemory: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(MEMORY_UTILIZATION_SAMPLES)", Figures: sample.Of(sample.MemoryController),
+	SamplesMemory: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(MEMORY_UTILIZATION_SAMPLES)", Readings: sample.Of(sample.MemoryController),
 		Fallback: UtilizationRates},
-	SamplesEncoder: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(ENC_UTILIZATION_SAMPLES)", Figures: sample.Of(sample.Utilization),
+	SamplesEncoder: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(ENC_UTILIZATION_SAMPLES)", Readings: sample.Of(sample.Utilization),
 		Fallback: EncoderUtilization},
-	SamplesDecoder: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(DEC_UTILIZATION_SAMPLES)", Figures: sample.Of(sample.Utilization),
+	SamplesDecoder: {Reader: ByWindow, Name: "nvmlDeviceGetSamples(DEC_UTILIZATION_SAMPLES)", Readings: sample.Of(sample.Utilization),
 		Fallback: DecoderUtilization},
-	UtilizationRates: {Name: "nvmlDeviceGetUtilizationRates", Figures: sample.Of(sample.Utilization, sample.MemoryController)},
-	EncoderUtilization: {Name: "nvmlDeviceGetEncoderUtilization", Figures: sample.Of(sample.Utilization),
+	UtilizationRates: {Name: "nvmlDeviceGetUtilizationRates", Readings: sample.Of(sample.Utilization, sample.MemoryController)},
+	EncoderUtilization: {Name: "nvmlDeviceGetEncoderUtilization", Readings: sample.Of(sample.Utilization),
 		Get: Getter(func(h nvml.Device) (uint32, nvml.Return) { v, _, ret := h.GetEncoderUtilization(); return v, ret })},
-	DecoderUtilization: {Name: "nvmlDeviceGetDecoderUtilization", Figures: sample.Of(sample.Utilization),
+	DecoderUtilization: {Name: "nvmlDeviceGetDecoderUtilization", Readings: sample.Of(sample.Utilization),
 		Get: Getter(func(h nvml.Device) (uint32, nvml.Return) { v, _, ret := h.GetDecoderUtilization(); return v, ret })},
 
 	// Memory (collect/getters.go, the MIG collector): used, total and reserved in one call.
-	MemoryInfo:    {Name: "nvmlDeviceGetMemoryInfo", Figures: sample.Of(sample.Memory)},
-	MIGMemoryInfo: {Name: "nvmlDeviceGetMemoryInfo(MIG device)", Figures: sample.Of(sample.Memory)},
+	MemoryInfo:    {Name: "nvmlDeviceGetMemoryInfo", Readings: sample.Of(sample.Memory)},
+	MIGMemoryInfo: {Name: "nvmlDeviceGetMemoryInfo(MIG device)", Readings: sample.Of(sample.Memory)},
 
 	// Processes (collect/processes.go): the lists (0.01 ms), then their utilization
 	// (1.4-1.6 ms) only when a list holds a process. All or nothing: a
 	// failed call drops the whole list.
 	ComputeProcesses: {Name: "nvmlDeviceGetComputeRunningProcesses", Symbol: "nvmlDeviceGetComputeRunningProcesses",
-		Figures: sample.Of(sample.Processes)},
+		Readings: sample.Of(sample.Processes)},
 	GraphicsProcesses: {Name: "nvmlDeviceGetGraphicsRunningProcesses", Symbol: "nvmlDeviceGetGraphicsRunningProcesses",
-		Figures: sample.Of(sample.Processes)},
+		Readings: sample.Of(sample.Processes)},
 	ProcessUtilization: {Name: "nvmlDeviceGetProcessUtilization", Symbol: "nvmlDeviceGetProcessUtilization",
-		Figures: sample.Of(sample.ProcessUtilization)},
+		Readings: sample.Of(sample.ProcessUtilization)},
 	// A MIG device's own list (collect/mig.go); where it is not supported, the
 	// parent's list answers for it.
 	MIGProcesses: {Name: "nvmlDeviceGetComputeRunningProcesses(MIG device)", Symbol: "nvmlDeviceGetComputeRunningProcesses",
-		Figures: sample.Of(sample.Processes)},
+		Readings: sample.Of(sample.Processes)},
 	// The MPS clients among the compute processes (0.01 ms), asked only
 	// when the compute list holds a process, of the GPU and of each MIG
 	// device that lists its own. Not all or nothing: without it (an old
 	// driver, a failure) no process is known to be a client.
 	MPSProcesses: {Name: "nvmlDeviceGetMPSComputeRunningProcesses", Symbol: "nvmlDeviceGetMPSComputeRunningProcesses",
-		Figures: sample.Of(sample.Processes)},
+		Readings: sample.Of(sample.Processes)},
 
 	// GPM (collect/gpm.go): one sample (0.05 ms) and one metrics call (0.9-1.7 ms)
-	// per GPU per scrape, asking only for the asked-for figures
+	// per GPU per scrape, asking only for the asked-for readings
 	// (GPMActivityMetrics, GPMTrafficMetrics, gpm.go). All or nothing.
 	GPMSampleGet:  {Name: "nvmlGpmSampleGet"},
 	GPMMetricsGet: {Name: "nvmlGpmMetricsGet"},
@@ -202,25 +202,25 @@ var fixedReads = [FirstPlain]Spec{
 	// getters or as fields alike: they stay on their getters, read at every
 	// scrape.
 	ECCCorrected: {Reader: ByGetter, Name: "nvmlDeviceGetTotalEccErrors(CORRECTED)", Symbol: "nvmlDeviceGetTotalEccErrors",
-		Figures: sample.Of(sample.ECCCorrected),
+		Readings: sample.Of(sample.ECCCorrected),
 		Get: Getter(func(h nvml.Device) (uint64, nvml.Return) {
 			return h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC)
 		}),
 		Put: func(s *sample.Sample, v float64) { s.Health.ECCCorrected = sample.Some(uint64(v)) }},
 	ECCUncorrected: {Reader: ByGetter, Name: "nvmlDeviceGetTotalEccErrors(UNCORRECTED)", Symbol: "nvmlDeviceGetTotalEccErrors",
-		Figures: sample.Of(sample.ECCUncorrected),
+		Readings: sample.Of(sample.ECCUncorrected),
 		Get: Getter(func(h nvml.Device) (uint64, nvml.Return) {
 			return h.GetTotalEccErrors(nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC)
 		}),
 		Put: func(s *sample.Sample, v float64) { s.Health.ECCUncorrected = sample.Some(uint64(v)) }},
-	// Remapped rows answer four figures in one call (collect/health.go).
-	RemappedRows: {Name: "nvmlDeviceGetRemappedRows", Symbol: "nvmlDeviceGetRemappedRows", Figures: sample.Of(sample.RemappedRows)},
+	// Remapped rows answer four readings in one call (collect/health.go).
+	RemappedRows: {Name: "nvmlDeviceGetRemappedRows", Symbol: "nvmlDeviceGetRemappedRows", Readings: sample.Of(sample.RemappedRows)},
 	ClockEventReasons: {Reader: ByGetter, Name: "nvmlDeviceGetCurrentClocksEventReasons", Symbol: "nvmlDeviceGetCurrentClocksEventReasons",
-		Figures: sample.Of(sample.ClockEvents), Get: Getter(nvml.Device.GetCurrentClocksEventReasons), Put: putClockEvents},
+		Readings: sample.Of(sample.ClockEvents), Get: Getter(nvml.Device.GetCurrentClocksEventReasons), Put: putClockEvents},
 	// The batch: 0.015 ms with the memory temperature alone; the
 	// counters' batch 1.25 ms.
 	FieldValues: {Name: "nvmlDeviceGetFieldValues", Symbol: "nvmlDeviceGetFieldValues"},
-	// Device.Check's one cheap question; no figure: never part of a read.
+	// Device.Check's one cheap question; no reading: never part of a read.
 	Check: {Name: "nvmlDeviceGetTemperature",
 		Get: Getter(func(h nvml.Device) (uint32, nvml.Return) { return h.GetTemperature(nvml.TEMPERATURE_GPU) })},
 }

@@ -18,7 +18,7 @@ var testPlain = []Spec{
 	{Name: "nvmlDeviceGetFieldValues(FI_DEV_MEMORY_TEMP)", Reader: ByField, Field: nvml.FI_DEV_MEMORY_TEMP},
 }
 
-// Every row of the read table is whole: a name, figures unless it serves
+// Every row of the read table is whole: a name, readings unless it serves
 // other rows or is plain, a reader kind that agrees with what the row
 // holds: a getter's or a field's value is put in the Sample.
 func TestReadTableRowsAreWhole(t *testing.T) {
@@ -33,7 +33,7 @@ func TestReadTableRowsAreWhole(t *testing.T) {
 		spec := table[c]
 		assert.NotEmpty(t, spec.Name, "row %d", c)
 		if c != GPMSampleGet && c != GPMMetricsGet && c != FieldValues && c != Check && c < FirstPlain {
-			assert.NotZero(t, spec.Figures, spec.Name)
+			assert.NotZero(t, spec.Readings, spec.Name)
 		}
 		plain := spec.Reader == ByGetter || spec.Reader == ByField
 		assert.Equal(t, plain, spec.Put != nil, "%s: a getter's or field's value is put, and only theirs", spec.Name)
@@ -43,7 +43,7 @@ func TestReadTableRowsAreWhole(t *testing.T) {
 				"%s: a getter row's getter, or its collector's (a fallback, Check)", spec.Name)
 		}
 		if spec.Fallback != None {
-			assert.NotZero(t, table[spec.Fallback].Figures&spec.Figures, "%s: its fallback answers another figure", spec.Name)
+			assert.NotZero(t, table[spec.Fallback].Readings&spec.Readings, "%s: its fallback answers another reading", spec.Name)
 		}
 		if spec.Cumulative {
 			assert.True(t, spec.Costly, "%s: a counter read at every scrape", spec.Name)
@@ -60,7 +60,7 @@ func TestReadTableRowsAreWhole(t *testing.T) {
 	assert.Equal(t, []sample.Opt[float64]{{}, sample.Some(41.0)}, s.Values, "a plain read is put at its place")
 }
 
-// A figure asks for exactly the calls that answer it; every plain read is
+// A reading asks for exactly the calls that answer it; every plain read is
 // asked for.
 func TestFiguresSelectCalls(t *testing.T) {
 	table := NewTable(testPlain)

@@ -41,7 +41,7 @@ func (a *activityCollector) baseline(d *call.GPU) {
 	if !d.Plan.GPM.HasGPM {
 		return
 	}
-	a.gpmGeneral = d.Plan.Figures.Has(sample.Utilization)
+	a.gpmGeneral = d.Plan.Readings.Has(sample.Utilization)
 	a.gpm.pending = true
 	a.gpm.startGated(d, d.Handle.GpmSampleGet, "")
 }
@@ -69,8 +69,8 @@ func (a *activityCollector) read(r *reading, s *sample.Sample) {
 		}
 	}
 
-	generalOn := d.Plan.Figures.Has(sample.Utilization)
-	memOn := d.Plan.Figures.Has(sample.MemoryController) && (!d.Plan.GPM.HasGPM || a.memCtrlOnGPM)
+	generalOn := d.Plan.Readings.Has(sample.Utilization)
+	memOn := d.Plan.Readings.Has(sample.MemoryController) && (!d.Plan.GPM.HasGPM || a.memCtrlOnGPM)
 	var gpu, mem sample.Opt[float64]
 	switch {
 	case !generalOn:

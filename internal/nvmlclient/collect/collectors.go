@@ -16,7 +16,7 @@ import (
 // that owns that part's state: its baselines, its windows, what it carries
 // from one read to the next. No collector reads another's state, nor what
 // another wrote into the Sample: what several need is decided before they
-// run (the GPU's call.Plan, the reading's scrapeInput), and the one figure
+// run (the GPU's call.Plan, the reading's scrapeInput), and the one reading
 // made of two collectors' answers (a MIG device's processes from the
 // parent's list) is joined after them (Set.Read). So the order of the list
 // carries no data (TestCollectorOrderCarriesNoData). Set.Read runs them on
@@ -25,7 +25,7 @@ import (
 type Collector interface {
 	// baseline takes the collector's baselines, once, before the first read.
 	baseline(d *call.GPU)
-	// read fills the part's figures of s.
+	// read fills the part's readings of s.
 	read(r *reading, s *sample.Sample)
 }
 

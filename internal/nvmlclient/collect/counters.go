@@ -73,7 +73,7 @@ func (cs *counterState) read(r *reading, s *sample.Sample) {
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	// A failure or loss of the background read shows in the next scrape,
-	// which leaves out the figures of the calls that failed.
+	// which leaves out the readings of the calls that failed.
 	failed := map[call.ID]bool{}
 	for _, f := range cs.failures {
 		r.Carry(f)

@@ -2,5 +2,5 @@
 // one file with its type, plan, state and read: activity (GPM's windows
 // and the utilization samples), getters, processes, fields, health, MIG and
 // the counters. They read through a call.GPU and a call.Reading, and fill
-// a figure.Sample; nvmlclient's Device holds one Set of them.
+// a reading.Sample; nvmlclient's Device holds one Set of them.
 package collect

@@ -9,12 +9,12 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
-// The figures that NVML serves as field values are read in one
+// The readings that NVML serves as field values are read in one
 // nvmlDeviceGetFieldValues batch per GPU: at every scrape, the rows of the
 // read table with a field id that are not costly (the memory
 // temperature); on the counters' cadence, the costly rows (counters.go).
 // Each field carries its own return code, so one unsupported field leaves
-// only its figure out, and is cached like any unsupported call.
+// only its reading out, and is cached like any unsupported call.
 
 // fieldCollector reads the field rows of the read table read at every
 // scrape, in one batch.
@@ -31,7 +31,7 @@ type fieldBatch struct {
 	links uint32
 }
 
-// read reads the batch of the figures read at every scrape.
+// read reads the batch of the readings read at every scrape.
 func (f *fieldCollector) read(r *reading, s *sample.Sample) {
 	r.readFieldBatch(&f.batch, false, func(c call.ID, v float64) { r.GPU.Table[c].Put(s, v) })
 }

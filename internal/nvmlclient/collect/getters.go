@@ -32,7 +32,7 @@ func (r *reading) readMemory(s *sample.Sample) {
 }
 
 // memoryOf reads a GPU's or MIG device's memory: with v2, used leaves out
-// what the driver reserves; v1 has no reserved figure.
+// what the driver reserves; v1 has no reserved reading.
 func memoryOf(h nvml.Device, v2 bool) (used, total, reserved sample.Opt[uint64], ret nvml.Return) {
 	if v2 {
 		m, ret := h.GetMemoryInfo_v2()

@@ -13,14 +13,14 @@ import (
 // say the memory is wearing out, clock-event reasons say why the GPU runs
 // below its clocks now, and the violation counters say for how long it has.
 
-// healthCollector reads the remapped rows; the other health figures are
+// healthCollector reads the remapped rows; the other health readings are
 // plain rows of the read table.
 type healthCollector struct{}
 
 func (*healthCollector) baseline(*call.GPU) {}
 
-// read reads the remapped rows, four figures of one call; the other
-// health figures are plain rows of the read table.
+// read reads the remapped rows, four readings of one call; the other
+// health readings are plain rows of the read table.
 func (*healthCollector) read(r *reading, s *sample.Sample) {
 	out := &s.Health
 	var corr, unc int

@@ -22,7 +22,7 @@ import (
 // instance ids they carry.
 //
 // Memory and GPM belong to the GPU instance: every MIG device of one GPU
-// instance answers the same figures. They are read once per GPU instance,
+// instance answers the same readings. They are read once per GPU instance,
 // on the MIG device of its lowest compute instance id (the instance's
 // "first" device), and left absent on the others, so that a sum over MIG
 // devices counts each GPU instance's memory once.

@@ -17,9 +17,9 @@ import (
 )
 
 // NVML keeps one utilization sample per process (docs/runs/h200-runs.md): the
-// newest, a smoothed recent figure whose value changes between reads even
+// newest, a smoothed recent reading whose value changes between reads even
 // at one timestamp. It is a share of the GPU's busy time, not of its SM
-// work. So a process's figure is its newest sample, an instant reading, and
+// work. So a process's reading is its newest sample, an instant reading, and
 // what is true over a window is the GPU's busy time split by the shares,
 // sampled at every read and, with WithShareInterval, in between
 // (SampleShares).
@@ -62,7 +62,7 @@ func newestByPID(samples []nvml.ProcessUtilizationSample) map[uint32]nvml.Proces
 	return out
 }
 
-// add folds one reading into the shares: each process's SM figure over the
+// add folds one reading into the shares: each process's SM reading over the
 // sum of all of them. A reading in which no process was busy adds nothing.
 func (ps *processShares) add(newest map[uint32]nvml.ProcessUtilizationSample, at time.Time) {
 	var total float64
@@ -195,7 +195,7 @@ func (pc *processCollector) read(r *reading, s *sample.Sample) {
 	for _, p := range byPID {
 		if p.MPS == sample.MPSClient {
 			// NVML samples the MPS server, for all its clients together:
-			// a client's own figures are not observable, so absent.
+			// a client's own readings are not observable, so absent.
 			s.Processes = append(s.Processes, *p)
 			continue
 		}

@@ -24,7 +24,7 @@ import (
 //     crashed the process (SIGSEGV inside the library, in 1 of 4 40-scrape
 //     runs; docs/runs/h200-runs.md). The lane already reads one GPU at a time;
 //     the gate still holds when the lane passes over a stuck GPU. Past
-//     maxHold nobody goes ahead: every GPU gives up its GPM figures for the
+//     maxHold nobody goes ahead: every GPU gives up its GPM readings for the
 //     scrape at once, without waiting, until the hung call returns.
 type Guard struct {
 	maxHold  time.Duration

@@ -150,7 +150,7 @@ type Process struct {
 	// virtualization).
 	ComputeMemoryBytes, GraphicsMemoryBytes Opt[uint64]
 	// Utilization of each engine by this process, 0..1: NVML's newest
-	// sample of it (one per process, a smoothed recent figure; 0 without
+	// sample of it (one per process, a smoothed recent reading; 0 without
 	// one in the last 10 s). SMUtil is the process's share of the time a
 	// kernel ran, not of the GPU's SMs.
 	SMUtil, MemoryControllerUtil, EncoderUtil, DecoderUtil Opt[float64]
