@@ -9,6 +9,8 @@ set -eu
 : "${OUT:?set OUT to a folder for the results}"
 CARRY=${CARRY:-.carry-bench}
 ROUNDS=${ROUNDS:-12}
+CORE=${CORE:-2}
+CARRY=$(cd "$CARRY" && pwd)
 names=()
 for f in "$CARRY"/*.test.gz; do
 	gunzip -f "$f"
@@ -19,7 +21,7 @@ done
 cd receiver/nvmlreceiver
 for ((r = 1; r <= ROUNDS; r++)); do
 	for n in "${names[@]}"; do
-		taskset -c 2 "../../$CARRY/$n.test" -test.run '^$' -test.bench 'BenchmarkScrape$' -test.benchmem \
+		taskset -c "$CORE" "$CARRY/$n.test" -test.run '^$' -test.bench 'BenchmarkScrape$' -test.benchmem \
 			-test.benchtime 300x -test.count 1 | grep '^Benchmark' >>"$OUT/$n.txt"
 	done
 done
