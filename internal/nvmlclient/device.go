@@ -3,7 +3,6 @@
 package nvmlclient
 
 import (
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"sync/atomic"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -12,6 +11,7 @@ import (
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/call"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/collect"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/guard"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // Device reads one GPU. Reads of one device never overlap: a read that is

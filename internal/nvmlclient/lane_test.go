@@ -3,7 +3,6 @@
 package nvmlclient
 
 import (
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
 	"github.com/stretchr/testify/assert"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
 )
 

@@ -1,8 +1,9 @@
 package nvmlclient
 
 import (
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"time"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // options configure a Client: client.go's, or nocgo.go's without cgo.

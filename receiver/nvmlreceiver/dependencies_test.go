@@ -3,7 +3,6 @@
 package nvmlreceiver
 
 import (
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"reflect"
 	"testing"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/record"
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"

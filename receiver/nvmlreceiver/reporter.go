@@ -1,7 +1,6 @@
 package nvmlreceiver
 
 import (
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/accounting"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/holders"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"

@@ -1,13 +1,13 @@
 package nvmlreceiver
 
 import (
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/receiver"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/record"
 )
 

@@ -5,7 +5,6 @@
 package accounting // import "github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/accounting"
 
 import (
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"math"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/holders"
 )
 

@@ -1,7 +1,6 @@
 package accounting
 
 import (
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"math"
 	"slices"
 	"testing"
@@ -12,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/holders"
 )
 

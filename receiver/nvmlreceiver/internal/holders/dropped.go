@@ -1,8 +1,9 @@
 package holders
 
 import (
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"time"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // leftOut counts the processes that processes::max_per_gpu leaves out, each

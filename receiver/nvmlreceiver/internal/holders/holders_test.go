@@ -1,11 +1,12 @@
 package holders
 
 import (
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 )
 
 // Kept processes of which none had a share split the busy time evenly.

@@ -5,11 +5,11 @@
 package record // import "github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/record"
 
 import (
-	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/accounting"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/holders"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"

@@ -19,6 +19,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/record"
 )
 
 type summary struct {
@@ -58,7 +60,10 @@ func main() {
 	libraryPath := flag.String("library_path", "", "path to libnvidia-ml.so.1")
 	flag.Parse()
 
-	c := nvmlclient.NewSystem(*libraryPath, zap.NewNop())
+	// The receiver's default metrics' plain readings, as a collector reads
+	// them.
+	metrics := metadata.DefaultMetricsConfig()
+	c := nvmlclient.NewSystem(*libraryPath, zap.NewNop(), nvmlclient.WithReads(record.Reads(record.Readings(&metrics))...))
 	t0 := time.Now()
 	if err := c.Open(nil); err != nil {
 		fmt.Fprintln(os.Stderr, err)
