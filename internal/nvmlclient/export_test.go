@@ -46,10 +46,10 @@ const (
 )
 
 func clock(typ nvml.ClockType, name string) Read {
-	return GetterOf(nvml.Device.GetClockInfo, typ, name).Per(1e-6)
+	return GetterOf(nvml.Device.GetClockInfo, typ, name).Divisor(1e-6)
 }
 
-func violation(name string, id uint32) Read { return Field(name, id).Per(1e9).Counter() }
+func violation(name string, id uint32) Read { return Field(name, id).Divisor(1e9).Counter() }
 
 var testReads = []Read{
 	FigTemperature: GetterOf(nvml.Device.GetTemperature, nvml.TEMPERATURE_GPU, "GPU").Named("nvmlDeviceGetTemperature"),
@@ -58,16 +58,16 @@ var testReads = []Read{
 		return m.MarginTemperature, ret
 	}).Named("nvmlDeviceGetMarginTemperature").Costly(),
 	FigMemoryTemperature: Field("FI_DEV_MEMORY_TEMP", nvml.FI_DEV_MEMORY_TEMP),
-	FigPower:             Getter(nvml.Device.GetPowerUsage).Per(1000),
-	FigPowerLimit:        Getter(nvml.Device.GetEnforcedPowerLimit).Per(1000),
+	FigPower:             Getter(nvml.Device.GetPowerUsage).Divisor(1000),
+	FigPowerLimit:        Getter(nvml.Device.GetEnforcedPowerLimit).Divisor(1000),
 	FigClockSM:           clock(nvml.CLOCK_SM, "SM"),
 	FigClockMemory:       clock(nvml.CLOCK_MEM, "MEM"),
 	FigClockGraphics:     clock(nvml.CLOCK_GRAPHICS, "GRAPHICS"),
 	FigClockVideo:        clock(nvml.CLOCK_VIDEO, "VIDEO"),
 	FigPerformanceState: Getter(nvml.Device.GetPerformanceState).
 		Valid(func(v float64) bool { return nvml.Pstates(v) != nvml.PSTATE_UNKNOWN }),
-	FigFanSpeed:                Getter(nvml.Device.GetFanSpeed).Per(100),
-	FigEnergy:                  Getter(nvml.Device.GetTotalEnergyConsumption).Per(1000).Counter(),
+	FigFanSpeed:                Getter(nvml.Device.GetFanSpeed).Divisor(100),
+	FigEnergy:                  Getter(nvml.Device.GetTotalEnergyConsumption).Divisor(1000).Counter(),
 	FigViolationPower:          violation("PERF_POLICY_POWER", nvml.FI_DEV_PERF_POLICY_POWER),
 	FigViolationThermal:        violation("PERF_POLICY_THERMAL", nvml.FI_DEV_PERF_POLICY_THERMAL),
 	FigViolationSyncBoost:      violation("PERF_POLICY_SYNC_BOOST", nvml.FI_DEV_PERF_POLICY_SYNC_BOOST),
@@ -81,8 +81,8 @@ var testReads = []Read{
 	FigNVLinkRecovery:          Field("NVLINK_RECOVERY_ERROR_COUNT_TOTAL", nvml.FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL).Counter(),
 	FigNVLinkSymbolErrors:      Field("NVLINK_COUNT_SYMBOL_ERRORS", nvml.FI_DEV_NVLINK_COUNT_SYMBOL_ERRORS).SumLinks().Counter(),
 	FigNVLinkEffectiveBER:      Field("NVLINK_COUNT_EFFECTIVE_BER", nvml.FI_DEV_NVLINK_COUNT_EFFECTIVE_BER).MaxLinks().Decode(DecodeBER).Costly(),
-	FigPCIeThroughputTX:        GetterOf(nvml.Device.GetPcieThroughput, nvml.PCIE_UTIL_TX_BYTES, "TX_BYTES").Per(1.0 / 1024).Costly(),
-	FigPCIeThroughputRX:        GetterOf(nvml.Device.GetPcieThroughput, nvml.PCIE_UTIL_RX_BYTES, "RX_BYTES").Per(1.0 / 1024).Costly(),
+	FigPCIeThroughputTX:        GetterOf(nvml.Device.GetPcieThroughput, nvml.PCIE_UTIL_TX_BYTES, "TX_BYTES").Divisor(1.0 / 1024).Costly(),
+	FigPCIeThroughputRX:        GetterOf(nvml.Device.GetPcieThroughput, nvml.PCIE_UTIL_RX_BYTES, "RX_BYTES").Divisor(1.0 / 1024).Costly(),
 	FigPCIeGeneration:          Getter(nvml.Device.GetCurrPcieLinkGeneration),
 	FigPCIeWidth:               Getter(nvml.Device.GetCurrPcieLinkWidth),
 }

@@ -25,9 +25,9 @@ const (
 	linksMax
 )
 
-// Per divides the raw value by per to give the SI unit: 1000 for
+// Divisor divides the raw value by d to give the SI unit: 1000 for
 // milliwatts to watts, 1e-6 for MHz to Hz.
-func (r Read) Per(per float64) Read { r.divisor = per; return r }
+func (r Read) Divisor(d float64) Read { r.divisor = d; return r }
 
 // Costly reads it on the counters' cadence (WithCounterInterval), off the
 // scrape path: a call too slow for every scrape, or a value that never

@@ -36,8 +36,8 @@ var plainReadings = []Reading{
 			m, ret := h.GetMarginTemperature()
 			return m.MarginTemperature, ret
 		}).Named("nvmlDeviceGetMarginTemperature").Costly()),
-	use(f64((*builder).RecordHwPowerDataPoint), nvmlclient.Getter(nvml.Device.GetPowerUsage).Per(1000)),
-	use(f64((*builder).RecordNvidiaGpuPowerLimitDataPoint), nvmlclient.Getter(nvml.Device.GetEnforcedPowerLimit).Per(1000)),
+	use(f64((*builder).RecordHwPowerDataPoint), nvmlclient.Getter(nvml.Device.GetPowerUsage).Divisor(1000)),
+	use(f64((*builder).RecordNvidiaGpuPowerLimitDataPoint), nvmlclient.Getter(nvml.Device.GetEnforcedPowerLimit).Divisor(1000)),
 	// Clocks, in Hz from MHz, <0.05 ms each.
 	use(clock(metadata.AttributeNvidiaGpuClockTypeSm), clockInfo(nvml.CLOCK_SM, "SM")),
 	use(clock(metadata.AttributeNvidiaGpuClockTypeMemory), clockInfo(nvml.CLOCK_MEM, "MEM")),
@@ -46,11 +46,11 @@ var plainReadings = []Reading{
 	use(i64((*builder).RecordNvidiaGpuPerformanceStateDataPoint), nvmlclient.Getter(nvml.Device.GetPerformanceState).
 		Valid(func(v float64) bool { return nvml.Pstates(v) != nvml.PSTATE_UNKNOWN })),
 	// A fraction 0..1.
-	use(f64((*builder).RecordNvidiaGpuFanSpeedDataPoint), nvmlclient.Getter(nvml.Device.GetFanSpeed).Per(100)),
+	use(f64((*builder).RecordNvidiaGpuFanSpeedDataPoint), nvmlclient.Getter(nvml.Device.GetFanSpeed).Divisor(100)),
 
 	// Of the device's life, on its device resource.
 	// Energy in joules costs 3.3-7 ms a call.
-	device(f64((*builder).RecordHwEnergyDataPoint), nvmlclient.Getter(nvml.Device.GetTotalEnergyConsumption).Per(1000).Counter()),
+	device(f64((*builder).RecordHwEnergyDataPoint), nvmlclient.Getter(nvml.Device.GetTotalEnergyConsumption).Divisor(1000).Counter()),
 	// The six violation counters cost 0.8-1.3 ms each as getters and
 	// 1.0 ms as one field batch; PCIe replays 0.43 ms as getter or field
 	// alike, +0.24 ms in the batch: together one field batch of 1.25 ms on
@@ -83,21 +83,19 @@ var plainReadings = []Reading{
 	// PCIe traffic over NVML's 20 ms window, in bytes/s from KiB/s: ~20 ms a
 	// call.
 	device(f64a((*builder).RecordNvidiaGpuPcieThroughputDataPoint, metadata.AttributeNetworkIoDirectionTransmit),
-		nvmlclient.GetterOf(nvml.Device.GetPcieThroughput, nvml.PCIE_UTIL_TX_BYTES, "TX_BYTES").Per(1.0/1024).Costly()),
+		nvmlclient.GetterOf(nvml.Device.GetPcieThroughput, nvml.PCIE_UTIL_TX_BYTES, "TX_BYTES").Divisor(1.0/1024).Costly()),
 	device(f64a((*builder).RecordNvidiaGpuPcieThroughputDataPoint, metadata.AttributeNetworkIoDirectionReceive),
-		nvmlclient.GetterOf(nvml.Device.GetPcieThroughput, nvml.PCIE_UTIL_RX_BYTES, "RX_BYTES").Per(1.0/1024).Costly()),
+		nvmlclient.GetterOf(nvml.Device.GetPcieThroughput, nvml.PCIE_UTIL_RX_BYTES, "RX_BYTES").Divisor(1.0/1024).Costly()),
 	// The PCIe link, <0.05 ms each.
 	device(i64((*builder).RecordNvidiaGpuPcieLinkGenerationDataPoint), nvmlclient.Getter(nvml.Device.GetCurrPcieLinkGeneration)),
 	device(i64((*builder).RecordNvidiaGpuPcieLinkWidthDataPoint), nvmlclient.Getter(nvml.Device.GetCurrPcieLinkWidth)),
 	// What the board can do, which never changes: on the counters' cadence.
 	device(i64((*builder).RecordNvidiaGpuPcieLinkMaxGenerationDataPoint), nvmlclient.Getter(nvml.Device.GetMaxPcieLinkGeneration).Costly()),
 	device(i64((*builder).RecordNvidiaGpuPcieLinkMaxWidthDataPoint), nvmlclient.Getter(nvml.Device.GetMaxPcieLinkWidth).Costly()),
-	device(maxClock(metadata.AttributeNvidiaGpuClockTypeSm), nvmlclient.GetterOf(nvml.Device.GetMaxClockInfo, nvml.CLOCK_SM, "SM").Per(1e-6).Costly()),
-	device(maxClock(metadata.AttributeNvidiaGpuClockTypeMemory), nvmlclient.GetterOf(nvml.Device.GetMaxClockInfo, nvml.CLOCK_MEM, "MEM").Per(1e-6).Costly()),
-}
-
-func maxClock(a metadata.AttributeNvidiaGpuClockType) recorder {
-	return i64a((*builder).RecordNvidiaGpuClockMaxFrequencyDataPoint, a)
+	device(i64a((*builder).RecordNvidiaGpuClockMaxFrequencyDataPoint, metadata.AttributeNvidiaGpuClockTypeSm),
+		nvmlclient.GetterOf(nvml.Device.GetMaxClockInfo, nvml.CLOCK_SM, "SM").Divisor(1e-6).Costly()),
+	device(i64a((*builder).RecordNvidiaGpuClockMaxFrequencyDataPoint, metadata.AttributeNvidiaGpuClockTypeMemory),
+		nvmlclient.GetterOf(nvml.Device.GetMaxClockInfo, nvml.CLOCK_MEM, "MEM").Divisor(1e-6).Costly()),
 }
 
 func clock(a metadata.AttributeNvidiaGpuClockType) recorder {
@@ -105,7 +103,7 @@ func clock(a metadata.AttributeNvidiaGpuClockType) recorder {
 }
 
 func clockInfo(typ nvml.ClockType, name string) nvmlclient.Read {
-	return nvmlclient.GetterOf(nvml.Device.GetClockInfo, typ, name).Per(1e-6)
+	return nvmlclient.GetterOf(nvml.Device.GetClockInfo, typ, name).Divisor(1e-6)
 }
 
 func clockEvent(a metadata.AttributeNvidiaGpuClockEventReason) recorder {
@@ -113,7 +111,7 @@ func clockEvent(a metadata.AttributeNvidiaGpuClockEventReason) recorder {
 }
 
 func violation(name string, id uint32) nvmlclient.Read {
-	return nvmlclient.Field(name, id).Per(1e9).Counter()
+	return nvmlclient.Field(name, id).Divisor(1e9).Counter()
 }
 
 func nvlinkErrors(a metadata.AttributeNvidiaGpuNvlinkErrorType) recorder {
