@@ -39,11 +39,11 @@ func Field(name string, id uint32) Read {
 // another kind has none: its read must be Named.
 func cName(method any) string {
 	full := runtime.FuncForPC(reflect.ValueOf(method).Pointer()).Name()
-	const pkg = "github.com/NVIDIA/go-nvml/pkg/nvml.Device."
-	if !strings.HasPrefix(full, pkg) || strings.Contains(full[len(pkg):], ".") {
+	parts := strings.Split(strings.TrimPrefix(full, "github.com/NVIDIA/go-nvml/pkg/"), ".")
+	if len(parts) != 3 || parts[0] != "nvml" || parts[1] != "Device" {
 		return ""
 	}
-	return "nvmlDevice" + full[len(pkg):]
+	return strings.Join(parts, "")
 }
 
 // DecodeBER reads an NVLink BER field: mantissa × 10^-exponent, packed as

@@ -31,10 +31,14 @@ import (
 // NVML function, this test names it.
 func TestFakeLibraryExportsEverySymbolTheReceiverCalls(t *testing.T) {
 	t.Parallel()
-	required := requiredSymbols(t, goNVMLPackageDir(t), filepath.Join("..", "..", "internal", "nvmlclient"))
+	// The client, and the receiver's plain readings, which name the go-nvml
+	// getters the client calls for them (nvml.Device.GetPowerUsage).
+	required := requiredSymbols(t, goNVMLPackageDir(t), filepath.Join("..", "..", "internal", "nvmlclient"),
+		filepath.Join("..", "..", "receiver", "nvmlreceiver", "internal", "record"))
 	// The analysis itself must see the calls it exists for.
 	for _, s := range []string{"nvmlInit_v2", "nvmlShutdown", "nvmlErrorString", "nvmlDeviceGetCount_v2",
-		"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetSamples"} {
+		"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetSamples",
+		"nvmlDeviceGetPowerUsage", "nvmlDeviceGetMaxClockInfo", "nvmlDeviceGetMaxPcieLinkWidth"} {
 		if !required[s] {
 			t.Errorf("the call analysis missed %s: fix requiredSymbols", s)
 		}
@@ -180,8 +184,8 @@ func methodNames(typ reflect.Type) map[string]bool {
 }
 
 // requiredSymbols returns the C symbols of NVML that the non-test code in
-// clientDir reaches through go-nvml's package in nvmlDir.
-func requiredSymbols(t *testing.T, nvmlDir, clientDir string) map[string]bool {
+// clientDirs reaches through go-nvml's package in nvmlDir.
+func requiredSymbols(t *testing.T, nvmlDir string, clientDirs ...string) map[string]bool {
 	t.Helper()
 	funcs := map[string]*ast.FuncDecl{}
 	methods := map[string]map[string]*ast.FuncDecl{}
@@ -278,7 +282,10 @@ func requiredSymbols(t *testing.T, nvmlDir, clientDir string) map[string]bool {
 	// method name alone is ambiguous (GetName is on Device and VgpuTypeId).
 	// The client is its package and the packages below it (call, collect,
 	// figure, ...): each of them may call NVML.
-	clientFiles := parseTree(t, clientDir)
+	var clientFiles []*ast.File
+	for _, dir := range clientDirs {
+		clientFiles = append(clientFiles, parseTree(t, dir)...)
+	}
 	used := map[reflect.Type]bool{
 		reflect.TypeOf((*nvml.Interface)(nil)).Elem():         true,
 		reflect.TypeOf((*nvml.ExtendedInterface)(nil)).Elem(): true,
@@ -339,6 +346,20 @@ func requiredSymbols(t *testing.T, nvmlDir, clientDir string) map[string]bool {
 			if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
 				if s, err := strconv.Unquote(lit.Value); err == nil && symbolName.MatchString(s) {
 					required[s] = true
+				}
+			}
+			return true
+		})
+	}
+	// A method expression (nvml.Device.GetPowerUsage) is a getter the
+	// client calls.
+	for _, f := range clientFiles {
+		ast.Inspect(f, func(n ast.Node) bool {
+			if sel, ok := n.(*ast.SelectorExpr); ok {
+				if x, ok := sel.X.(*ast.SelectorExpr); ok {
+					if id, ok := x.X.(*ast.Ident); ok && id.Name == "nvml" && x.Sel.Name == "Device" {
+						visit(methods["nvmlDevice"][sel.Sel.Name])
+					}
 				}
 			}
 			return true
