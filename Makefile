@@ -168,7 +168,7 @@ clean:
 ## h200-bundle: the binaries for tools/h200/h200-run.sh, cost.sh and new-figures.sh, gzipped into .carry/ (see docs/runs/h200-runs.md)
 h200-bundle: build
 	@mkdir -p .carry
-	$(GO) build -trimpath -ldflags='-s -w' -o .carry/scrapecost ./$(RECEIVER)/internal/scrapecost
+	$(GO) test -c -tags h200probe -ldflags='-s -w' -o .carry/scrapecost ./$(RECEIVER)/internal/scrapecost/
 	$(GO) test -c -tags h200probe -ldflags='-s -w' -o .carry/receivercost.test ./$(RECEIVER)/
 	$(GO) test -c -tags h200probe -ldflags='-s -w' -o .carry/nvmlclientprobe.test ./internal/nvmlclient/
 	$(GO) test -c -tags h200probe -ldflags='-s -w' -o .carry/collectprobe.test ./internal/nvmlclient/collect/

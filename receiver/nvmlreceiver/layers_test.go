@@ -16,7 +16,7 @@ var layerRanks = map[string]int{
 	"internal/metadatatest": 1, // generated: the telemetry's test helpers
 	"internal/holders":      1, // the processes with their holders, MPS roles, the processes left out, the containers' CPU
 	"internal/accounting":   2, // the GPU-time counters, window by window
-	"internal/scrapecost":   4, // the H200 cost probe (make h200-bundle): the receiver's reads, timed
+	"internal/scrapecost":   4, // the H200 cost probe, test files only (-tags h200probe): the receiver's reads, timed
 	"internal/record":       3, // one GPU's sample, holders and accounts into data points; the plain readings
 	".":                     4, // the component: config, factory, scraper, session, events, the reporter
 }

@@ -60,13 +60,14 @@ wait "$cpid"
 echo "collector exit: $?" >>"$RUN_DIR/collector.log"
 
 # Scrape cost under load, then idle, as root and as an unprivileged user.
-"$CARRY/scrapecost" -rounds 200 >"$RUN_DIR/scrapecost-load.json" 2>&1
+"$CARRY/scrapecost" -test.run '^TestScrapeCost$' -rounds 200 -out "$RUN_DIR/scrapecost-load.json" >>"$RUN_DIR/scrapecost.log" 2>&1
 kill "${wpids[@]}" 2>/dev/null
 wait "${wpids[@]}" 2>/dev/null
 sleep 3
-"$CARRY/scrapecost" -rounds 200 >"$RUN_DIR/scrapecost-idle.json" 2>&1
+"$CARRY/scrapecost" -test.run '^TestScrapeCost$' -rounds 200 -out "$RUN_DIR/scrapecost-idle.json" >>"$RUN_DIR/scrapecost.log" 2>&1
 if command -v setpriv >/dev/null; then
-	setpriv --reuid=65534 --regid=65534 --clear-groups "$CARRY/scrapecost" -rounds 20 >"$RUN_DIR/scrapecost-nobody.json" 2>&1
+	install -m 666 /dev/null "$RUN_DIR/scrapecost-nobody.json" # the probe, as nobody, writes it
+	setpriv --reuid=65534 --regid=65534 --clear-groups "$CARRY/scrapecost" -test.run '^TestScrapeCost$' -rounds 20 -out "$RUN_DIR/scrapecost-nobody.json" >>"$RUN_DIR/scrapecost.log" 2>&1
 fi
 
 python3 tools/h200/compare.py "$RUN_DIR/metrics.jsonl" "$RUN_DIR/smi.csv" "$RUN_DIR/uuids.txt" \

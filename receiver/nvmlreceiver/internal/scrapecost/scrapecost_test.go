@@ -1,19 +1,21 @@
-//go:build cgo
+//go:build cgo && h200probe
 
-// Command scrapecost measures what one scrape costs on a real GPU machine:
-// it opens NVML through nvmlclient, exactly as the receiver does, and times
-// rounds that read every GPU concurrently. It prints one JSON object.
-package main
+// Package scrapecost measures what one scrape costs on a real GPU machine:
+// TestScrapeCost opens NVML through nvmlclient, with the receiver's default
+// readings, and times rounds that read every GPU concurrently. It writes one
+// JSON object to -out. A probe for the H200 runs, built with `go test -c
+// -tags h200probe` (make h200-bundle), not a part of the receiver.
+package scrapecost
 
 import (
 	"context"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"github.com/otelcol-nvml/otelcol-nvml/internal/nvmlclient/sample"
 	"os"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	"go.uber.org/zap"
@@ -54,11 +56,14 @@ func quantiles(d []time.Duration) map[string]float64 {
 	}
 }
 
-func main() {
-	rounds := flag.Int("rounds", 100, "scrape rounds to time")
-	interval := flag.Duration("interval", 50*time.Millisecond, "pause between rounds")
-	libraryPath := flag.String("library_path", "", "path to libnvidia-ml.so.1")
-	flag.Parse()
+var (
+	rounds      = flag.Int("rounds", 100, "scrape rounds to time")
+	interval    = flag.Duration("interval", 50*time.Millisecond, "pause between rounds")
+	libraryPath = flag.String("library_path", "", "path to libnvidia-ml.so.1")
+	outPath     = flag.String("out", "", "where to write the JSON summary (stdout when empty)")
+)
+
+func TestScrapeCost(t *testing.T) {
 
 	// The receiver's default metrics' plain readings, as a collector reads
 	// them.
@@ -66,8 +71,7 @@ func main() {
 	c := nvmlclient.NewSystem(*libraryPath, zap.NewNop(), nvmlclient.WithReads(record.Reads(record.Readings(&metrics))...))
 	t0 := time.Now()
 	if err := c.Open(nil); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		t.Fatal(err)
 	}
 	c.PrimeAll()
 	defer c.Close(context.Background())
@@ -112,7 +116,18 @@ func main() {
 	}
 	out.RoundMillis = quantiles(roundTimes)
 	out.PerGPUMillis = quantiles(readTimes)
-	enc := json.NewEncoder(os.Stdout)
+	w := os.Stdout
+	if *outPath != "" {
+		f, err := os.Create(*outPath)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		w = f
+	}
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	_ = enc.Encode(out)
+	if err := enc.Encode(out); err != nil {
+		t.Fatal(err)
+	}
 }
