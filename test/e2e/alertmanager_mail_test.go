@@ -130,18 +130,45 @@ func TestAlertmanagerMail(t *testing.T) {
 		holder("GPUHolderMemoryPressure", "state", "memory_pressure", "slurm_job_id", "4800", "process_owner", "erin", "hw_id", "GPU-8"),
 		holder("GPUHolderUnderused", "state", "underused", "slurm_job_id", "4800", "process_owner", "erin", "hw_id", "GPU-8"),
 	}
-	var post []map[string]any
+	// The alerts that inhibit others go first, and the rest once
+	// Alertmanager holds them: Prometheus sends every alert again at each
+	// evaluation, so inhibitions settle there; one post of all at once can
+	// reach the notifier before the inhibitor has seen its sources.
+	inhibiting := map[string]bool{"GPULost": true, "NodeGPUTimeUnobserved": true, "GPUHolderMemoryPressure": true}
+	var sources, targets []map[string]string
 	for _, l := range alerts {
-		post = append(post, map[string]any{"labels": l, "annotations": map[string]string{"summary": l["alertname"] + " on " + l["hw_id"]},
-			"startsAt": time.Now().UTC().Format(time.RFC3339)})
+		if inhibiting[l["alertname"]] {
+			sources = append(sources, l)
+		} else {
+			targets = append(targets, l)
+		}
 	}
-	body, err := json.Marshal(post)
-	require.NoError(t, err)
-	resp, err := http.Post("http://"+addr+"/api/v2/alerts", "application/json", bytes.NewReader(body))
-	require.NoError(t, err)
-	msg, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	require.Equal(t, http.StatusOK, resp.StatusCode, "POST /api/v2/alerts: %s", msg)
+	postAlerts := func(list []map[string]string) {
+		var post []map[string]any
+		for _, l := range list {
+			post = append(post, map[string]any{"labels": l, "annotations": map[string]string{"summary": l["alertname"] + " on " + l["hw_id"]},
+				"startsAt": time.Now().UTC().Format(time.RFC3339)})
+		}
+		body, err := json.Marshal(post)
+		require.NoError(t, err)
+		resp, err := http.Post("http://"+addr+"/api/v2/alerts", "application/json", bytes.NewReader(body))
+		require.NoError(t, err)
+		msg, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode, "POST /api/v2/alerts: %s", msg)
+	}
+	postAlerts(sources)
+	waitFor(t, 30*time.Second, "Alertmanager holds the inhibiting alerts", func() bool {
+		resp, err := http.Get("http://" + addr + "/api/v2/alerts")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		var held []json.RawMessage
+		return json.NewDecoder(resp.Body).Decode(&held) == nil && len(held) >= len(sources)
+	}, am)
+	time.Sleep(time.Second)
+	postAlerts(targets)
 
 	want := map[string][]string{ // address: the alerts (hw_id) its mail must name
 		"prod-oncall@example.org":  {"GPU-1"},
