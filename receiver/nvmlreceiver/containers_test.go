@@ -7,35 +7,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 
 	"github.com/otelcol-nvml/otelcol-nvml/test/nvmltest"
+	"github.com/otelcol-nvml/otelcol-nvml/test/testutil"
 )
 
 const fixtureContainer = "1f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c5b6a79881f2e3d4c5b6a7988"
-
-// containerResources returns, per container.id, the attributes and metric
-// values of the resources that carry no hw.id (the containers').
-func containerResources(md pmetric.Metrics) map[string]map[string]any {
-	out := map[string]map[string]any{}
-	for i := 0; i < md.ResourceMetrics().Len(); i++ {
-		rm := md.ResourceMetrics().At(i)
-		attrs := rm.Resource().Attributes()
-		if _, isGPU := attrs.Get("hw.id"); isGPU {
-			continue
-		}
-		id, _ := attrs.Get("container.id")
-		entry := attrs.AsRaw()
-		ms := rm.ScopeMetrics().At(0).Metrics()
-		for j := 0; j < ms.Len(); j++ {
-			m := ms.At(j)
-			entry[m.Name()] = m.Sum().DataPoints().At(0).DoubleValue()
-			entry[m.Name()+"/monotonic"] = m.Sum().IsMonotonic()
-		}
-		out[id.Str()] = entry
-	}
-	return out
-}
 
 func TestContainerCPUBesideTheGPU(t *testing.T) {
 	t.Parallel()
@@ -48,7 +25,7 @@ func TestContainerCPUBesideTheGPU(t *testing.T) {
 	ts.start(t)
 	md := ts.scrapeOK(t)
 
-	ctrs := containerResources(md)
+	ctrs := testutil.ContainerResources(md)
 	require.Len(t, ctrs, 1, "one resource per container, however many GPUs it holds; none for host processes")
 	c := ctrs[fixtureContainer]
 	require.NotNil(t, c)
@@ -67,7 +44,7 @@ func TestContainerCPUUnreadableWarnsOnce(t *testing.T) {
 	ts.start(t)
 	for i := 0; i < 3; i++ {
 		md := ts.scrapeOK(t)
-		assert.Empty(t, containerResources(md), "no CPU without the cgroup")
+		assert.Empty(t, testutil.ContainerResources(md), "no CPU without the cgroup")
 		assert.NotEmpty(t, gpuResourceAttrs(md, nvmltest.UUID(0)), "the GPU's metrics go on")
 	}
 	assert.Equal(t, 1, ts.logs.FilterMessageSnippet("Cannot read the CPU").Len(), "one warning per container")
@@ -79,5 +56,5 @@ func TestContainerCPUOffWithProcesses(t *testing.T) {
 	m.GPUs[0].SetProcesses(proc(4242, 8<<30))
 	ts := newTestScraper(t, m, func(cfg *Config) { cfg.Processes.Enabled = false })
 	ts.start(t)
-	assert.Empty(t, containerResources(ts.scrapeOK(t)))
+	assert.Empty(t, testutil.ContainerResources(ts.scrapeOK(t)))
 }

@@ -1,6 +1,7 @@
-// Package testutil holds what the tests that run the built collector share:
-// a buffer for a child's output, free loopback ports and the paths given as
-// flags. Only tests import it.
+// Package testutil holds what tests share: for those that run the built
+// collector, a buffer for a child's output, free loopback ports and the
+// paths given as flags; for the receiver's, the container resources of a
+// scrape (resources.go). Only tests import it.
 package testutil // import "github.com/otelcol-nvml/otelcol-nvml/test/testutil"
 
 import (

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
-	"go.opentelemetry.io/collector/pdata/pmetric"
 	"go.opentelemetry.io/collector/receiver/receivertest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
@@ -19,30 +18,8 @@ import (
 
 	"github.com/otelcol-nvml/otelcol-nvml/internal/attribution"
 	"github.com/otelcol-nvml/otelcol-nvml/receiver/nvmlreceiver/internal/metadata"
+	"github.com/otelcol-nvml/otelcol-nvml/test/testutil"
 )
-
-// containerResources returns, per container.id, the attributes and metric
-// values of the resources that carry no hw.id (the containers').
-func containerResources(md pmetric.Metrics) map[string]map[string]any {
-	out := map[string]map[string]any{}
-	for i := 0; i < md.ResourceMetrics().Len(); i++ {
-		rm := md.ResourceMetrics().At(i)
-		attrs := rm.Resource().Attributes()
-		if _, isGPU := attrs.Get("hw.id"); isGPU {
-			continue
-		}
-		id, _ := attrs.Get("container.id")
-		entry := attrs.AsRaw()
-		ms := rm.ScopeMetrics().At(0).Metrics()
-		for j := 0; j < ms.Len(); j++ {
-			m := ms.At(j)
-			entry[m.Name()] = m.Sum().DataPoints().At(0).DoubleValue()
-			entry[m.Name()+"/monotonic"] = m.Sum().IsMonotonic()
-		}
-		out[id.Str()] = entry
-	}
-	return out
-}
 
 // Review 2, finding 7: the warned map kept one entry per failing
 // container id for ever, and each new container logged its own warning
@@ -107,12 +84,12 @@ func TestContainerCPUOfAReusedPIDIsNotAnotherContainers(t *testing.T) {
 
 	c.seen = map[string]container{a: {owner: attribution.Owner{ContainerID: a}, pid: 1000}}
 	c.Record(mb, ts)
-	assert.Empty(t, containerResources(mb.Emit()), "container B's CPU on container A")
+	assert.Empty(t, testutil.ContainerResources(mb.Emit()), "container B's CPU on container A")
 	assert.Zero(t, logs.Len(), "a reused PID is not worth a log")
 
 	c.seen = map[string]container{b: {owner: attribution.Owner{ContainerID: b}, pid: 1000}}
 	c.Record(mb, ts)
-	got := containerResources(mb.Emit())
+	got := testutil.ContainerResources(mb.Emit())
 	require.Contains(t, got, b, "B's own process gives B's CPU")
 	assert.InDelta(t, 5.0, got[b]["container.cpu.time"], 1e-9)
 }
@@ -178,7 +155,7 @@ func TestContainerCPUByTheAttributedCgroup(t *testing.T) {
 	ts := pcommon.NewTimestampFromTime(time.Now())
 	c.seen = map[string]container{a: {owner: procs[0].Owner, pid: 1000, cgroup: procs[0].Cgroup}}
 	c.Record(mb, ts)
-	got := containerResources(mb.Emit())
+	got := testutil.ContainerResources(mb.Emit())
 	require.Contains(t, got, a, "A's cgroup, read by its path")
 	assert.InDelta(t, 7.0, got[a]["container.cpu.time"], 1e-9, "A's CPU, not B's")
 
@@ -186,6 +163,6 @@ func TestContainerCPUByTheAttributedCgroup(t *testing.T) {
 	require.NoError(t, os.RemoveAll(filepath.Join(cgroupRoot, aPath)))
 	c.seen = map[string]container{a: {owner: procs[0].Owner, pid: 1000, cgroup: procs[0].Cgroup}}
 	c.Record(mb, ts)
-	assert.Empty(t, containerResources(mb.Emit()))
+	assert.Empty(t, testutil.ContainerResources(mb.Emit()))
 	assert.Zero(t, logs.Len(), "a container that is gone is not worth a log")
 }
